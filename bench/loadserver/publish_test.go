@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"testing"
+
+	"cloud.google.com/go/pubsub/v2"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// publishAll publishes m messages of size bytes with Google's publisher and
+// returns the distinct ids and the errors.
+func publishAll(t *testing.T, m, size int) (ids map[string]bool, errs []error) {
+	t.Helper()
+	pub := newClient(t).Publisher(testTopic)
+	defer pub.Stop()
+	ctx := context.Background()
+	data := make([]byte, size)
+	rs := make([]*pubsub.PublishResult, m)
+	for i := range rs {
+		rs[i] = pub.Publish(ctx, &pubsub.Message{Data: data, Attributes: map[string]string{"k": "v"}})
+	}
+	ids = make(map[string]bool)
+	for _, r := range rs {
+		id, err := r.Get(ctx)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ids[id] = true
+	}
+	return ids, errs
+}
+
+func TestGoPublisherCounted(t *testing.T) {
+	const m, size = 2500, 100
+	in := startServer(t, nil)
+	ids, errs := publishAll(t, m, size)
+	if len(errs) > 0 || len(ids) != m {
+		t.Fatalf("%d distinct ids of %d, errors %v", len(ids), m, errs)
+	}
+	if s := in.snapshot(); s.Published != m || s.PublishedBytes != m*size || s.PublishRPCs < m/100 {
+		t.Fatalf("stats = %+v", s)
+	}
+}
+
+func TestPublishFaultNonRetryable(t *testing.T) {
+	in := startServer(t, func(o *options) {
+		o.faults.PublishErrorRate = 1
+		o.faults.PublishErrorCode = Code(codes.PermissionDenied)
+	})
+	_, errs := publishAll(t, 10, 10)
+	if len(errs) != 10 {
+		t.Fatalf("%d errors, want 10", len(errs))
+	}
+	for _, err := range errs {
+		if c := status.Code(err); c != codes.PermissionDenied {
+			t.Fatalf("error %v has code %v, want PermissionDenied", err, c)
+		}
+	}
+	if s := in.snapshot(); s.Published != 0 || s.InjectedErrors == 0 {
+		t.Fatalf("stats = %+v", s)
+	}
+}
+
+// Injected UNAVAILABLE is retried by the client until everything lands.
+func TestPublishFaultRetried(t *testing.T) {
+	const m = 1000
+	in := startServer(t, func(o *options) {
+		o.faults.PublishErrorRate = 0.3
+		o.faults.PublishErrorCode = Code(codes.Unavailable)
+	})
+	ids, errs := publishAll(t, m, 10)
+	if len(errs) > 0 || len(ids) != m {
+		t.Fatalf("%d ids, errors %v", len(ids), errs)
+	}
+	if s := in.snapshot(); s.Published != m || s.InjectedErrors == 0 || s.PublishRPCs <= s.InjectedErrors {
+		t.Fatalf("stats = %+v", s)
+	}
+}

@@ -1,0 +1,123 @@
+// Command capi is the C-export layer of libpubsubgo, built with
+// -buildmode=c-shared. It only converts between C and Go and guards every
+// call (panics become errors); the logic lives in go/internal/... packages.
+// The contract is go/include/pubsubgo.h.
+package main
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../include
+#include "pubsubgo.h"
+*/
+import "C"
+
+import (
+	"context"
+	"encoding/json"
+	"runtime"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow/cdata"
+	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
+	"google.golang.org/grpc/codes"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/admin"
+	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/emulator"
+	"github.com/pubsub-go/pubsub-go/go/internal/handles"
+)
+
+// Version is the library version; ABIVersion changes when pubsubgo.h does.
+const (
+	Version    = "0.1.0"
+	ABIVersion = 1
+)
+
+// alloc is the C-memory allocator behind every exported batch (cgo rules:
+// C must not hold Go-heap pointers).
+var alloc = mallocator.NewMallocator()
+
+var emulators handles.Registry[*emulator.Emulator]
+
+func main() {}
+
+//export pg_version
+func pg_version(jsonOut **C.char, errOut **C.char) C.int {
+	return guard(errOut, func() error {
+		b, err := json.Marshal(map[string]any{"version": Version, "abi": ABIVersion, "go": runtime.Version()})
+		setString(jsonOut, string(b))
+		return err
+	})
+}
+
+//export pg_debug_panic
+func pg_debug_panic(errOut **C.char) C.int {
+	return guard(errOut, func() error {
+		var m map[string]int
+		m["boom"] = 1 // a real runtime panic: assignment to entry in nil map
+		return nil
+	})
+}
+
+//export pg_debug_c_bytes
+func pg_debug_c_bytes() C.int64_t {
+	return C.int64_t(alloc.AllocatedBytes())
+}
+
+//export pg_admin
+func pg_admin(request *C.char, jsonOut **C.char, errOut **C.char) C.int {
+	return guard(errOut, func() error {
+		if request == nil {
+			return conn.Errorf(codes.InvalidArgument, "admin request is NULL")
+		}
+		r, err := admin.Parse([]byte(C.GoString(request)))
+		if err != nil {
+			return err
+		}
+		out, err := admin.Do(context.Background(), r)
+		if err != nil {
+			return err
+		}
+		setString(jsonOut, string(out))
+		return nil
+	})
+}
+
+//export pg_emulator_start
+func pg_emulator_start(hostPort *C.char, handleOut *C.uint64_t, addrOut **C.char, errOut **C.char) C.int {
+	return guard(errOut, func() error {
+		addr := "127.0.0.1:0"
+		if hostPort != nil {
+			addr = C.GoString(hostPort)
+		}
+		e, err := emulator.Start(addr)
+		if err != nil {
+			return conn.Errorf(codes.InvalidArgument, "%v", err)
+		}
+		*handleOut = C.uint64_t(emulators.Put(e))
+		setString(addrOut, e.Addr())
+		return nil
+	})
+}
+
+//export pg_emulator_stop
+func pg_emulator_stop(h C.uint64_t, errOut **C.char) C.int {
+	return guard(errOut, func() error {
+		e, ok := emulators.Take(uint64(h))
+		if !ok {
+			return closedHandle("emulator", h)
+		}
+		return e.Stop()
+	})
+}
+
+func closedHandle(what string, h C.uint64_t) error {
+	return conn.Errorf(codes.FailedPrecondition, "%s handle %d is closed or was never opened", what, uint64(h))
+}
+
+func carray(p *C.struct_ArrowArray) *cdata.CArrowArray {
+	return cdata.ArrayFromPtr(uintptr(unsafe.Pointer(p)))
+}
+
+func cschema(p *C.struct_ArrowSchema) *cdata.CArrowSchema {
+	return cdata.SchemaFromPtr(uintptr(unsafe.Pointer(p)))
+}

@@ -1,0 +1,88 @@
+package main
+
+/*
+#include "pubsubgo.h"
+*/
+import "C"
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/cdata"
+	"google.golang.org/grpc/codes"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/handles"
+	"github.com/pubsub-go/pubsub-go/go/internal/publisher"
+)
+
+var publishers handles.Registry[*publisher.Publisher]
+
+//export pg_publisher_open
+func pg_publisher_open(config *C.char, handleOut *C.uint64_t, errOut **C.char) C.int {
+	return guard(errOut, func() error {
+		var cfg publisher.Config
+		if err := decodeConfig("publisher", config, &cfg); err != nil {
+			return err
+		}
+		p, err := publisher.Open(context.Background(), cfg)
+		if err != nil {
+			return err
+		}
+		*handleOut = C.uint64_t(publishers.Put(p))
+		return nil
+	})
+}
+
+//export pg_publisher_publish
+func pg_publisher_publish(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema, errOut **C.char) C.int {
+	return guard(errOut, func() error {
+		if arr == nil || schema == nil {
+			return conn.Errorf(codes.InvalidArgument, "pg_publisher_publish: ArrowArray/ArrowSchema pointers must not be NULL")
+		}
+		rec, err := cdata.ImportCRecordBatch(carray(arr), cschema(schema))
+		if err != nil {
+			return conn.Errorf(codes.InvalidArgument, "publish: cannot import the Arrow batch: %v", err)
+		}
+		defer rec.Release()
+		p, ok := publishers.Get(uint64(h))
+		if !ok {
+			return closedHandle("publisher", h)
+		}
+		return p.Publish(context.Background(), rec)
+	})
+}
+
+//export pg_publisher_flush
+func pg_publisher_flush(h C.uint64_t, timeoutMs C.int64_t, jsonOut **C.char, errOut **C.char) C.int {
+	return guard(errOut, func() error {
+		p, ok := publishers.Get(uint64(h))
+		if !ok {
+			return closedHandle("publisher", h)
+		}
+		ctx := context.Background()
+		if timeoutMs > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, time.Duration(timeoutMs)*time.Millisecond)
+			defer cancel()
+		}
+		res, err := p.Flush(ctx)
+		if b, jerr := json.Marshal(res); jerr == nil {
+			setString(jsonOut, string(b))
+		}
+		return err
+	})
+}
+
+//export pg_publisher_close
+func pg_publisher_close(h C.uint64_t, errOut **C.char) C.int {
+	return guard(errOut, func() error {
+		p, ok := publishers.Take(uint64(h))
+		if !ok {
+			return closedHandle("publisher", h)
+		}
+		return p.Close()
+	})
+}

@@ -1,0 +1,174 @@
+package main
+
+/*
+#include "pubsubgo.h"
+*/
+import "C"
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/cdata"
+	"google.golang.org/grpc/codes"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/handles"
+	"github.com/pubsub-go/pubsub-go/go/internal/subscriber"
+)
+
+var subscribers handles.Registry[*subscriber.Subscriber]
+
+// nextSafetyMargin bounds a Next call beyond its requested wait, so that a
+// stuck network call can never hang the caller.
+const nextSafetyMargin = 60 * time.Second
+
+//export pg_subscriber_open
+func pg_subscriber_open(config *C.char, handleOut *C.uint64_t, errOut **C.char) C.int {
+	return guard(errOut, func() error {
+		var cfg subscriber.Config
+		if err := decodeConfig("subscriber", config, &cfg); err != nil {
+			return err
+		}
+		s, err := subscriber.OpenWithAllocator(context.Background(), cfg, alloc)
+		if err != nil {
+			return err
+		}
+		*handleOut = C.uint64_t(subscribers.Put(s))
+		return nil
+	})
+}
+
+//export pg_subscriber_next
+func pg_subscriber_next(h C.uint64_t, maxRows C.int64_t, waitMs C.int64_t,
+	outBatch *C.struct_ArrowArray, outSchema *C.struct_ArrowSchema,
+	outAckIDs *C.struct_ArrowArray, outAckSchema *C.struct_ArrowSchema, errOut **C.char) C.int {
+	return guard(errOut, func() error {
+		s, ok := subscribers.Get(uint64(h))
+		if !ok {
+			return closedHandle("subscriber", h)
+		}
+		if outBatch == nil || outSchema == nil || outAckIDs == nil || outAckSchema == nil {
+			return conn.Errorf(codes.InvalidArgument, "pg_subscriber_next: output ArrowArray/ArrowSchema pointers must not be NULL")
+		}
+		wait := time.Duration(waitMs) * time.Millisecond
+		ctx, cancel := context.WithTimeout(context.Background(), wait+nextSafetyMargin)
+		defer cancel()
+		b, err := s.Next(ctx, int(maxRows), wait)
+		if err != nil {
+			return err
+		}
+		defer b.Record.Release()
+		defer b.AckIDs.Release()
+		cdata.ExportArrowRecordBatch(b.Record, carray(outBatch), cschema(outSchema))
+		cdata.ExportArrowArray(b.AckIDs, carray(outAckIDs), cschema(outAckSchema))
+		return nil
+	})
+}
+
+// importAckIDs moves a C utf8 array of ack ids into Go strings.
+func importAckIDs(arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema) ([]string, error) {
+	if arr == nil || schema == nil {
+		return nil, conn.Errorf(codes.InvalidArgument, "ack ids: ArrowArray/ArrowSchema pointers must not be NULL")
+	}
+	_, a, err := cdata.ImportCArray(carray(arr), cschema(schema))
+	if err != nil {
+		return nil, conn.Errorf(codes.InvalidArgument, "ack ids: %v", err)
+	}
+	defer a.Release()
+	var ids []string
+	switch col := a.(type) {
+	case *array.String:
+		ids = make([]string, 0, col.Len())
+		for i := 0; i < col.Len(); i++ {
+			if col.IsValid(i) {
+				ids = append(ids, col.Value(i))
+			}
+		}
+	case *array.LargeString:
+		ids = make([]string, 0, col.Len())
+		for i := 0; i < col.Len(); i++ {
+			if col.IsValid(i) {
+				ids = append(ids, col.Value(i))
+			}
+		}
+	default:
+		return nil, conn.Errorf(codes.InvalidArgument, "ack ids must be a utf8 or large_utf8 array, got %s", a.DataType())
+	}
+	return ids, nil
+}
+
+func withAckIDs(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema, errOut **C.char,
+	f func(s *subscriber.Subscriber, ids []string) error) C.int {
+	return guard(errOut, func() error {
+		s, ok := subscribers.Get(uint64(h))
+		if !ok {
+			if arr != nil && arr.release != nil {
+				cdata.ReleaseCArrowArray(carray(arr))
+			}
+			return closedHandle("subscriber", h)
+		}
+		ids, err := importAckIDs(arr, schema)
+		if err != nil {
+			return err
+		}
+		return f(s, ids)
+	})
+}
+
+//export pg_subscriber_ack
+func pg_subscriber_ack(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema, errOut **C.char) C.int {
+	return withAckIDs(h, arr, schema, errOut, func(s *subscriber.Subscriber, ids []string) error { return s.Ack(ids) })
+}
+
+//export pg_subscriber_nack
+func pg_subscriber_nack(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema, errOut **C.char) C.int {
+	return withAckIDs(h, arr, schema, errOut, func(s *subscriber.Subscriber, ids []string) error { return s.Nack(ids) })
+}
+
+//export pg_subscriber_modack
+func pg_subscriber_modack(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema, deadline C.int32_t, errOut **C.char) C.int {
+	return withAckIDs(h, arr, schema, errOut, func(s *subscriber.Subscriber, ids []string) error {
+		if deadline < 0 || deadline > 600 {
+			return conn.Errorf(codes.InvalidArgument, "modack deadline %d s is out of range; expected 0..600", int32(deadline))
+		}
+		return s.Modack(ids, int(deadline))
+	})
+}
+
+//export pg_subscriber_release
+func pg_subscriber_release(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema, errOut **C.char) C.int {
+	return withAckIDs(h, arr, schema, errOut, func(s *subscriber.Subscriber, ids []string) error {
+		s.Release(ids)
+		return nil
+	})
+}
+
+//export pg_subscriber_stats
+func pg_subscriber_stats(h C.uint64_t, jsonOut **C.char, errOut **C.char) C.int {
+	return guard(errOut, func() error {
+		s, ok := subscribers.Get(uint64(h))
+		if !ok {
+			return closedHandle("subscriber", h)
+		}
+		b, err := json.Marshal(s.Stats())
+		setString(jsonOut, string(b))
+		return err
+	})
+}
+
+//export pg_subscriber_close
+func pg_subscriber_close(h C.uint64_t, errOut **C.char) C.int {
+	return guard(errOut, func() error {
+		s, ok := subscribers.Take(uint64(h))
+		if !ok {
+			return closedHandle("subscriber", h)
+		}
+		return s.Close()
+	})
+}
+
+var _ arrow.RecordBatch // keep the import explicit for readers of the signature above

@@ -1,0 +1,155 @@
+/*
+ * pubsubgo.h: the C API of libpubsubgo, the pubsub-go native data plane.
+ *
+ * One shared library holds every native part (subscriber, publisher,
+ * admin helpers, embedded emulator, WASM decoders) because only one Go
+ * runtime can live in a process.
+ *
+ * Conventions
+ *  - Every function returns an int status: 0 on success, otherwise a gRPC
+ *    status code (3 INVALID_ARGUMENT, 4 DEADLINE_EXCEEDED, 5 NOT_FOUND,
+ *    7 PERMISSION_DENIED, 8 RESOURCE_EXHAUSTED, 9 FAILED_PRECONDITION,
+ *    13 INTERNAL, 14 UNAVAILABLE, 16 UNAUTHENTICATED, ...). On failure *err
+ *    receives a NUL-terminated message allocated with malloc; free it with
+ *    pg_free. Pass err = NULL to ignore messages.
+ *  - A Go panic inside any call is recovered and returned as 13 INTERNAL
+ *    with the panic text; it never takes the process down.
+ *  - Handles are opaque non-zero integers. Using a closed handle returns
+ *    9 FAILED_PRECONDITION.
+ *  - Configs are JSON objects; unknown keys and wrong types are rejected
+ *    with 3 INVALID_ARGUMENT naming the key. Keys are documented in
+ *    docs/c-api.md.
+ *  - Arrow data crosses in both directions through the Arrow C Data
+ *    Interface. Exported buffers live in C memory (never the Go heap); the
+ *    consumer calls each struct's release callback when done. Arrays passed
+ *    in are moved: the library takes ownership and releases them.
+ *  - Strings returned through char** are malloc'd; free with pg_free.
+ *
+ * This header is also parsed by cffi (ABI mode), so it contains no
+ * preprocessor conditionals beyond the include guard.
+ */
+#ifndef PUBSUBGO_H
+#define PUBSUBGO_H
+
+#include <stdint.h>
+
+#ifndef ARROW_C_DATA_INTERFACE
+#define ARROW_C_DATA_INTERFACE
+#define ARROW_FLAG_DICTIONARY_ORDERED 1
+#define ARROW_FLAG_NULLABLE 2
+#define ARROW_FLAG_MAP_KEYS_SORTED 4
+
+struct ArrowSchema {
+  const char* format;
+  const char* name;
+  const char* metadata;
+  int64_t flags;
+  int64_t n_children;
+  struct ArrowSchema** children;
+  struct ArrowSchema* dictionary;
+  void (*release)(struct ArrowSchema*);
+  void* private_data;
+};
+
+struct ArrowArray {
+  int64_t length;
+  int64_t null_count;
+  int64_t offset;
+  int64_t n_buffers;
+  int64_t n_children;
+  const void** buffers;
+  struct ArrowArray** children;
+  struct ArrowArray* dictionary;
+  void (*release)(struct ArrowArray*);
+  void* private_data;
+};
+#endif
+
+/* Library ---------------------------------------------------------------- */
+
+/* Frees a string returned by this library. NULL is a no-op. */
+void pg_free(char* p);
+
+/* Library version, ABI version and Go version as JSON. */
+int pg_version(char** json_out, char** err);
+
+/* Test hook: panics inside Go; must come back as 13 INTERNAL. */
+int pg_debug_panic(char** err);
+
+/* Live C memory held by exported Arrow batches, in bytes (leak checks). */
+int64_t pg_debug_c_bytes(void);
+
+/* Subscriber ------------------------------------------------------------- */
+
+/* Opens a subscriber: starts StreamingPull streams, flow control and
+ * lease extension. Fails with 5 NOT_FOUND for an unknown subscription and
+ * 14 UNAVAILABLE for an unreachable endpoint (after bounded retries). */
+int pg_subscriber_open(char* config_json, uint64_t* handle_out, char** err);
+
+/* Waits up to wait_ms for up to max_rows messages (<= 0: the configured
+ * defaults) and exports them as one record batch in the raw schema
+ * (message_id, publish_time, attributes, payload, ordering_key,
+ * delivery_attempt), or the decoded schema when a decoder is configured.
+ * The ack ids of the same rows, in the same order, come back as a separate
+ * utf8 array (out_ack_ids/out_ack_schema). A batch may have zero rows.
+ * Every message handed out stays leased (its deadline extended) until it
+ * is acked, nacked or released. */
+int pg_subscriber_next(uint64_t handle, int64_t max_rows, int64_t wait_ms,
+                       struct ArrowArray* out_batch, struct ArrowSchema* out_schema,
+                       struct ArrowArray* out_ack_ids, struct ArrowSchema* out_ack_schema,
+                       char** err);
+
+/* Ack / nack (deadline 0) / modify the deadline of the given ack ids (a
+ * utf8 or large_utf8 array, moved into the call). These work for any ack
+ * id of the subscription, also ones pulled by another process. */
+int pg_subscriber_ack(uint64_t handle, struct ArrowArray* ack_ids, struct ArrowSchema* schema, char** err);
+int pg_subscriber_nack(uint64_t handle, struct ArrowArray* ack_ids, struct ArrowSchema* schema, char** err);
+int pg_subscriber_modack(uint64_t handle, struct ArrowArray* ack_ids, struct ArrowSchema* schema,
+                         int32_t deadline_seconds, char** err);
+
+/* Stops extending the leases of the given handed-out ack ids without
+ * acking or nacking them: they keep their last deadline (used to hand the
+ * lease over to another process, e.g. the Spark driver). */
+int pg_subscriber_release(uint64_t handle, struct ArrowArray* ack_ids, struct ArrowSchema* schema, char** err);
+
+/* Counters as JSON: pulled, handed_out, held, acked, nacked, extended,
+ * redeliveries, decode_errors, bytes_pulled, streams_restarted. */
+int pg_subscriber_stats(uint64_t handle, char** json_out, char** err);
+
+/* Closes the subscriber: waits for pending acks to be sent, nacks every
+ * message pulled but never handed out, and stops lease extension. */
+int pg_subscriber_close(uint64_t handle, char** err);
+
+/* Publisher -------------------------------------------------------------- */
+
+int pg_publisher_open(char* config_json, uint64_t* handle_out, char** err);
+
+/* Publishes every row of a record batch with a `payload` column (binary or
+ * utf8) and optional `attributes` (map<utf8,utf8>) and `ordering_key`
+ * (utf8). The batch is moved into the call. Blocks while the bytes in
+ * flight exceed the configured bound (backpressure). Asynchronous publish
+ * failures are reported by this call or the next flush. */
+int pg_publisher_publish(uint64_t handle, struct ArrowArray* batch, struct ArrowSchema* schema, char** err);
+
+/* Waits up to timeout_ms until the server acknowledged every message
+ * published so far. Result JSON: {"published": n, "bytes": n, "retries": n}. */
+int pg_publisher_flush(uint64_t handle, int64_t timeout_ms, char** json_out, char** err);
+
+/* Closes the publisher; unflushed messages are abandoned (flush first). */
+int pg_publisher_close(uint64_t handle, char** err);
+
+/* Admin ------------------------------------------------------------------ */
+
+/* Small admin helper for topics and subscriptions. request_json:
+ * {"op": "create_topic"|"delete_topic"|"create_subscription"|
+ *  "delete_subscription"|"get_subscription", ...}. See docs/c-api.md. */
+int pg_admin(char* request_json, char** json_out, char** err);
+
+/* Embedded emulator (Go pstest fake) --------------------------------------- */
+
+/* Serves an in-process Pub/Sub emulator on host_port ("127.0.0.1:0" for a
+ * free port); *addr_out receives the bound host:port. */
+int pg_emulator_start(char* host_port, uint64_t* handle_out, char** addr_out, char** err);
+int pg_emulator_stop(uint64_t handle, char** err);
+
+#endif /* PUBSUBGO_H */

@@ -1,0 +1,148 @@
+// Package admin creates and deletes topics and subscriptions, so the demo,
+// the tests and users without Google's SDK can set up an emulator.
+package admin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	pubsub "cloud.google.com/go/pubsub/v2/apiv1"
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+)
+
+// Request is one admin operation.
+type Request struct {
+	conn.Options
+	Op                    string `json:"op"`
+	Topic                 string `json:"topic"`
+	Subscription          string `json:"subscription"`
+	AckDeadlineSeconds    int32  `json:"ack_deadline_seconds"`
+	EnableMessageOrdering bool   `json:"enable_message_ordering"`
+	DeadLetterTopic       string `json:"dead_letter_topic"`
+	MaxDeliveryAttempts   int32  `json:"max_delivery_attempts"`
+	RetainAckedSeconds    int64  `json:"retain_acked_seconds"`
+	TimeoutMs             int    `json:"timeout_ms"`
+}
+
+// Ops lists the supported operations.
+var Ops = []string{"create_topic", "delete_topic", "get_topic", "create_subscription", "delete_subscription", "get_subscription"}
+
+// Parse decodes a request strictly: unknown keys are errors.
+func Parse(raw []byte) (Request, error) {
+	var r Request
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return r, conn.Errorf(codes.InvalidArgument, "malformed admin request: %v", err)
+	}
+	if err := r.Options.Validate(); err != nil {
+		return r, conn.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	return r, nil
+}
+
+// Do runs the request and returns a JSON result.
+func Do(ctx context.Context, r Request) ([]byte, error) {
+	timeout := 30 * time.Second
+	if r.TimeoutMs > 0 {
+		timeout = time.Duration(r.TimeoutMs) * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	switch r.Op {
+	case "create_topic", "delete_topic", "get_topic":
+		if r.Topic == "" {
+			return nil, conn.Errorf(codes.InvalidArgument, "%s needs \"topic\": projects/P/topics/T", r.Op)
+		}
+		c, err := pubsub.NewTopicAdminClient(ctx, r.Options.ClientOptions()...)
+		if err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		switch r.Op {
+		case "create_topic":
+			t, err := c.CreateTopic(ctx, &pubsubpb.Topic{Name: r.Topic})
+			if err != nil {
+				return nil, fmt.Errorf("create topic %s: %w", r.Topic, err)
+			}
+			return json.Marshal(map[string]string{"name": t.Name})
+		case "get_topic":
+			t, err := c.GetTopic(ctx, &pubsubpb.GetTopicRequest{Topic: r.Topic})
+			if err != nil {
+				return nil, fmt.Errorf("get topic %s: %w", r.Topic, err)
+			}
+			return json.Marshal(map[string]string{"name": t.Name})
+		default:
+			if err := c.DeleteTopic(ctx, &pubsubpb.DeleteTopicRequest{Topic: r.Topic}); err != nil {
+				return nil, fmt.Errorf("delete topic %s: %w", r.Topic, err)
+			}
+			return []byte("{}"), nil
+		}
+	case "create_subscription", "delete_subscription", "get_subscription":
+		if r.Subscription == "" {
+			return nil, conn.Errorf(codes.InvalidArgument, "%s needs \"subscription\": projects/P/subscriptions/S", r.Op)
+		}
+		c, err := pubsub.NewSubscriptionAdminClient(ctx, r.Options.ClientOptions()...)
+		if err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		switch r.Op {
+		case "create_subscription":
+			if r.Topic == "" {
+				return nil, conn.Errorf(codes.InvalidArgument, "create_subscription needs \"topic\": projects/P/topics/T")
+			}
+			s := &pubsubpb.Subscription{
+				Name:                  r.Subscription,
+				Topic:                 r.Topic,
+				AckDeadlineSeconds:    r.AckDeadlineSeconds,
+				EnableMessageOrdering: r.EnableMessageOrdering,
+			}
+			if r.DeadLetterTopic != "" {
+				s.DeadLetterPolicy = &pubsubpb.DeadLetterPolicy{DeadLetterTopic: r.DeadLetterTopic, MaxDeliveryAttempts: r.MaxDeliveryAttempts}
+			}
+			if r.RetainAckedSeconds > 0 {
+				s.RetainAckedMessages = true
+				s.MessageRetentionDuration = durationpb.New(time.Duration(r.RetainAckedSeconds) * time.Second)
+			}
+			got, err := c.CreateSubscription(ctx, s)
+			if err != nil {
+				return nil, fmt.Errorf("create subscription %s: %w", r.Subscription, err)
+			}
+			return subscriptionJSON(got)
+		case "get_subscription":
+			got, err := c.GetSubscription(ctx, &pubsubpb.GetSubscriptionRequest{Subscription: r.Subscription})
+			if err != nil {
+				return nil, fmt.Errorf("get subscription %s: %w", r.Subscription, err)
+			}
+			return subscriptionJSON(got)
+		default:
+			if err := c.DeleteSubscription(ctx, &pubsubpb.DeleteSubscriptionRequest{Subscription: r.Subscription}); err != nil {
+				return nil, fmt.Errorf("delete subscription %s: %w", r.Subscription, err)
+			}
+			return []byte("{}"), nil
+		}
+	}
+	return nil, conn.Errorf(codes.InvalidArgument, "unknown admin op %q; expected one of %v", r.Op, Ops)
+}
+
+func subscriptionJSON(s *pubsubpb.Subscription) ([]byte, error) {
+	out := map[string]any{
+		"name":                    s.Name,
+		"topic":                   s.Topic,
+		"ack_deadline_seconds":    s.AckDeadlineSeconds,
+		"enable_message_ordering": s.EnableMessageOrdering,
+	}
+	if s.DeadLetterPolicy != nil {
+		out["dead_letter_topic"] = s.DeadLetterPolicy.DeadLetterTopic
+		out["max_delivery_attempts"] = s.DeadLetterPolicy.MaxDeliveryAttempts
+	}
+	return json.Marshal(out)
+}

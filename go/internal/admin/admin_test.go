@@ -1,0 +1,65 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/emulator"
+)
+
+func TestCreateGetDeleteAgainstEmbeddedEmulator(t *testing.T) {
+	e, err := emulator.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop()
+	ctx := context.Background()
+	o := conn.Options{EmulatorHost: e.Addr()}
+	do := func(r Request) (map[string]any, error) {
+		r.Options = o
+		raw, err := Do(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		var m map[string]any
+		return m, json.Unmarshal(raw, &m)
+	}
+	if _, err := do(Request{Op: "create_topic", Topic: "projects/p/topics/t"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := do(Request{Op: "create_subscription", Topic: "projects/p/topics/t", Subscription: "projects/p/subscriptions/s", AckDeadlineSeconds: 42}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := do(Request{Op: "get_subscription", Subscription: "projects/p/subscriptions/s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["ack_deadline_seconds"].(float64) != 42 || got["topic"] != "projects/p/topics/t" {
+		t.Fatalf("get_subscription = %v", got)
+	}
+	if _, err := do(Request{Op: "delete_subscription", Subscription: "projects/p/subscriptions/s"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = do(Request{Op: "get_subscription", Subscription: "projects/p/subscriptions/s"})
+	if conn.Code(err) != codes.NotFound {
+		t.Fatalf("after delete: err = %v, want NOT_FOUND", err)
+	}
+}
+
+func TestParseRejectsUnknownKeysAndOps(t *testing.T) {
+	if _, err := Parse([]byte(`{"op":"create_topic","topik":"x"}`)); err == nil || !strings.Contains(err.Error(), "topik") {
+		t.Fatalf("unknown key: err = %v", err)
+	}
+	r, err := Parse([]byte(`{"op":"explode"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Do(context.Background(), r); conn.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "create_topic") {
+		t.Fatalf("unknown op: err = %v", err)
+	}
+}

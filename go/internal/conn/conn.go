@@ -1,0 +1,111 @@
+// Package conn turns the connection part of a user config (endpoint,
+// emulator, credentials) into client options shared by the subscriber,
+// the publisher and the admin helper, and classifies gRPC errors.
+package conn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+)
+
+// Options says where Pub/Sub is and how to authenticate.
+type Options struct {
+	// EmulatorHost is host:port of an emulator: plaintext, no auth.
+	// Empty means the PUBSUB_EMULATOR_HOST variable, else production.
+	EmulatorHost string `json:"emulator_host"`
+	// Endpoint overrides the production endpoint (TLS, authenticated).
+	Endpoint string `json:"endpoint"`
+	// CredentialsFile is a service-account key; empty means ADC.
+	CredentialsFile string `json:"credentials_file"`
+}
+
+// Resolve fills EmulatorHost from the environment when unset.
+func (o Options) Resolve() Options {
+	if o.EmulatorHost == "" && o.Endpoint == "" {
+		o.EmulatorHost = os.Getenv("PUBSUB_EMULATOR_HOST")
+	}
+	return o
+}
+
+// Validate checks the options without touching the network.
+func (o Options) Validate() error {
+	o = o.Resolve()
+	if o.EmulatorHost != "" && o.Endpoint != "" {
+		return fmt.Errorf("emulator_host and endpoint are exclusive: set one")
+	}
+	if o.EmulatorHost != "" && !strings.Contains(o.EmulatorHost, ":") {
+		return fmt.Errorf("emulator_host %q must be host:port, e.g. 127.0.0.1:8085", o.EmulatorHost)
+	}
+	if o.CredentialsFile != "" {
+		if _, err := os.Stat(o.CredentialsFile); err != nil {
+			return fmt.Errorf("credentials_file %q: %v (expected a service-account key JSON file)", o.CredentialsFile, err)
+		}
+	}
+	return nil
+}
+
+// ClientOptions are the options for the generated apiv1 clients.
+func (o Options) ClientOptions() []option.ClientOption {
+	o = o.Resolve()
+	opts := []option.ClientOption{option.WithTelemetryDisabled()}
+	if o.EmulatorHost != "" {
+		return append(opts,
+			option.WithEndpoint(o.EmulatorHost),
+			option.WithoutAuthentication(),
+			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+		)
+	}
+	if o.Endpoint != "" {
+		opts = append(opts, option.WithEndpoint(o.Endpoint))
+	}
+	if o.CredentialsFile != "" {
+		opts = append(opts, option.WithAuthCredentialsFile(option.ServiceAccount, o.CredentialsFile))
+	}
+	return opts
+}
+
+// Code is the gRPC code of err (codes.OK for nil, codes.Unknown for a
+// non-status error, DeadlineExceeded/Canceled for context errors).
+func Code(err error) codes.Code {
+	if err == nil {
+		return codes.OK
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return codes.DeadlineExceeded
+	}
+	if errors.Is(err, context.Canceled) {
+		return codes.Canceled
+	}
+	var coded interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &coded) {
+		return coded.GRPCStatus().Code()
+	}
+	if s, ok := status.FromError(err); ok {
+		return s.Code()
+	}
+	return codes.Unknown
+}
+
+// Retryable reports whether err is transient: worth retrying with backoff.
+func Retryable(err error) bool {
+	switch Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted,
+		codes.Aborted, codes.Internal, codes.Unknown:
+		return true
+	}
+	return false
+}
+
+// Errorf wraps err with context while keeping its gRPC code visible to Code.
+func Errorf(code codes.Code, format string, args ...any) error {
+	return status.Error(code, fmt.Sprintf(format, args...))
+}

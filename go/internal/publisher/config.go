@@ -1,0 +1,155 @@
+package publisher
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"google.golang.org/grpc/codes"
+)
+
+// Service limits (https://cloud.google.com/pubsub/quotas).
+const (
+	maxServiceBatchMessages = 1000
+	maxMessageSize          = 10_000_000 // data + attributes + ordering key
+	maxRequestBytesAllowed  = 9_500_000  // headroom under the 10 MB request limit
+	maxAttributes           = 100
+	maxAttributeKeyBytes    = 256
+	maxAttributeValueBytes  = 1024
+	maxOrderingKeyBytes     = 1024
+)
+
+// Defaults applied by Validate to zero fields.
+const (
+	defaultMaxBatchMessages      = 1000
+	defaultMaxBatchBytes         = 4 << 20
+	defaultLingerMs              = 5
+	defaultMaxInFlightBytes      = 128 << 20
+	defaultMaxConcurrentRequests = 8
+	defaultRetryInitialMs        = 100
+	defaultRetryMaxMs            = 60_000
+	defaultRetryTimeoutMs        = 300_000
+	defaultOpenTimeoutMs         = 30_000
+)
+
+var topicPattern = regexp.MustCompile(`^projects/[^/]+/topics/[^/]+$`)
+
+// Config configures a Publisher. Zero numeric fields take their defaults.
+type Config struct {
+	conn.Options
+	// Topic is the full topic name: projects/P/topics/T.
+	Topic string `json:"topic"`
+	// MaxBatchMessages bounds the messages of one Publish request (1..1000).
+	MaxBatchMessages int `json:"max_batch_messages"`
+	// MaxBatchBytes bounds the encoded size of one Publish request. A
+	// single message larger than this is sent alone.
+	MaxBatchBytes int `json:"max_batch_bytes"`
+	// LingerMs is how long a partial batch waits for more messages.
+	LingerMs int `json:"linger_ms"`
+	// MaxInFlightBytes bounds the encoded bytes accepted but not yet
+	// acknowledged; Publish blocks past it.
+	MaxInFlightBytes int64 `json:"max_in_flight_bytes"`
+	// MaxConcurrentRequests bounds the Publish RPCs in flight.
+	MaxConcurrentRequests int `json:"max_concurrent_requests"`
+	// EnableMessageOrdering allows the ordering_key column.
+	EnableMessageOrdering bool `json:"enable_message_ordering"`
+	// RetryInitialMs is the first backoff of a transient failure.
+	RetryInitialMs int `json:"retry_initial_ms"`
+	// RetryMaxMs caps the backoff.
+	RetryMaxMs int `json:"retry_max_ms"`
+	// RetryTimeoutMs bounds all attempts of one request.
+	RetryTimeoutMs int `json:"retry_timeout_ms"`
+	// IDAttribute, if set, names an attribute stamped on every message
+	// with IDPrefix + "-" + the row number counted across all Publish
+	// calls of the Publisher from 0, so that a replayed write yields the
+	// same ids (consumers can deduplicate on it). It overrides a
+	// same-named attribute of the row.
+	IDAttribute string `json:"id_attribute"`
+	IDPrefix    string `json:"id_prefix"`
+	// OpenTimeoutMs bounds the retries of the topic check in Open.
+	OpenTimeoutMs int `json:"open_timeout_ms"`
+}
+
+// Validate fills defaults and checks every field without touching the
+// network. Errors have code INVALID_ARGUMENT and name the JSON key.
+func (c *Config) Validate() error {
+	if err := c.Options.Validate(); err != nil {
+		return conn.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if c.Topic == "" {
+		return invalid("topic is required (projects/P/topics/T)")
+	}
+	if !topicPattern.MatchString(c.Topic) {
+		return invalid("topic %q must be a full name: projects/P/topics/T", c.Topic)
+	}
+	setDefault(&c.MaxBatchMessages, defaultMaxBatchMessages)
+	setDefault(&c.MaxBatchBytes, defaultMaxBatchBytes)
+	setDefault(&c.LingerMs, defaultLingerMs)
+	setDefault(&c.MaxInFlightBytes, defaultMaxInFlightBytes)
+	setDefault(&c.MaxConcurrentRequests, defaultMaxConcurrentRequests)
+	setDefault(&c.RetryInitialMs, defaultRetryInitialMs)
+	setDefault(&c.RetryMaxMs, defaultRetryMaxMs)
+	setDefault(&c.RetryTimeoutMs, defaultRetryTimeoutMs)
+	setDefault(&c.OpenTimeoutMs, defaultOpenTimeoutMs)
+
+	if c.MaxBatchMessages < 1 || c.MaxBatchMessages > maxServiceBatchMessages {
+		return invalid("max_batch_messages %d out of range: must be 1..%d (service limit)", c.MaxBatchMessages, maxServiceBatchMessages)
+	}
+	if c.MaxBatchBytes < 1 || c.MaxBatchBytes > maxRequestBytesAllowed {
+		return invalid("max_batch_bytes %d out of range: must be 1..%d (the service rejects requests over 10 MB)", c.MaxBatchBytes, maxRequestBytesAllowed)
+	}
+	for _, f := range []struct {
+		key string
+		v   int64
+	}{
+		{"linger_ms", int64(c.LingerMs)},
+		{"max_in_flight_bytes", c.MaxInFlightBytes},
+		{"max_concurrent_requests", int64(c.MaxConcurrentRequests)},
+		{"retry_initial_ms", int64(c.RetryInitialMs)},
+		{"retry_max_ms", int64(c.RetryMaxMs)},
+		{"retry_timeout_ms", int64(c.RetryTimeoutMs)},
+		{"open_timeout_ms", int64(c.OpenTimeoutMs)},
+	} {
+		if f.v < 0 {
+			return invalid("%s must be positive (0 means the default), got %d", f.key, f.v)
+		}
+	}
+	if c.RetryMaxMs < c.RetryInitialMs {
+		return invalid("retry_max_ms %d must be >= retry_initial_ms %d", c.RetryMaxMs, c.RetryInitialMs)
+	}
+	if c.IDAttribute != "" {
+		if err := checkAttributeKey(c.IDAttribute); err != nil {
+			return invalid("id_attribute: %v", err)
+		}
+	} else if c.IDPrefix != "" {
+		return invalid("id_prefix is set but id_attribute is not: set id_attribute to stamp ids")
+	}
+	return nil
+}
+
+func (c *Config) linger() time.Duration { return ms(c.LingerMs) }
+
+func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+func setDefault[T int | int64](v *T, def T) {
+	if *v == 0 {
+		*v = def
+	}
+}
+
+func invalid(format string, args ...any) error {
+	return conn.Errorf(codes.InvalidArgument, format, args...)
+}
+
+// checkAttributeKey applies the service's rules for attribute keys.
+func checkAttributeKey(k string) error {
+	switch {
+	case len(k) > maxAttributeKeyBytes:
+		return fmt.Errorf("attribute key %.32q... is %d bytes, over the %d-byte limit", k, len(k), maxAttributeKeyBytes)
+	case strings.HasPrefix(k, "goog"):
+		return fmt.Errorf("attribute key %q: keys starting with \"goog\" are reserved", k)
+	}
+	return nil
+}

@@ -1,0 +1,122 @@
+package publisher
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func TestBackoffDoublesWithJitterUpToMax(t *testing.T) {
+	bo := backoff{cur: 100 * time.Millisecond, max: 500 * time.Millisecond}
+	caps := []time.Duration{100, 200, 400, 500, 500, 500}
+	for i, c := range caps {
+		c *= time.Millisecond
+		d := bo.next()
+		if d < c/2 || d > c {
+			t.Errorf("delay %d = %v, want within [%v, %v]", i, d, c/2, c)
+		}
+	}
+	// Jitter: many draws at one level are not all equal.
+	seen := map[time.Duration]bool{}
+	for range 20 {
+		b := backoff{cur: time.Second, max: time.Second}
+		seen[b.next()] = true
+	}
+	if len(seen) < 2 {
+		t.Error("no jitter: 20 draws gave one value")
+	}
+}
+
+func TestRetryTransientCodes(t *testing.T) {
+	for _, c := range []codes.Code{codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted,
+		codes.Aborted, codes.Internal, codes.Unknown} {
+		t.Run(c.String(), func(t *testing.T) {
+			calls := 0
+			r := retryPolicy{initial: time.Millisecond, max: 2 * time.Millisecond, timeout: 5 * time.Second}
+			n, err := r.do(context.Background(), "op", func(context.Context) error {
+				calls++
+				if calls <= 3 {
+					return status.Error(c, "flaky")
+				}
+				return nil
+			})
+			if err != nil || n != 3 || calls != 4 {
+				t.Errorf("retries %d calls %d err %v, want 3 4 nil", n, calls, err)
+			}
+		})
+	}
+}
+
+func TestRetryDefinitiveCodes(t *testing.T) {
+	for _, c := range []codes.Code{codes.PermissionDenied, codes.NotFound, codes.InvalidArgument, codes.FailedPrecondition} {
+		t.Run(c.String(), func(t *testing.T) {
+			calls := 0
+			r := retryPolicy{initial: time.Millisecond, max: time.Millisecond, timeout: 5 * time.Second}
+			n, err := r.do(context.Background(), "publish to T", func(context.Context) error {
+				calls++
+				return status.Error(c, "server says no")
+			})
+			if calls != 1 || n != 0 {
+				t.Errorf("calls %d retries %d, want 1 0", calls, n)
+			}
+			want := "publish to T: " + codeName(c) + ": server says no"
+			if err == nil || err.Error() != status.Error(c, want).Error() || conn.Code(err) != c {
+				t.Errorf("err %v, want code %v and text %q", err, c, want)
+			}
+		})
+	}
+}
+
+func TestRetryGivesUpAtTimeout(t *testing.T) {
+	r := retryPolicy{initial: 10 * time.Millisecond, max: 20 * time.Millisecond, timeout: 200 * time.Millisecond}
+	start := time.Now()
+	n, err := r.do(context.Background(), "op", func(context.Context) error {
+		return status.Error(codes.Unavailable, "down")
+	})
+	el := time.Since(start)
+	if conn.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "UNAVAILABLE: down (gave up after") {
+		t.Errorf("err %v", err)
+	}
+	if n < 3 {
+		t.Errorf("only %d retries in 200ms with 10-20ms backoff", n)
+	}
+	if el > 2*time.Second {
+		t.Errorf("took %v, bound is 200ms", el)
+	}
+}
+
+func TestRetryBoundsHungAttempt(t *testing.T) {
+	r := retryPolicy{initial: time.Millisecond, max: time.Millisecond, timeout: 100 * time.Millisecond}
+	start := time.Now()
+	_, err := r.do(context.Background(), "op", func(ctx context.Context) error {
+		<-ctx.Done() // a server that never answers
+		return status.FromContextError(ctx.Err()).Err()
+	})
+	if conn.Code(err) != codes.DeadlineExceeded || time.Since(start) > 2*time.Second {
+		t.Errorf("err %v after %v, want DEADLINE_EXCEEDED after ~100ms", err, time.Since(start))
+	}
+}
+
+func TestRetryStopsOnCallerCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := retryPolicy{initial: time.Hour, max: time.Hour, timeout: 10 * time.Hour}
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.do(ctx, "op", func(context.Context) error { return status.Error(codes.Unavailable, "down") })
+		done <- err
+	}()
+	cancel()
+	select {
+	case err := <-done:
+		if conn.Code(err) != codes.Canceled {
+			t.Errorf("err %v, want CANCELLED", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("do kept sleeping after cancel")
+	}
+}

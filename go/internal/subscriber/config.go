@@ -1,0 +1,133 @@
+package subscriber
+
+import (
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+)
+
+// Config is the user configuration of a subscriber (JSON from the C API).
+type Config struct {
+	conn.Options
+	// Subscription is required: projects/P/subscriptions/S.
+	Subscription string `json:"subscription"`
+	// Streams is the number of StreamingPull streams; default 1.
+	Streams int `json:"streams"`
+	// MaxOutstandingMessages bounds messages held (buffered or handed out
+	// and not yet acked, nacked or released); it is also the server-side
+	// flow control, split across streams. Default 1000.
+	MaxOutstandingMessages int `json:"max_outstanding_messages"`
+	// MaxOutstandingBytes is the same bound in message bytes; default 100 MiB.
+	MaxOutstandingBytes int64 `json:"max_outstanding_bytes"`
+	// BatchSize is the default number of rows per Next; default 1000.
+	BatchSize int `json:"batch_size"`
+	// MaxWaitMs is the default wait per Next; default 100.
+	MaxWaitMs int `json:"max_wait_ms"`
+	// AckDeadlineSeconds is the stream ack deadline and the deadline each
+	// lease extension sets; default 60, 10..600.
+	AckDeadlineSeconds int `json:"ack_deadline_seconds"`
+	// MaxExtensionSeconds is how long a held message is kept leased at
+	// most; default 3600.
+	MaxExtensionSeconds int `json:"max_extension_seconds"`
+	// OpenTimeoutMs bounds retries in Open while the endpoint is
+	// unreachable; default 30000.
+	OpenTimeoutMs int `json:"open_timeout_ms"`
+}
+
+// Defaults and bounds of Config.
+const (
+	DefaultStreams                = 1
+	DefaultMaxOutstandingMessages = 1000
+	DefaultMaxOutstandingBytes    = 100 << 20
+	DefaultBatchSize              = 1000
+	DefaultMaxWaitMs              = 100
+	DefaultAckDeadlineSeconds     = 60
+	DefaultMaxExtensionSeconds    = 3600
+	DefaultOpenTimeoutMs          = 30000
+
+	maxStreams = 64
+)
+
+// Validate fills defaults (for zero values) and checks every field,
+// without touching the network. Errors have code INVALID_ARGUMENT and name
+// the JSON key.
+func (c *Config) Validate() error {
+	if err := c.Options.Validate(); err != nil {
+		return conn.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if c.Subscription == "" {
+		return invalid(`subscription is required, e.g. "projects/my-project/subscriptions/my-sub"`)
+	}
+	if p := strings.Split(c.Subscription, "/"); len(p) != 4 || p[0] != "projects" || p[1] == "" || p[2] != "subscriptions" || p[3] == "" {
+		return invalid("subscription %q must be a full name: projects/<project>/subscriptions/<name>", c.Subscription)
+	}
+	checks := []error{
+		intField("streams", &c.Streams, DefaultStreams, 1, maxStreams),
+		intField("max_outstanding_messages", &c.MaxOutstandingMessages, DefaultMaxOutstandingMessages, 1, 10_000_000),
+		intField("max_outstanding_bytes", &c.MaxOutstandingBytes, DefaultMaxOutstandingBytes, 1, 1<<40),
+		intField("batch_size", &c.BatchSize, DefaultBatchSize, 1, 1_000_000),
+		intField("max_wait_ms", &c.MaxWaitMs, DefaultMaxWaitMs, 1, 3_600_000),
+		intField("ack_deadline_seconds", &c.AckDeadlineSeconds, DefaultAckDeadlineSeconds, 10, 600),
+		intField("max_extension_seconds", &c.MaxExtensionSeconds, DefaultMaxExtensionSeconds, 1, 7*24*3600),
+		intField("open_timeout_ms", &c.OpenTimeoutMs, DefaultOpenTimeoutMs, 1, 3_600_000),
+	}
+	for _, err := range checks {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// intField replaces 0 with def and checks min <= *v <= max.
+func intField[T int | int64](key string, v *T, def, min, max T) error {
+	if *v == 0 {
+		*v = def
+	}
+	if *v < min || *v > max {
+		return invalid("%s = %d is out of range: must be between %d and %d (0 or absent means the default %d)", key, *v, min, max, def)
+	}
+	return nil
+}
+
+func invalid(format string, args ...any) error {
+	return conn.Errorf(codes.InvalidArgument, format, args...)
+}
+
+// settings are the timings derived from a validated Config. Tests shorten
+// them below what Config allows to keep runs fast.
+type settings struct {
+	ackDeadline  time.Duration // stream ack deadline and lease-extension deadline
+	maxExtension time.Duration // stop extending a message held this long
+	leaseTick    time.Duration // how often leases are checked
+	openTimeout  time.Duration // bound on GetSubscription retries in Open
+	openAttempt  time.Duration // per-attempt timeout of GetSubscription
+	retry        backoff       // stream reconnects and Open retries
+	rpcAttempts  int           // attempts per ack/modack chunk on transient errors
+	rpcTimeout   time.Duration // per-attempt timeout of ack/modack RPCs
+	closeTimeout time.Duration // bound on the nacks sent by Close
+	pingInterval time.Duration // stream keepalive ping period
+	pingTimeout  time.Duration // no response this long after a ping: reconnect
+	seenCapacity int           // message ids remembered for redelivery counting
+}
+
+func newSettings(c *Config) settings {
+	d := time.Duration(c.AckDeadlineSeconds) * time.Second
+	return settings{
+		ackDeadline:  d,
+		maxExtension: time.Duration(c.MaxExtensionSeconds) * time.Second,
+		leaseTick:    min(max(d/10, 100*time.Millisecond), 5*time.Second),
+		openTimeout:  time.Duration(c.OpenTimeoutMs) * time.Millisecond,
+		openAttempt:  10 * time.Second,
+		retry:        backoff{initial: 100 * time.Millisecond, max: 10 * time.Second, factor: 2},
+		rpcAttempts:  5,
+		rpcTimeout:   30 * time.Second,
+		closeTimeout: 10 * time.Second,
+		pingInterval: 30 * time.Second,
+		pingTimeout:  15 * time.Second,
+		seenCapacity: 1 << 16,
+	}
+}

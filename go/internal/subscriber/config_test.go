@@ -1,0 +1,92 @@
+package subscriber
+
+import (
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+)
+
+func TestValidateFillsDefaults(t *testing.T) {
+	c := Config{Options: conn.Options{EmulatorHost: "127.0.0.1:8085"}, Subscription: testSub}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		Options:                c.Options,
+		Subscription:           testSub,
+		Streams:                1,
+		MaxOutstandingMessages: 1000,
+		MaxOutstandingBytes:    100 << 20,
+		BatchSize:              1000,
+		MaxWaitMs:              100,
+		AckDeadlineSeconds:     60,
+		MaxExtensionSeconds:    3600,
+		OpenTimeoutMs:          30000,
+	}
+	if c != want {
+		t.Errorf("Validate filled\n %+v\nwant\n %+v", c, want)
+	}
+	// Explicit values are kept.
+	c = Config{Options: conn.Options{EmulatorHost: "127.0.0.1:8085"}, Subscription: testSub, Streams: 4, AckDeadlineSeconds: 600}
+	if err := c.Validate(); err != nil || c.Streams != 4 || c.AckDeadlineSeconds != 600 {
+		t.Errorf("Validate = %v, streams=%d ack_deadline_seconds=%d", err, c.Streams, c.AckDeadlineSeconds)
+	}
+}
+
+func TestValidateErrorsNameTheKey(t *testing.T) {
+	base := func() Config {
+		return Config{Options: conn.Options{EmulatorHost: "127.0.0.1:8085"}, Subscription: testSub}
+	}
+	cases := []struct {
+		name   string
+		mutate func(*Config)
+		want   []string
+	}{
+		{"missing subscription", func(c *Config) { c.Subscription = "" }, []string{"subscription", "projects/"}},
+		{"short subscription", func(c *Config) { c.Subscription = "my-sub" }, []string{"subscription", "my-sub", "projects/<project>/subscriptions/<name>"}},
+		{"topic instead", func(c *Config) { c.Subscription = "projects/p/topics/t" }, []string{"subscription"}},
+		{"negative streams", func(c *Config) { c.Streams = -1 }, []string{"streams", "-1", "between 1 and 64"}},
+		{"too many streams", func(c *Config) { c.Streams = 65 }, []string{"streams", "65"}},
+		{"negative max messages", func(c *Config) { c.MaxOutstandingMessages = -5 }, []string{"max_outstanding_messages"}},
+		{"negative max bytes", func(c *Config) { c.MaxOutstandingBytes = -1 }, []string{"max_outstanding_bytes"}},
+		{"negative batch", func(c *Config) { c.BatchSize = -1 }, []string{"batch_size"}},
+		{"negative wait", func(c *Config) { c.MaxWaitMs = -1 }, []string{"max_wait_ms"}},
+		{"short deadline", func(c *Config) { c.AckDeadlineSeconds = 5 }, []string{"ack_deadline_seconds", "between 10 and 600"}},
+		{"long deadline", func(c *Config) { c.AckDeadlineSeconds = 601 }, []string{"ack_deadline_seconds"}},
+		{"negative extension", func(c *Config) { c.MaxExtensionSeconds = -1 }, []string{"max_extension_seconds"}},
+		{"negative open timeout", func(c *Config) { c.OpenTimeoutMs = -1 }, []string{"open_timeout_ms"}},
+		{"emulator and endpoint", func(c *Config) { c.Endpoint = "pubsub.googleapis.com:443" }, []string{"emulator_host", "endpoint"}},
+		{"emulator without port", func(c *Config) { c.EmulatorHost = "localhost" }, []string{"emulator_host"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := base()
+			tc.mutate(&c)
+			err := c.Validate()
+			if conn.Code(err) != codes.InvalidArgument {
+				t.Fatalf("Validate = %v (code %v), want INVALID_ARGUMENT", err, conn.Code(err))
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestSettingsFollowConfig(t *testing.T) {
+	c := Config{AckDeadlineSeconds: 10, MaxExtensionSeconds: 100, OpenTimeoutMs: 1500}
+	s := newSettings(&c)
+	if s.ackDeadline.Seconds() != 10 || s.maxExtension.Seconds() != 100 || s.openTimeout.Milliseconds() != 1500 {
+		t.Errorf("settings %+v do not follow the config", s)
+	}
+	// Leases are checked often enough to extend in the second half of the
+	// deadline with margin.
+	if s.leaseTick <= 0 || s.leaseTick > s.ackDeadline/4 {
+		t.Errorf("lease tick %v for a %v deadline", s.leaseTick, s.ackDeadline)
+	}
+}

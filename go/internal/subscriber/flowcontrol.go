@@ -1,0 +1,83 @@
+package subscriber
+
+import (
+	"context"
+	"sync"
+)
+
+// flowController bounds what a subscriber holds: messages received and
+// not yet acked, nacked, released or expired, whether buffered or handed
+// out. The server enforces the same limits through the StreamingPull
+// request; this is the client-side backstop (some servers, pstest among
+// them, ignore them): a stream stops reading while the subscriber is full,
+// which in turn stops the server through gRPC flow control.
+type flowController struct {
+	maxMsgs  int64
+	maxBytes int64
+
+	mu    sync.Mutex
+	msgs  int64
+	bytes int64
+	space signal
+}
+
+func newFlowController(maxMsgs int, maxBytes int64) *flowController {
+	return &flowController{maxMsgs: int64(maxMsgs), maxBytes: maxBytes}
+}
+
+// add counts received messages. It never blocks: the messages are already
+// here, so the limit may be overshot by one response.
+func (f *flowController) add(n int, bytes int64) {
+	f.mu.Lock()
+	f.msgs += int64(n)
+	f.bytes += bytes
+	f.mu.Unlock()
+}
+
+// release uncounts messages that are no longer held.
+func (f *flowController) release(n int, bytes int64) {
+	if n == 0 {
+		return
+	}
+	f.mu.Lock()
+	f.msgs -= int64(n)
+	f.bytes -= bytes
+	f.mu.Unlock()
+	f.space.broadcast()
+}
+
+// full reports whether another message would exceed a limit.
+func (f *flowController) full() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.msgs >= f.maxMsgs || f.bytes >= f.maxBytes
+}
+
+// wait blocks while the subscriber is full.
+func (f *flowController) wait(ctx context.Context) error {
+	for {
+		wake := f.space.wait()
+		if !f.full() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-wake:
+		}
+	}
+}
+
+// held is the number of messages currently counted.
+func (f *flowController) held() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.msgs
+}
+
+// perStream splits the limits across streams for the server-side flow
+// control in each StreamingPullRequest, rounding up so no stream gets 0.
+func perStream(maxMsgs int, maxBytes int64, streams int) (msgs, bytes int64) {
+	n := int64(streams)
+	return (int64(maxMsgs) + n - 1) / n, (maxBytes + n - 1) / n
+}

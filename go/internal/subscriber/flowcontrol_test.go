@@ -1,0 +1,94 @@
+package subscriber
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+func TestFlowControllerBlocksWhenFull(t *testing.T) {
+	f := newFlowController(2, 1000)
+	if err := f.wait(context.Background()); err != nil {
+		t.Fatalf("empty controller: wait = %v", err)
+	}
+	f.add(2, 10)
+	if !f.full() {
+		t.Fatal("2 of 2 messages: not full")
+	}
+	done := make(chan error, 1)
+	go func() { done <- f.wait(context.Background()) }()
+	select {
+	case err := <-done:
+		t.Fatalf("wait returned %v while full", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	f.release(1, 5)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("wait still blocked after a release")
+	}
+	if f.held() != 1 {
+		t.Errorf("held = %d, want 1", f.held())
+	}
+}
+
+func TestFlowControllerBytesLimitAndCancel(t *testing.T) {
+	f := newFlowController(100, 1000)
+	f.add(1, 1500) // one message bigger than the limit is let in
+	if !f.full() {
+		t.Fatal("1500 of 1000 bytes: not full")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := f.wait(ctx); err == nil {
+		t.Fatal("wait on a full controller returned nil when its context expired")
+	}
+	f.release(1, 1500)
+	if f.full() {
+		t.Error("full after releasing everything")
+	}
+}
+
+func TestPerStreamSplitRoundsUp(t *testing.T) {
+	cases := []struct {
+		msgs    int
+		bytes   int64
+		streams int
+		wm, wb  int64
+	}{
+		{1000, 100 << 20, 1, 1000, 100 << 20},
+		{1000, 1000, 3, 334, 334},
+		{1, 10, 4, 1, 3},
+	}
+	for _, c := range cases {
+		m, b := perStream(c.msgs, c.bytes, c.streams)
+		if m != c.wm || b != c.wb {
+			t.Errorf("perStream(%d, %d, %d) = %d, %d; want %d, %d", c.msgs, c.bytes, c.streams, m, b, c.wm, c.wb)
+		}
+	}
+}
+
+// The client-side limit holds even against a server that ignores the
+// request's flow control (pstest does), and frees up as messages are acked.
+func TestMaxOutstandingMessagesHeld(t *testing.T) {
+	srv := newServer(t)
+	publish(srv, 20)
+	cfg := testConfig(srv)
+	cfg.MaxOutstandingMessages = 5
+	cfg.AckDeadlineSeconds = 60
+	s := openTest(t, cfg, nil)
+	waitFor(t, 5*time.Second, "5 messages pulled", func() bool { return s.Stats().Pulled >= 5 })
+	time.Sleep(300 * time.Millisecond) // give an unbounded stream time to overshoot
+	if st := s.Stats(); st.Pulled != 5 || st.Held != 5 {
+		t.Fatalf("stats %+v, want pulled=5 held=5 with max_outstanding_messages=5", st)
+	}
+	got := nextRows(t, s, 5, 5*time.Second)
+	if err := s.Ack(ackIDs(got)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "5 more messages after the ack", func() bool { return s.Stats().Pulled == 10 })
+}

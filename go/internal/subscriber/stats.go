@@ -1,0 +1,38 @@
+package subscriber
+
+import "sync/atomic"
+
+// Stats are a subscriber's counters since Open. Held is current; the
+// others only grow.
+type Stats struct {
+	Pulled           int64 `json:"pulled"`            // messages received
+	HandedOut        int64 `json:"handed_out"`        // messages returned by Next
+	Held             int64 `json:"held"`              // received, not yet acked/nacked/released/expired
+	Acked            int64 `json:"acked"`             // ack ids acknowledged
+	Nacked           int64 `json:"nacked"`            // ack ids nacked, by the user or by Close
+	Extended         int64 `json:"extended"`          // lease extensions sent (one per ack id)
+	Redeliveries     int64 `json:"redeliveries"`      // messages received more than once
+	DecodeErrors     int64 `json:"decode_errors"`     // rows a decoder could not decode
+	BytesPulled      int64 `json:"bytes_pulled"`      // message bytes received (data, attributes, ids)
+	StreamsRestarted int64 `json:"streams_restarted"` // stream reconnects after an error
+}
+
+type counters struct {
+	pulled, handedOut, acked, nacked, extended, redeliveries,
+	decodeErrors, bytesPulled, streamsRestarted atomic.Int64
+}
+
+func (c *counters) snapshot(held int64) Stats {
+	return Stats{
+		Pulled:           c.pulled.Load(),
+		HandedOut:        c.handedOut.Load(),
+		Held:             held,
+		Acked:            c.acked.Load(),
+		Nacked:           c.nacked.Load(),
+		Extended:         c.extended.Load(),
+		Redeliveries:     c.redeliveries.Load(),
+		DecodeErrors:     c.decodeErrors.Load(),
+		BytesPulled:      c.bytesPulled.Load(),
+		StreamsRestarted: c.streamsRestarted.Load(),
+	}
+}

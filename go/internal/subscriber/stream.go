@@ -1,0 +1,183 @@
+package subscriber
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"sync/atomic"
+	"time"
+
+	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	gax "github.com/googleapis/gax-go/v2"
+	"google.golang.org/grpc/codes"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+)
+
+// stream is one StreamingPull stream of a subscriber. It reconnects with
+// backoff on retryable errors and fails the subscriber on permanent ones.
+type stream struct {
+	s       *Subscriber
+	initial *pb.StreamingPullRequest
+}
+
+func newStream(s *Subscriber, clientID string) *stream {
+	msgs, bytes := perStream(s.cfg.MaxOutstandingMessages, s.cfg.MaxOutstandingBytes, s.cfg.Streams)
+	return &stream{s: s, initial: &pb.StreamingPullRequest{
+		Subscription:             s.cfg.Subscription,
+		StreamAckDeadlineSeconds: int32(s.set.ackDeadline / time.Second),
+		// The same client id on every stream and reconnect lets the server
+		// treat them as one subscriber.
+		ClientId:               clientID,
+		MaxOutstandingMessages: msgs,
+		MaxOutstandingBytes:    bytes,
+		// Version 1: the server answers keepalive pings.
+		ProtocolVersion: 1,
+	}}
+}
+
+// run keeps the stream open until ctx is done or a permanent error.
+func (st *stream) run(ctx context.Context) {
+	failures := 0
+	for {
+		received, err := st.session(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if !streamRetryable(err) {
+			st.s.fail(fmt.Errorf("streaming pull from %s failed: %w", st.s.cfg.Subscription, err))
+			return
+		}
+		if received {
+			failures = 0 // the stream worked: start the backoff over
+		}
+		st.s.stats.streamsRestarted.Add(1)
+		if sleep(ctx, st.s.set.retry.delay(failures)) != nil {
+			return
+		}
+		failures++
+	}
+}
+
+// streamRetryable reports whether a stream error is worth reconnecting
+// for. EOF is the server ending the stream (it does so periodically);
+// Canceled here is not our own cancellation (run checks that first) but
+// the server's or the keepalive's.
+func streamRetryable(err error) bool {
+	return errors.Is(err, io.EOF) || conn.Code(err) == codes.Canceled || conn.Retryable(err)
+}
+
+// session opens one StreamingPull call and receives until it fails. It
+// reports whether anything was received, to reset the backoff.
+func (st *stream) session(ctx context.Context) (received bool, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ctx = gax.InsertMetadataIntoOutgoingContext(ctx, "x-goog-request-params", "subscription="+url.QueryEscape(st.s.cfg.Subscription))
+	spc, err := st.s.client.StreamingPull(ctx, noRetry)
+	if err != nil {
+		return false, err
+	}
+	if err := spc.Send(st.initial); err != nil {
+		if errors.Is(err, io.EOF) {
+			_, err = spc.Recv() // the stream's actual status
+		}
+		return false, err
+	}
+
+	var ka keepAlive
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ka.run(ctx, cancel, spc, st.s.set.pingInterval)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+
+	for {
+		ka.recvSince.Store(time.Now().UnixNano())
+		res, err := spc.Recv()
+		ka.recvSince.Store(0)
+		if err != nil {
+			return received, err
+		}
+		received = true
+		ka.lastResponse.Store(time.Now().UnixNano())
+		msgs := res.GetReceivedMessages()
+		if len(msgs) == 0 {
+			ka.pongs.Store(true)
+			continue
+		}
+		st.s.deliver(msgs)
+		// Stop reading while the subscriber is full; gRPC flow control
+		// then holds the server back.
+		if err := st.s.fc.wait(ctx); err != nil {
+			return received, err
+		}
+	}
+}
+
+// keepAlive pings the stream so idle streams stay open, and tears down a
+// stream whose server stopped answering (a dead connection would
+// otherwise only show when TCP gives up).
+type keepAlive struct {
+	recvSince    atomic.Int64 // when the pending Recv started; 0 if none
+	lastResponse atomic.Int64 // when the last response arrived
+	pongs        atomic.Bool  // the server answers pings (empty responses)
+}
+
+func (ka *keepAlive) run(ctx context.Context, cancel context.CancelFunc, spc pb.Subscriber_StreamingPullClient, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var lastPing int64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		// Dead: a whole interval after the last ping, we have been waiting
+		// in Recv since before it and nothing came back, from a server
+		// known to answer pings.
+		since := ka.recvSince.Load()
+		if lastPing != 0 && ka.pongs.Load() && since != 0 && since < lastPing && ka.lastResponse.Load() < lastPing {
+			cancel()
+			return
+		}
+		if err := spc.Send(&pb.StreamingPullRequest{}); err != nil {
+			return // Recv reports the stream's error
+		}
+		lastPing = time.Now().UnixNano()
+	}
+}
+
+// deliver records received messages and buffers them.
+func (s *Subscriber) deliver(msgs []*pb.ReceivedMessage) {
+	sizes := make([]int64, len(msgs))
+	var total, redelivered int64
+	for i, m := range msgs {
+		sizes[i] = messageSize(m)
+		total += sizes[i]
+		if s.seen.redelivered(m) {
+			redelivered++
+		}
+	}
+	s.stats.pulled.Add(int64(len(msgs)))
+	s.stats.bytesPulled.Add(total)
+	s.stats.redeliveries.Add(redelivered)
+	s.res.add(msgs, sizes, time.Now(), s.set.ackDeadline)
+}
+
+// messageSize approximates a message's size as the server counts it for
+// flow control: data, attributes, ordering key and ids.
+func messageSize(m *pb.ReceivedMessage) int64 {
+	pm := m.GetMessage()
+	n := len(pm.GetData()) + len(pm.GetMessageId()) + len(pm.GetOrderingKey()) + len(m.GetAckId())
+	for k, v := range pm.GetAttributes() {
+		n += len(k) + len(v)
+	}
+	return int64(n)
+}

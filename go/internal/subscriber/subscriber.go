@@ -1,0 +1,348 @@
+// Package subscriber pulls messages from a Pub/Sub subscription over
+// StreamingPull (the low-level generated client, not the callback API) and
+// hands them out as Arrow record batches in the raw schema. Every message
+// held, buffered or handed out, stays leased until it is acked, nacked or
+// released.
+package subscriber
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	vkit "cloud.google.com/go/pubsub/v2/apiv1"
+	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/rawbatch"
+)
+
+// errClosed is returned by every call on a closed subscriber.
+var errClosed = conn.Errorf(codes.FailedPrecondition, "subscriber is closed")
+
+// Subscriber pulls from one subscription. Its methods are safe for
+// concurrent use.
+type Subscriber struct {
+	cfg    Config
+	set    settings
+	mem    memory.Allocator
+	client *vkit.SubscriptionAdminClient
+	acker  *acker
+	fc     *flowController
+	res    *reservoir
+	seen   *seenSet
+	stats  counters
+
+	stopStreams context.CancelFunc // on Close or a permanent failure
+	stopLeases  context.CancelFunc // on Close
+	wg          sync.WaitGroup
+
+	// rpcMu lets Close wait for acks in flight: calls hold it shared
+	// while closed is false; Close takes it exclusively to set closed.
+	rpcMu  sync.RWMutex
+	closed bool
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Batch is one Next result: rows in the raw schema and their ack ids in
+// the same order. The caller releases both (or calls Release).
+type Batch struct {
+	Record arrow.RecordBatch
+	AckIDs *array.String
+}
+
+// Release releases the record and the ack ids.
+func (b *Batch) Release() {
+	b.Record.Release()
+	b.AckIDs.Release()
+}
+
+// Open validates cfg, verifies the subscription exists and starts pulling.
+// Batches are allocated in C memory (mallocator), ready for export.
+func Open(ctx context.Context, cfg Config) (*Subscriber, error) {
+	return OpenWithAllocator(ctx, cfg, mallocator.NewMallocator())
+}
+
+// OpenWithAllocator is Open with batches allocated from mem (tests pass a
+// memory.CheckedAllocator to prove batches are released).
+func OpenWithAllocator(ctx context.Context, cfg Config, mem memory.Allocator) (*Subscriber, error) {
+	return open(ctx, cfg, mem, nil, nil)
+}
+
+// open is OpenWithAllocator with hooks for tests: tune adjusts the derived
+// settings, extra adds client options (e.g. fault-injecting interceptors).
+func open(ctx context.Context, cfg Config, mem memory.Allocator, tune func(*settings), extra []option.ClientOption) (*Subscriber, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	set := newSettings(&cfg)
+	if tune != nil {
+		tune(&set)
+	}
+	opts := cfg.Options.ClientOptions()
+	if cfg.Options.Resolve().EmulatorHost == "" {
+		// Like Google's client: spread streams over a few connections and
+		// detect dead ones.
+		opts = append(opts,
+			option.WithGRPCConnectionPool(min(cfg.Streams, 4)),
+			option.WithGRPCDialOption(grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 5 * time.Minute})))
+	}
+	opts = append(opts, extra...)
+	client, err := vkit.NewSubscriptionAdminClient(ctx, opts...)
+	if err != nil {
+		return nil, conn.Errorf(codes.FailedPrecondition, "creating the Pub/Sub client for %s: %v", endpoint(cfg.Options), err)
+	}
+	if err := verify(ctx, client, &cfg, &set); err != nil {
+		client.Close()
+		return nil, err
+	}
+
+	fc := newFlowController(cfg.MaxOutstandingMessages, cfg.MaxOutstandingBytes)
+	s := &Subscriber{
+		cfg:    cfg,
+		set:    set,
+		mem:    mem,
+		client: client,
+		acker: &acker{
+			rpc:          client,
+			subscription: cfg.Subscription,
+			attempts:     set.rpcAttempts,
+			timeout:      set.rpcTimeout,
+			retry:        set.retry,
+		},
+		fc:   fc,
+		res:  newReservoir(fc),
+		seen: newSeenSet(set.seenCapacity),
+	}
+	// The subscriber outlives Open's context; Close ends it.
+	streamCtx, stopStreams := context.WithCancel(context.Background())
+	leaseCtx, stopLeases := context.WithCancel(context.Background())
+	s.stopStreams, s.stopLeases = stopStreams, stopLeases
+	id := clientID()
+	for range cfg.Streams {
+		st := newStream(s, id)
+		s.wg.Go(func() { st.run(streamCtx) })
+	}
+	s.wg.Go(func() { s.leaseLoop(leaseCtx) })
+	return s, nil
+}
+
+// verify checks the subscription exists, retrying with backoff while the
+// endpoint is unreachable, for at most the open timeout.
+func verify(ctx context.Context, client *vkit.SubscriptionAdminClient, cfg *Config, set *settings) error {
+	start := time.Now()
+	deadline := start.Add(set.openTimeout)
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, min(set.openAttempt, time.Until(deadline)))
+		_, err := client.GetSubscription(actx, &pb.GetSubscriptionRequest{Subscription: cfg.Subscription}, noRetry)
+		cancel()
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil:
+			return fmt.Errorf("opening %s: %w", cfg.Subscription, ctx.Err())
+		case conn.Code(err) == codes.NotFound:
+			return conn.Errorf(codes.NotFound, "subscription %s not found at %s", cfg.Subscription, endpoint(cfg.Options))
+		case !conn.Retryable(err):
+			return fmt.Errorf("opening subscription %s at %s: %w", cfg.Subscription, endpoint(cfg.Options), err)
+		}
+		pause := set.retry.delay(attempt - 1)
+		if time.Now().Add(pause).After(deadline) {
+			return conn.Errorf(codes.Unavailable,
+				"%s unreachable: %d attempts over %v to get subscription %s failed (open_timeout_ms=%d); last error: %v",
+				endpoint(cfg.Options), attempt, time.Since(start).Round(time.Millisecond), cfg.Subscription, cfg.OpenTimeoutMs, err)
+		}
+		if err := sleep(ctx, pause); err != nil {
+			return fmt.Errorf("opening %s: %w", cfg.Subscription, err)
+		}
+	}
+}
+
+// endpoint names where o points, for error messages.
+func endpoint(o conn.Options) string {
+	o = o.Resolve()
+	switch {
+	case o.EmulatorHost != "":
+		return "emulator " + o.EmulatorHost
+	case o.Endpoint != "":
+		return "endpoint " + o.Endpoint
+	}
+	return "endpoint pubsub.googleapis.com:443"
+}
+
+// clientID identifies this subscriber's streams to the server.
+func clientID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return "pubsub-go-" + hex.EncodeToString(b[:])
+}
+
+// fail records a permanent error, which Next reports from now on, and
+// stops every stream (leases keep running until Close: handed-out
+// messages may still be acked).
+func (s *Subscriber) fail(err error) {
+	s.res.fail(err)
+	s.stopStreams()
+}
+
+// Next waits up to wait for maxRows buffered messages and returns them,
+// or fewer (possibly none) when wait runs out. maxRows <= 0 and wait <= 0
+// mean the configured defaults. The messages stay leased until acked,
+// nacked or released.
+func (s *Subscriber) Next(ctx context.Context, maxRows int, wait time.Duration) (*Batch, error) {
+	if maxRows <= 0 {
+		maxRows = s.cfg.BatchSize
+	}
+	if wait <= 0 {
+		wait = time.Duration(s.cfg.MaxWaitMs) * time.Millisecond
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	partial := false
+	for {
+		msgs, wake, err := s.res.take(maxRows, partial)
+		if err != nil {
+			return nil, err
+		}
+		if wake == nil {
+			return s.build(msgs), nil
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+			partial = true
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// build converts handed-out messages into a batch.
+func (s *Subscriber) build(msgs []*pb.ReceivedMessage) *Batch {
+	b := rawbatch.NewBuilder(s.mem)
+	defer b.Release()
+	b.ReserveFor(msgs)
+	for _, m := range msgs {
+		b.Append(m)
+	}
+	rec, ids := b.NewBatch()
+	s.stats.handedOut.Add(int64(len(msgs)))
+	return &Batch{Record: rec, AckIDs: ids}
+}
+
+// rpc runs f unless the subscriber is closed; Close waits for it.
+func (s *Subscriber) rpc(f func() error) error {
+	s.rpcMu.RLock()
+	defer s.rpcMu.RUnlock()
+	if s.closed {
+		return errClosed
+	}
+	return f()
+}
+
+// Ack acknowledges ack ids: they are not redelivered. Any ack id of the
+// subscription works, also one pulled elsewhere.
+func (s *Subscriber) Ack(ids []string) error {
+	return s.rpc(func() error {
+		s.res.remove(ids)
+		n, err := s.acker.ack(context.Background(), ids)
+		s.stats.acked.Add(int64(n))
+		return err
+	})
+}
+
+// Nack makes ack ids available for redelivery now.
+func (s *Subscriber) Nack(ids []string) error {
+	return s.rpc(func() error {
+		s.res.remove(ids)
+		n, err := s.acker.modack(context.Background(), ids, 0)
+		s.stats.nacked.Add(int64(n))
+		return err
+	})
+}
+
+// Modack sets the ack deadline of ack ids to deadlineSeconds (0..600; 0
+// is a nack). Messages this subscriber still holds stay leased: their
+// lease is extended again when the new deadline draws near.
+func (s *Subscriber) Modack(ids []string, deadlineSeconds int) error {
+	if deadlineSeconds < 0 || deadlineSeconds > 600 {
+		return conn.Errorf(codes.InvalidArgument, "deadline_seconds = %d: must be between 0 (nack) and 600", deadlineSeconds)
+	}
+	if deadlineSeconds == 0 {
+		return s.Nack(ids)
+	}
+	return s.rpc(func() error {
+		s.res.touch(ids, time.Now().Add(time.Duration(deadlineSeconds)*time.Second))
+		_, err := s.acker.modack(context.Background(), ids, int32(deadlineSeconds))
+		return err
+	})
+}
+
+// Release stops extending the leases of ack ids without acking or nacking
+// them: they keep their last deadline (to hand them over to another
+// process, which acks or modacks them by id).
+func (s *Subscriber) Release(ids []string) {
+	s.rpc(func() error {
+		s.res.remove(ids)
+		return nil
+	})
+}
+
+// Stats returns the counters.
+func (s *Subscriber) Stats() Stats {
+	return s.stats.snapshot(s.fc.held())
+}
+
+// AddDecodeErrors counts rows a decoder layered on this subscriber could
+// not decode, so they show in Stats.
+func (s *Subscriber) AddDecodeErrors(n int64) {
+	s.stats.decodeErrors.Add(n)
+}
+
+// Close waits for acks in flight, stops the streams and lease extension,
+// and nacks every message received but never handed out so it is
+// redelivered promptly (handed-out unacked ones keep their deadline).
+// Later calls return the first call's result.
+func (s *Subscriber) Close() error {
+	s.closeOnce.Do(func() {
+		s.rpcMu.Lock()
+		s.closed = true
+		s.rpcMu.Unlock()
+		s.res.close()
+		s.stopStreams()
+		s.stopLeases()
+		s.wg.Wait()
+
+		var errs []error
+		if ids := s.res.drain(); len(ids) > 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), s.set.closeTimeout)
+			n, err := s.acker.modack(ctx, ids, 0)
+			cancel()
+			s.stats.nacked.Add(int64(n))
+			// After a permanent failure (say, the subscription is gone)
+			// the nacks are best effort.
+			if err != nil && s.res.failure() == nil {
+				errs = append(errs, fmt.Errorf("close: nacking %d buffered messages: %w", len(ids), err))
+			}
+		}
+		if err := s.client.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close: %w", err))
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}

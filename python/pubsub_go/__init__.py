@@ -1,0 +1,53 @@
+"""pubsub-go: a Google Cloud Pub/Sub connector for Apache Spark.
+
+The data plane (StreamingPull, leases, acks, publishing, Arrow batch
+building, WASM decoders) is a Go shared library loaded through cffi;
+importing this package does NOT load it (see _native.py: Go must not be
+loaded before PySpark forks its workers).
+
+    spark.readStream.format("pubsub-go").option("projectId", ...) ...
+    df.writeStream.format("pubsub-go").option("topicId", ...) ...
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .errors import (
+    ClosedError,
+    ForkedProcessError,
+    InternalError,
+    InvalidArgumentError,
+    NotFoundError,
+    PubSubError,
+    UnavailableError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ClosedError", "Emulator", "ForkedProcessError", "InternalError", "InvalidArgumentError",
+    "NotFoundError", "PubSubError", "Publisher", "Subscriber", "UnavailableError", "register",
+]
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from .client import Emulator, Publisher, Subscriber
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: keeps `import pubsub_go` free of pyarrow/cffi work until needed.
+    if name in ("Subscriber", "Publisher", "Emulator", "admin", "version"):
+        from . import client
+
+        return getattr(client, name)
+    raise AttributeError(name)
+
+
+def register(spark: SparkSession) -> None:
+    """Registers the `pubsub-go` data source on a session (PySpark also
+    auto-registers it through the top-level module pyspark_pubsub_go)."""
+    from .spark.source import PubSubDataSource
+
+    spark.dataSource.register(PubSubDataSource)

@@ -1,0 +1,51 @@
+"""Command line: `python -m pubsub_go emulator --port 8085` serves the
+embedded emulator; `python -m pubsub_go demo` runs the main job."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+
+
+def _emulator(args: argparse.Namespace) -> int:
+    from .client import Emulator
+
+    emu = Emulator(args.host, args.port)
+    print(f"pubsub-go embedded emulator listening on {emu.host_port}", flush=True)
+    print(f"export PUBSUB_EMULATOR_HOST={emu.host_port}", flush=True)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    while not stop.wait(1.0):
+        pass
+    emu.stop()
+    print("emulator stopped", flush=True)
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import run
+
+    return run(messages=args.messages, spark=args.spark)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m pubsub_go", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    e = sub.add_parser("emulator", help="serve the embedded Pub/Sub emulator (Go pstest) on loopback")
+    e.add_argument("--host", default="127.0.0.1")
+    e.add_argument("--port", type=int, default=8085)
+    e.set_defaults(fn=_emulator)
+    d = sub.add_parser("demo", help="embedded emulator -> publish -> read back into Arrow (and Spark)")
+    d.add_argument("--messages", type=int, default=10_000)
+    d.add_argument("--spark", action=argparse.BooleanOptionalAction, default=True,
+                   help="also read the messages back through spark.readStream.format('pubsub-go')")
+    d.set_defaults(fn=_demo)
+    args = p.parse_args(argv)
+    return int(args.fn(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,285 @@
+"""Python face of the native data plane: Subscriber, Publisher, the
+embedded Emulator and admin helpers. Arrow data crosses the boundary
+through the Arrow C Data Interface: batches come back as pyarrow objects
+with zero copies, and no Python object is made per message."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from types import TracebackType
+from typing import Any
+
+import pyarrow as pa
+
+from . import _native
+
+
+def _full_name(kind: str, project: str | None, name: str) -> str:
+    """Accepts a short id plus project, or a full projects/P/<kind>/N path."""
+    if name.startswith("projects/"):
+        parts = name.split("/")
+        if len(parts) != 4 or parts[2] != kind or not parts[1] or not parts[3]:
+            raise ValueError(f"{name!r} is not a valid {kind[:-1]} path; expected projects/PROJECT/{kind}/ID")
+        return name
+    if "/" in name or not name:
+        raise ValueError(f"{kind[:-1]} id {name!r} is invalid; expected an id or projects/PROJECT/{kind}/ID")
+    if not project:
+        raise ValueError(f"a short {kind[:-1]} id ({name!r}) needs a project id")
+    return f"projects/{project}/{kind}/{name}"
+
+
+def subscription_path(project: str | None, subscription: str) -> str:
+    return _full_name("subscriptions", project, subscription)
+
+
+def topic_path(project: str | None, topic: str) -> str:
+    return _full_name("topics", project, topic)
+
+
+def _conn(emulator_host: str | None, endpoint: str | None, credentials: str | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if emulator_host:
+        out["emulator_host"] = emulator_host
+    if endpoint:
+        out["endpoint"] = endpoint
+    if credentials:
+        out["credentials_file"] = credentials
+    return out
+
+
+def _ptr(cdata: Any) -> int:
+    return int(_native.ffi().cast("uintptr_t", cdata))
+
+
+@dataclass
+class SubscriberConfig:
+    """Mirrors go/internal/subscriber.Config; 0 means the library default."""
+
+    subscription: str
+    emulator_host: str | None = None
+    endpoint: str | None = None
+    credentials: str | None = None
+    streams: int = 0
+    max_outstanding_messages: int = 0
+    max_outstanding_bytes: int = 0
+    batch_size: int = 0
+    max_wait_ms: int = 0
+    ack_deadline_seconds: int = 0
+    max_extension_seconds: int = 0
+    open_timeout_ms: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        d = {k: v for k, v in asdict(self).items() if k not in ("emulator_host", "endpoint", "credentials", "extra")}
+        d = {k: v for k, v in d.items() if v}
+        d.update(_conn(self.emulator_host, self.endpoint, self.credentials))
+        d.update(self.extra)
+        return json.dumps(d)
+
+
+class Subscriber:
+    """A StreamingPull subscriber in the native data plane.
+
+    `next_batch()` returns `(batch, ack_ids)`: a pyarrow RecordBatch in the
+    raw (or decoded) schema and a pyarrow string array of the ack ids of the
+    same rows. Every message handed out stays leased until acked, nacked or
+    released; `close()` nacks what was pulled but never handed out.
+    """
+
+    def __init__(self, config: SubscriberConfig | None = None, /, **kwargs: Any) -> None:
+        cfg = config or SubscriberConfig(**kwargs)
+        f = _native.ffi()
+        h = f.new("uint64_t*")
+        _native.call("pg_subscriber_open", cfg.to_json().encode(), h)
+        self._h: int = h[0]
+        self._pid = os.getpid()
+
+    def _handle(self) -> int:
+        if self._h == 0:
+            raise _native.error_for(9, "FAILED_PRECONDITION: subscriber is closed")
+        return self._h
+
+    def next_batch(self, max_rows: int = 0, wait_ms: int = 0) -> tuple[pa.RecordBatch, pa.Array]:
+        f = _native.ffi()
+        arr, sch = f.new("struct ArrowArray*"), f.new("struct ArrowSchema*")
+        ack, ack_sch = f.new("struct ArrowArray*"), f.new("struct ArrowSchema*")
+        _native.call("pg_subscriber_next", self._handle(), max_rows, wait_ms, arr, sch, ack, ack_sch)
+        batch = pa.RecordBatch._import_from_c(_ptr(arr), _ptr(sch))
+        ack_ids = pa.Array._import_from_c(_ptr(ack), _ptr(ack_sch))
+        return batch, ack_ids
+
+    def _with_ids(self, fn: str, ack_ids: pa.Array | list[str], *extra: Any) -> None:
+        ids = ack_ids if isinstance(ack_ids, pa.Array) else pa.array(ack_ids, type=pa.string())
+        if isinstance(ids, pa.ChunkedArray):
+            ids = ids.combine_chunks()
+        f = _native.ffi()
+        arr, sch = f.new("struct ArrowArray*"), f.new("struct ArrowSchema*")
+        ids._export_to_c(_ptr(arr), _ptr(sch))
+        args: tuple[Any, ...] = (self._handle(), arr, sch, *extra)
+        _native.call(fn, *args)
+
+    def ack(self, ack_ids: pa.Array | list[str]) -> None:
+        self._with_ids("pg_subscriber_ack", ack_ids)
+
+    def nack(self, ack_ids: pa.Array | list[str]) -> None:
+        self._with_ids("pg_subscriber_nack", ack_ids)
+
+    def modack(self, ack_ids: pa.Array | list[str], deadline_seconds: int) -> None:
+        self._with_ids("pg_subscriber_modack", ack_ids, deadline_seconds)
+
+    def release(self, ack_ids: pa.Array | list[str]) -> None:
+        self._with_ids("pg_subscriber_release", ack_ids)
+
+    def stats(self) -> dict[str, int]:
+        out = _native.ffi().new("char**")
+        _native.call("pg_subscriber_stats", self._handle(), out)
+        return json.loads(_native.take_string(out[0]))
+
+    def close(self) -> None:
+        if self._h:
+            h, self._h = self._h, 0
+            _native.call("pg_subscriber_close", h)
+
+    def __enter__(self) -> Subscriber:
+        return self
+
+    def __exit__(self, *exc: tuple[type[BaseException] | None, BaseException | None, TracebackType | None]) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # Best effort only in the owning process; never across a fork.
+        if getattr(self, "_h", 0) and getattr(self, "_pid", None) == os.getpid():
+            try:
+                self.close()
+            except Exception:
+                pass
+
+
+@dataclass
+class PublisherConfig:
+    """Mirrors go/internal/publisher.Config; 0 means the library default."""
+
+    topic: str
+    emulator_host: str | None = None
+    endpoint: str | None = None
+    credentials: str | None = None
+    max_batch_messages: int = 0
+    max_batch_bytes: int = 0
+    linger_ms: int = 0
+    max_in_flight_bytes: int = 0
+    max_concurrent_requests: int = 0
+    enable_message_ordering: bool = False
+    retry_initial_ms: int = 0
+    retry_max_ms: int = 0
+    retry_timeout_ms: int = 0
+    id_attribute: str = ""
+    id_prefix: str = ""
+    open_timeout_ms: int = 0
+
+    def to_json(self) -> str:
+        d = {k: v for k, v in asdict(self).items() if k not in ("emulator_host", "endpoint", "credentials")}
+        d = {k: v for k, v in d.items() if v}
+        d.update(_conn(self.emulator_host, self.endpoint, self.credentials))
+        return json.dumps(d)
+
+
+class Publisher:
+    """Publishes Arrow record batches (`payload` binary/string, optional
+    `attributes` map<string,string> and `ordering_key` string).
+    `flush()` returns once the server acknowledged every message."""
+
+    def __init__(self, config: PublisherConfig | None = None, /, **kwargs: Any) -> None:
+        cfg = config or PublisherConfig(**kwargs)
+        h = _native.ffi().new("uint64_t*")
+        _native.call("pg_publisher_open", cfg.to_json().encode(), h)
+        self._h: int = h[0]
+        self._pid = os.getpid()
+
+    def _handle(self) -> int:
+        if self._h == 0:
+            raise _native.error_for(9, "FAILED_PRECONDITION: publisher is closed")
+        return self._h
+
+    def publish(self, batch: pa.RecordBatch | pa.Table) -> None:
+        batches = batch.to_batches() if isinstance(batch, pa.Table) else [batch]
+        f = _native.ffi()
+        for b in batches:
+            arr, sch = f.new("struct ArrowArray*"), f.new("struct ArrowSchema*")
+            b._export_to_c(_ptr(arr), _ptr(sch))
+            _native.call("pg_publisher_publish", self._handle(), arr, sch)
+
+    def flush(self, timeout_ms: int = 0) -> dict[str, int]:
+        out = _native.ffi().new("char**")
+        try:
+            _native.call("pg_publisher_flush", self._handle(), timeout_ms, out)
+        finally:
+            text = _native.take_string(out[0])
+        return json.loads(text) if text else {}
+
+    def close(self) -> None:
+        if self._h:
+            h, self._h = self._h, 0
+            _native.call("pg_publisher_close", h)
+
+    def __enter__(self) -> Publisher:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if getattr(self, "_h", 0) and getattr(self, "_pid", None) == os.getpid():
+            try:
+                self.close()
+            except Exception:
+                pass
+
+
+class Emulator:
+    """The embedded Pub/Sub emulator (Go's pstest fake), in this process."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        f = _native.ffi()
+        h, addr = f.new("uint64_t*"), f.new("char**")
+        _native.call("pg_emulator_start", f"{host}:{port}".encode(), h, addr)
+        self._h = h[0]
+        self.host_port: str = _native.take_string(addr[0])
+
+    def stop(self) -> None:
+        if self._h:
+            h, self._h = self._h, 0
+            _native.call("pg_emulator_stop", h)
+
+    def __enter__(self) -> Emulator:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def admin(op: str, *, emulator_host: str | None = None, endpoint: str | None = None,
+          credentials: str | None = None, **params: Any) -> dict[str, Any]:
+    """Runs one admin op (create_topic, create_subscription, get_subscription,
+    delete_topic, delete_subscription) through the native library."""
+    req = {"op": op, **_conn(emulator_host, endpoint, credentials), **{k: v for k, v in params.items() if v}}
+    out = _native.ffi().new("char**")
+    _native.call("pg_admin", json.dumps(req).encode(), out)
+    return json.loads(_native.take_string(out[0]) or "{}")
+
+
+def version() -> dict[str, Any]:
+    out = _native.ffi().new("char**")
+    _native.call("pg_version", out)
+    return json.loads(_native.take_string(out[0]))
+
+
+def debug_panic() -> None:
+    """Test hook: makes Go panic inside an exported call."""
+    _native.call("pg_debug_panic")
+
+
+def debug_c_bytes() -> int:
+    """Bytes of C memory currently held by exported Arrow batches."""
+    return int(_native.lib().pg_debug_c_bytes())

@@ -1,0 +1,1 @@
+"""Spark data source `pubsub-go`: the stream reader (source) and writers (sink)."""

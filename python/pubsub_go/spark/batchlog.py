@@ -1,0 +1,127 @@
+"""The durable batch log: what each task handed to Spark, per micro-batch.
+
+Pub/Sub has no offsets to replay, so a task records the rows it hands out
+(Arrow IPC, with the ack ids beside them) before yielding them. A re-run of
+the same (batch, partition) -- task retry, speculative attempt, a batch
+DataFrame evaluated twice, or the driver re-running the last uncommitted
+batch after a crash -- reads the entry instead of pulling new messages, so
+Spark always sees one version of a batch. The driver acks an entry's ack ids
+when Spark commits the batch, then removes the entry.
+
+Layout: <root>/<generation>/<batch:020d>/part-<partition:05d>.arrow. The
+generation is minted by initialOffset() for each new query, so a new query
+never replays a stale entry of an old one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.ipc as ipc
+
+ACK_COLUMN = "__pubsub_go_ack_id"
+STATS_KEY = b"pubsub_go.stats"
+
+
+@dataclass
+class Entry:
+    """One task's hand-out: the data, its ack ids (same order) and counters."""
+
+    data: pa.Table
+    ack_ids: pa.Array
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def _open_fs(location: str) -> tuple[pafs.FileSystem, str]:
+    if "://" in location:
+        return pafs.FileSystem.from_uri(location)
+    return pafs.LocalFileSystem(), os.path.abspath(location)
+
+
+class BatchLog:
+    def __init__(self, location: str) -> None:
+        self.location = location
+        self.fs, self.root = _open_fs(location)
+        self._local = isinstance(self.fs, pafs.LocalFileSystem)
+
+    # -- paths ---------------------------------------------------------------
+    def batch_dir(self, gen: str, batch: int) -> str:
+        return f"{self.root}/{gen}/{batch:020d}"
+
+    def entry_path(self, gen: str, batch: int, part: int) -> str:
+        return f"{self.batch_dir(gen, batch)}/part-{part:05d}.arrow"
+
+    # -- tasks ---------------------------------------------------------------
+    def read(self, gen: str, batch: int, part: int) -> Entry | None:
+        path = self.entry_path(gen, batch, part)
+        if self.fs.get_file_info(path).type == pafs.FileType.NotFound:
+            return None
+        return self._read_path(path)
+
+    def _read_path(self, path: str) -> Entry:
+        if self._local:
+            # Memory-mapped: the driver reading only ack ids touches only their pages.
+            with pa.memory_map(path) as f:
+                table = ipc.open_file(f).read_all()
+        else:
+            with self.fs.open_input_file(path) as f:
+                table = ipc.open_file(f).read_all()
+        meta = table.schema.metadata or {}
+        stats = json.loads(meta.get(STATS_KEY, b"{}"))
+        idx = table.schema.get_field_index(ACK_COLUMN)
+        acks = table.column(idx).combine_chunks() if table.num_rows else pa.array([], pa.string())
+        data = table.remove_column(idx).replace_schema_metadata(None)
+        return Entry(data=data, ack_ids=acks, stats=stats)
+
+    def write_once(self, gen: str, batch: int, part: int, batches: list[pa.RecordBatch],
+                   ack_ids: list[pa.Array], schema: pa.Schema, stats: dict[str, Any]) -> bool:
+        """Writes the entry unless one exists; False if another attempt won."""
+        final = self.entry_path(gen, batch, part)
+        self.fs.create_dir(self.batch_dir(gen, batch), recursive=True)
+        out_schema = schema.append(pa.field(ACK_COLUMN, pa.string())).with_metadata(
+            {STATS_KEY: json.dumps(stats).encode()})
+        tmp = f"{final}.tmp-{uuid.uuid4().hex}"
+        with self.fs.open_output_stream(tmp) as f, ipc.new_file(f, out_schema) as w:
+            for b, a in zip(batches, ack_ids):
+                w.write_batch(pa.RecordBatch.from_arrays([*b.columns, a], schema=out_schema))
+        return self._publish(tmp, final)
+
+    def _publish(self, tmp: str, final: str) -> bool:
+        if self._local:
+            # link(2) fails if the name exists: an atomic first-writer-wins.
+            try:
+                os.link(tmp, final)
+                return True
+            except FileExistsError:
+                return False
+            finally:
+                os.unlink(tmp)
+        # Object stores have no exclusive create; HDFS rename refuses to
+        # overwrite. Check-then-move: speculative attempts may race here.
+        if self.fs.get_file_info(final).type != pafs.FileType.NotFound:
+            self.fs.delete_file(tmp)
+            return False
+        self.fs.move(tmp, final)
+        return True
+
+    # -- driver --------------------------------------------------------------
+    def entries(self, gen: str, batch: int) -> list[Entry]:
+        sel = pafs.FileSelector(self.batch_dir(gen, batch), allow_not_found=True)
+        paths = sorted(i.path for i in self.fs.get_file_info(sel) if i.path.endswith(".arrow"))
+        return [self._read_path(p) for p in paths]
+
+    def batches(self, gen: str) -> list[int]:
+        sel = pafs.FileSelector(f"{self.root}/{gen}", allow_not_found=True)
+        return sorted(int(os.path.basename(i.path)) for i in self.fs.get_file_info(sel)
+                      if i.type == pafs.FileType.Directory and os.path.basename(i.path).isdigit())
+
+    def remove_batch(self, gen: str, batch: int) -> None:
+        d = self.batch_dir(gen, batch)
+        if self.fs.get_file_info(d).type != pafs.FileType.NotFound:
+            self.fs.delete_dir(d)

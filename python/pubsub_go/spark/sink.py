@@ -1,0 +1,191 @@
+"""The `pubsub-go` sink: Arrow writers for df.write and df.writeStream.
+
+Writers are built on the driver (options and schema are checked there,
+before any task) and pickled to executors. The Go publisher is opened
+inside write(), in the executor's Python worker: the Go runtime must not be
+loaded before PySpark forks its workers.
+
+Delivery is at least once. write() returns only after the server has
+acknowledged every message of the task, so a committed batch is durable in
+Pub/Sub; a task that fails after some messages were acknowledged is
+retried and publishes them again. With `idAttribute` each message carries
+an id that a retry reproduces, `<queryId>-<batchId>-<partition>-<row>`
+(streaming) or `<writeId>-0-<partition>-<row>` (df.write), so consumers
+can drop the duplicates.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+from .options import OptionError
+from .sink_options import SinkOptions, check_ordering, validate_sink_schema
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark import TaskContext
+
+__all__ = [
+    "PubSubArrowWriter", "PubSubStreamArrowWriter", "PublishCommitMessage", "make_writer", "validate_sink_schema",
+]
+
+log = logging.getLogger("pubsub_go.sink")
+
+# Local properties Spark sets on the tasks of a micro-batch.
+QUERY_ID_PROPERTY = "sql.streaming.queryId"
+BATCH_ID_PROPERTY = "streaming.sql.batchId"
+
+AT_LEAST_ONCE = ("the pubsub-go sink is at least once: messages the server already acknowledged stay "
+                 "published and cannot be withdrawn; the retried tasks publish them again (with the same "
+                 "ids when idAttribute is set, so consumers can drop the duplicates)")
+
+
+@dataclass
+class PublishCommitMessage(WriterCommitMessage):
+    """What one task published; every message was acknowledged by the server."""
+
+    partition_id: int
+    messages: int
+    bytes: int
+    retries: int
+    id_prefix: str | None = None
+
+
+def make_writer(options: dict[str, str], schema: StructType, overwrite: bool,
+                streaming: bool) -> PubSubArrowWriter | PubSubStreamArrowWriter:
+    """Called by PubSubDataSource.writer()/streamWriter() on the driver:
+    validates everything that can be checked without data or network."""
+    if overwrite:
+        raise OptionError(
+            "pubsub-go can only append to a topic: use "
+            + ("outputMode('append') or outputMode('update')" if streaming else "mode('append')")
+            + " (a Pub/Sub topic cannot be truncated or overwritten)"
+        )
+    validate_sink_schema(schema)
+    opts = SinkOptions.parse(options)
+    check_ordering(opts, schema)
+    if streaming:
+        return PubSubStreamArrowWriter(opts)
+    return PubSubArrowWriter(opts, write_id=uuid.uuid4().hex)
+
+
+def _task_context() -> TaskContext | None:
+    from pyspark import TaskContext
+
+    return TaskContext.get()
+
+
+def publish_partition(opts: SinkOptions, batches: Iterator[pa.RecordBatch], partition_id: int,
+                      id_prefix: str, what: str) -> PublishCommitMessage:
+    """Publishes every row of one task and waits until the server has
+    acknowledged all of them (bounded by publishTimeoutMs)."""
+    from ..client import Publisher
+    from ..errors import DeadlineExceededError, PubSubError
+
+    pub: Publisher | None = None
+    try:
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            if pub is None:  # opened on the first row: empty partitions cost no connection
+                pub = Publisher(opts.publisher_config(id_prefix))
+            pub.publish(batch)
+        stats: dict[str, Any] = pub.flush(opts.publish_timeout_ms) if pub is not None else {}
+    except DeadlineExceededError as e:
+        raise type(e)(e.code, f"pubsub-go sink, {what}: not every message was acknowledged within "
+                              f"publishTimeoutMs={opts.publish_timeout_ms}: {e.message}; {AT_LEAST_ONCE}") from e
+    except PubSubError as e:
+        raise type(e)(e.code, f"pubsub-go sink, {what}: {e.message}") from e
+    finally:
+        if pub is not None:
+            try:
+                pub.close()
+            except Exception as e:  # the task's outcome is already decided
+                log.debug("closing the publisher failed: %s", e)
+    return PublishCommitMessage(
+        partition_id=partition_id,
+        messages=int(stats.get("published", 0)),
+        bytes=int(stats.get("bytes", 0)),
+        retries=int(stats.get("retries", 0)),
+        id_prefix=id_prefix if opts.id_attribute else None,
+    )
+
+
+def _totals(messages: list[WriterCommitMessage | None]) -> tuple[int, int, int, int]:
+    done = [m for m in messages if isinstance(m, PublishCommitMessage)]
+    return (len(done), sum(m.messages for m in done), sum(m.bytes for m in done), sum(m.retries for m in done))
+
+
+class PubSubArrowWriter(DataSourceArrowWriter):
+    """df.write.format("pubsub-go"): one publisher per task."""
+
+    def __init__(self, opts: SinkOptions, write_id: str) -> None:
+        self.opts = opts
+        # Chosen once on the driver and pickled into every task, so a
+        # retried task stamps the same ids.
+        self.write_id = write_id
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> PublishCommitMessage:
+        ctx = _task_context()
+        part = ctx.partitionId() if ctx is not None else 0
+        prefix = f"{self.write_id}-0-{part}"
+        return publish_partition(self.opts, iterator, part, prefix,
+                                 f"partition {part} of write {self.write_id} to {self.opts.topic}")
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        tasks, n, size, retries = _totals(messages)
+        log.info("pubsub-go sink: write %s to %s committed: %d messages, %d bytes, %d retries, %d tasks",
+                 self.write_id, self.opts.topic, n, size, retries, tasks)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        tasks, n, _, _ = _totals(messages)
+        log.warning("pubsub-go sink: write %s to %s aborted; %d messages of %d finished tasks were published "
+                    "and stay published: %s", self.write_id, self.opts.topic, n, tasks, AT_LEAST_ONCE)
+
+
+class PubSubStreamArrowWriter(DataSourceStreamArrowWriter):
+    """df.writeStream.format("pubsub-go"): one publisher per task and micro-batch."""
+
+    def __init__(self, opts: SinkOptions) -> None:
+        self.opts = opts
+        self.fallback_id = uuid.uuid4().hex
+        self.total_messages = 0  # across the batches committed by this driver-side writer
+
+    def _id_prefix(self, ctx: TaskContext | None, part: int) -> str:
+        # The query id survives restarts from the checkpoint and a re-run
+        # batch keeps its id, so a replay stamps the same ids.
+        query = ctx.getLocalProperty(QUERY_ID_PROPERTY) if ctx is not None else None
+        batch = ctx.getLocalProperty(BATCH_ID_PROPERTY) if ctx is not None else None
+        if query and batch is not None:
+            return f"{query}-{batch}-{part}"
+        stage = ctx.stageId() if ctx is not None else 0
+        log.warning("pubsub-go sink: the task has no streaming query/batch id; ids are unique but a "
+                    "replay will not reproduce them")
+        return f"{self.fallback_id}-s{stage}-{part}"
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> PublishCommitMessage:
+        ctx = _task_context()
+        part = ctx.partitionId() if ctx is not None else 0
+        prefix = self._id_prefix(ctx, part)
+        batch = ctx.getLocalProperty(BATCH_ID_PROPERTY) if ctx is not None else None
+        return publish_partition(self.opts, iterator, part, prefix,
+                                 f"partition {part} of micro-batch {batch} to {self.opts.topic}")
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        tasks, n, size, retries = _totals(messages)
+        self.total_messages += n
+        log.info("pubsub-go sink: micro-batch %d to %s committed: %d messages, %d bytes, %d retries, %d tasks "
+                 "(%d messages since the query started)", batchId, self.opts.topic, n, size, retries, tasks,
+                 self.total_messages)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        tasks, n, _, _ = _totals(messages)
+        log.warning("pubsub-go sink: micro-batch %d to %s aborted; %d messages of %d finished tasks were "
+                    "published and stay published: %s", batchId, self.opts.topic, n, tasks, AT_LEAST_ONCE)

@@ -1,0 +1,199 @@
+"""Sink options and input schema: parsed and validated on the driver when
+Spark asks for a writer, before any task runs, with errors that name the
+option (or column) and say what would be right."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pyspark.sql.types import BinaryType, MapType, StringType, StructType
+
+from ..client import topic_path
+from .options import OptionError
+
+if TYPE_CHECKING:
+    from ..client import PublisherConfig
+
+# Service limits (https://cloud.google.com/pubsub/quotas), as the Go
+# publisher enforces them.
+MAX_BATCH_MESSAGES = 1000
+MAX_BATCH_BYTES = 9_500_000  # a Publish request must stay under 10 MB, with room for its framing
+MAX_ATTRIBUTE_KEY_BYTES = 256
+
+# Every option the sink understands (lower-case), plus the ones Spark
+# itself passes to a streaming sink; anything else is a typo.
+KNOWN = {
+    "projectid", "topicid", "emulatorhost", "credentials", "batchmaxmessages", "batchmaxbytes",
+    "lingerms", "maxinflightbytes", "enablemessageordering", "idattribute", "publishtimeoutms",
+    "retrytimeoutms",
+}
+SPARK_OWNED = {"checkpointlocation"}
+
+ACCEPTED_COLUMNS = (
+    "accepted columns: payload (binary or string, required), "
+    "attributes (map<string,string>, optional), ordering_key (string, optional)"
+)
+
+
+def _int(opts: Mapping[str, str], name: str, default: int, lo: int, hi: int | None = None,
+         why: str = "") -> int:
+    raw = opts.get(name.lower())
+    if raw is None or str(raw).strip() == "":
+        return default
+    try:
+        v = int(str(raw).strip())
+    except ValueError:
+        raise OptionError(f"option {name}={raw!r} is not an integer; expected an integer >= {lo}") from None
+    if v < lo or (hi is not None and v > hi):
+        rng = f"between {lo} and {hi}" if hi is not None else f">= {lo}"
+        raise OptionError(f"option {name}={v} is out of range; expected {rng}{why}")
+    return v
+
+
+def _bool(opts: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = opts.get(name.lower())
+    if raw is None or str(raw).strip() == "":
+        return default
+    s = str(raw).strip().lower()
+    if s in ("true", "1", "yes"):
+        return True
+    if s in ("false", "0", "no"):
+        return False
+    raise OptionError(f"option {name}={raw!r} is not a boolean; expected true or false")
+
+
+@dataclass(frozen=True)
+class SinkOptions:
+    """The validated sink options; picklable, shipped to every task."""
+
+    topic: str  # projects/P/topics/T
+    emulator_host: str | None
+    credentials: str | None
+    batch_max_messages: int
+    batch_max_bytes: int
+    linger_ms: int
+    max_in_flight_bytes: int
+    enable_message_ordering: bool
+    id_attribute: str | None
+    publish_timeout_ms: int
+    retry_timeout_ms: int
+
+    @staticmethod
+    def parse(options: Mapping[str, str]) -> SinkOptions:
+        opts = {str(k).lower(): v for k, v in options.items()}
+        if opts.get("path"):
+            raise OptionError("pubsub-go takes no path: call save() without one and set "
+                              ".option('topicId', ...) (with projectId, or a full projects/P/topics/T)")
+        unknown = sorted(set(opts) - KNOWN - SPARK_OWNED - {"path"})
+        if unknown:
+            raise OptionError(f"unknown option(s) {unknown} for writing to pubsub-go; known options: "
+                              "projectId, topicId, emulatorHost, credentials, batchMaxMessages, batchMaxBytes, "
+                              "lingerMs, maxInFlightBytes, enableMessageOrdering, idAttribute, "
+                              "publishTimeoutMs, retryTimeoutMs (see docs/sink.md)")
+        project = (opts.get("projectid") or "").strip() or None
+        topic = (opts.get("topicid") or "").strip()
+        if not topic:
+            raise OptionError("option topicId is required to write to pubsub-go: a topic id (with projectId) "
+                              "or a full path projects/PROJECT/topics/ID")
+        try:
+            path = topic_path(project, topic)
+        except ValueError as e:
+            raise OptionError(f"option topicId: {e}; set projectId or give the full path") from None
+        if project and path.split("/")[1] != project:
+            raise OptionError(f"option projectId={project!r} disagrees with topicId={topic!r}; "
+                              "drop projectId or make them match")
+
+        emulator = (opts.get("emulatorhost") or os.environ.get("PUBSUB_EMULATOR_HOST") or "").strip() or None
+        if emulator and (":" not in emulator or not emulator.rsplit(":", 1)[1].isdigit()):
+            raise OptionError(f"option emulatorHost={emulator!r} (or PUBSUB_EMULATOR_HOST) must be "
+                              "host:port, e.g. 127.0.0.1:8085")
+        creds = (opts.get("credentials") or "").strip() or None
+        if creds and not os.path.isfile(creds):
+            raise OptionError(f"option credentials={creds!r}: no such file; expected the path of a "
+                              "service-account key JSON (or leave it unset for Application Default Credentials)")
+
+        id_attr = (opts.get("idattribute") or "").strip() or None
+        if id_attr is not None:
+            if id_attr.startswith("goog"):
+                raise OptionError(f"option idAttribute={id_attr!r}: attribute keys starting with 'goog' are "
+                                  "reserved by Pub/Sub; pick another name, e.g. pubsub_go_id")
+            if len(id_attr.encode()) > MAX_ATTRIBUTE_KEY_BYTES:
+                raise OptionError(f"option idAttribute is {len(id_attr.encode())} bytes; attribute keys are "
+                                  f"limited to {MAX_ATTRIBUTE_KEY_BYTES} bytes")
+
+        return SinkOptions(
+            topic=path,
+            emulator_host=emulator,
+            credentials=creds,
+            batch_max_messages=_int(opts, "batchMaxMessages", 1000, 1, MAX_BATCH_MESSAGES,
+                                    " (the service takes at most 1000 messages per Publish request)"),
+            batch_max_bytes=_int(opts, "batchMaxBytes", 4 << 20, 1, MAX_BATCH_BYTES,
+                                 " (a Publish request must stay under the 10 MB limit, with room for overhead)"),
+            linger_ms=_int(opts, "lingerMs", 5, 1, 60_000),
+            max_in_flight_bytes=_int(opts, "maxInFlightBytes", 128 << 20, 1),
+            enable_message_ordering=_bool(opts, "enableMessageOrdering", False),
+            id_attribute=id_attr,
+            publish_timeout_ms=_int(opts, "publishTimeoutMs", 600_000, 1),
+            retry_timeout_ms=_int(opts, "retryTimeoutMs", 300_000, 1),
+        )
+
+    def publisher_config(self, id_prefix: str = "") -> PublisherConfig:
+        from ..client import PublisherConfig
+
+        return PublisherConfig(
+            topic=self.topic,
+            emulator_host=self.emulator_host,
+            credentials=self.credentials,
+            max_batch_messages=self.batch_max_messages,
+            max_batch_bytes=self.batch_max_bytes,
+            linger_ms=self.linger_ms,
+            max_in_flight_bytes=self.max_in_flight_bytes,
+            enable_message_ordering=self.enable_message_ordering,
+            retry_timeout_ms=self.retry_timeout_ms,
+            id_attribute=self.id_attribute or "",
+            id_prefix=id_prefix if self.id_attribute else "",
+        )
+
+
+def validate_sink_schema(schema: StructType) -> None:
+    """Raises OptionError naming every column that the sink cannot write."""
+    problems: list[str] = []
+    seen: set[str] = set()
+    for f in schema.fields:
+        if f.name in seen:
+            problems.append(f"duplicate column {f.name!r}")
+            continue
+        seen.add(f.name)
+        t = f.dataType
+        if f.name == "payload":
+            if not isinstance(t, (BinaryType, StringType)):
+                problems.append(f"column 'payload' has type {t.simpleString()}, expected binary or string")
+        elif f.name == "attributes":
+            if not (isinstance(t, MapType) and isinstance(t.keyType, StringType)
+                    and isinstance(t.valueType, StringType)):
+                problems.append(f"column 'attributes' has type {t.simpleString()}, expected map<string,string>")
+        elif f.name == "ordering_key":
+            if not isinstance(t, StringType):
+                problems.append(f"column 'ordering_key' has type {t.simpleString()}, expected string")
+        elif f.name.lower() in ("payload", "attributes", "ordering_key"):
+            problems.append(f"column {f.name!r} must be spelled {f.name.lower()!r} (names are case-sensitive)")
+        else:
+            problems.append(f"unexpected column {f.name!r} ({f.dataType.simpleString()})")
+    if "payload" not in seen:
+        problems.insert(0, "missing column 'payload'")
+    if problems:
+        raise OptionError(
+            f"cannot write this input to pubsub-go: {'; '.join(problems)}. {ACCEPTED_COLUMNS}; "
+            "e.g. df.selectExpr(\"CAST(value AS BINARY) AS payload\")"
+        )
+
+
+def check_ordering(opts: SinkOptions, schema: StructType) -> None:
+    """An ordering_key column needs enableMessageOrdering: say so before any task runs."""
+    if "ordering_key" in schema.fieldNames() and not opts.enable_message_ordering:
+        raise OptionError("the input has an ordering_key column but option enableMessageOrdering is false: "
+                          "set .option('enableMessageOrdering', 'true') (subscriptions must enable ordering "
+                          "too), or drop the column")

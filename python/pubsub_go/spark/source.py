@@ -1,0 +1,267 @@
+"""Driver side of the source: planning (offsets, virtual partitions,
+admission control) and the commit protocol (ack on commit, leases kept
+alive until then). Reading happens in partition_reader.py on executors.
+
+Offsets are synthetic: {"gen": <query generation>, "batch": <n>, ...}. A
+batch's contents are whatever its tasks pulled, recorded in the batch log,
+so re-running a batch replays the log instead of pulling anew.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from .batchlog import BatchLog
+from .options import RAW_SCHEMA_DDL, OptionError, SourceOptions
+from .partition_reader import PubSubPartition, read_partition, subscriber_config
+
+log = logging.getLogger("pubsub_go.source")
+
+
+class PubSubInputPartition(InputPartition):
+    def __init__(self, spec: PubSubPartition) -> None:
+        super().__init__(spec.index)
+        self.spec = spec
+
+
+class PubSubDataSource(DataSource):
+    """`pubsub-go`: spark.readStream / df.writeStream / df.write."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "pubsub-go"
+
+    def schema(self) -> str:
+        opts = {k.lower(): v for k, v in self.options.items()}
+        if "topicid" not in opts:  # reading: validate before any data moves
+            SourceOptions.parse(self.options)
+        return RAW_SCHEMA_DDL
+
+    def streamReader(self, schema: StructType) -> PubSubStreamReader:
+        return PubSubStreamReader(dict(self.options), schema)
+
+    def reader(self, schema: StructType) -> Any:
+        raise OptionError("pubsub-go is a streaming source: use spark.readStream.format('pubsub-go') "
+                          "(with Trigger.AvailableNow for a one-off read of the backlog)")
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> Any:
+        from .sink import make_writer
+
+        return make_writer(dict(self.options), schema, overwrite, streaming=True)
+
+    def writer(self, schema: StructType, overwrite: bool) -> Any:
+        from .sink import make_writer
+
+        return make_writer(dict(self.options), schema, overwrite, streaming=False)
+
+
+class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Constructed in several processes (the driver's runner, planning
+    workers) and pickled to executors: construction only parses options;
+    driver-only state (acker, lease keeper) starts lazily on the driver."""
+
+    def __init__(self, options: dict[str, str], schema: StructType) -> None:
+        self.opts = SourceOptions.parse(options)
+        self._driver: _DriverState | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"opts": self.opts, "_driver": None}
+
+    def _state(self) -> _DriverState:
+        if self._driver is None:
+            self._driver = _DriverState(self.opts)
+        return self._driver
+
+    # -- offsets -------------------------------------------------------------
+    def initialOffset(self) -> dict:
+        self._state()  # fails fast: NOT_FOUND for an unknown subscription
+        return {"gen": uuid.uuid4().hex[:16], "batch": 0}
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.opts.max_records_per_trigger:
+            return ReadMaxRows(self.opts.max_records_per_trigger)
+        if self.opts.max_bytes_per_trigger:
+            return ReadMaxBytes(self.opts.max_bytes_per_trigger)
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        st = self._state()
+        prev = st.batch_summary(start["gen"], start["batch"]) if start["batch"] > 0 else None
+        idle = prev is not None and prev["rows"] == 0 and prev["drained"]
+        if st.cutoff_us and idle:
+            return start  # AvailableNow: the backlog published before the start is done
+        if idle and st.idle_reported != start["batch"]:
+            # Report "no new data" once after an empty batch, so Spark can tell
+            # the source is caught up (processAllAvailable, idle triggers);
+            # the next call probes Pub/Sub again with a new batch.
+            st.idle_reported = start["batch"]
+            return start
+        end: dict[str, Any] = {"gen": start["gen"], "batch": start["batch"] + 1}
+        if isinstance(limit, ReadMaxRows):
+            end["maxRows"] = int(limit.max_rows)
+        elif isinstance(limit, ReadMaxBytes):
+            end["maxBytes"] = int(limit.max_bytes)
+        if st.cutoff_us:
+            end["cutoffUs"] = st.cutoff_us
+        st.latest = end
+        return end
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._state().cutoff_us = time.time_ns() // 1000
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        if start.get("batch") == end.get("batch"):
+            return []
+        n = self.opts.num_partitions
+        max_rows = end.get("maxRows")
+        max_bytes = int(end.get("maxBytes", 0))
+        parts = []
+        for i in range(n):
+            if max_rows is not None:
+                rows = max_rows // n + (1 if i < max_rows % n else 0)
+                if rows == 0:
+                    continue  # fewer rows allowed than partitions
+            else:
+                rows = self.opts.max_records_per_partition
+            parts.append(PubSubInputPartition(PubSubPartition(
+                gen=end["gen"], batch=end["batch"], index=i, max_rows=rows,
+                max_bytes=(max_bytes // n or 1) if max_bytes else 0, cutoff_us=int(end.get("cutoffUs", 0)),
+            )))
+        return parts
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, PubSubInputPartition)
+        return read_partition(self.opts, partition.spec)
+
+    # -- commit protocol ------------------------------------------------------
+    def commit(self, end: dict) -> None:
+        self._state().commit(end["gen"], end["batch"])
+
+    def reportLatestOffset(self) -> dict | None:
+        if self._driver is None:
+            return None
+        return self._driver.report()
+
+    def stop(self) -> None:
+        if self._driver is not None:
+            self._driver.stop()
+            self._driver = None
+
+
+class _DriverState:
+    """Lives in the driver's source runner: the acker (a subscriber that
+    never pulls), the lease keeper and the live counters."""
+
+    def __init__(self, opts: SourceOptions) -> None:
+        from ..client import Subscriber
+
+        self.opts = opts
+        self.log = BatchLog(opts.batch_log_location)
+        self.acker = Subscriber(subscriber_config(opts, pull=False))  # verifies the subscription
+        self.cutoff_us = 0
+        self.idle_reported = -1
+        self.latest: dict[str, Any] | None = None
+        self.committed: tuple[str, int] | None = None
+        self.summaries: dict[tuple[str, int], dict[str, Any]] = {}
+        self.metrics = {"pulled": 0, "rows": 0, "acked": 0, "nacked": 0, "leaseExtensions": 0,
+                        "redeliveries": 0, "pendingAcks": 0, "ackFailures": 0}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._keeper = threading.Thread(target=self._keep_leases, name="pubsub-go-lease-keeper", daemon=True)
+        self._keeper.start()
+
+    def batch_summary(self, gen: str, batch: int) -> dict[str, Any] | None:
+        key = (gen, batch)
+        if key not in self.summaries:
+            entries = self.log.entries(gen, batch)
+            if not entries:
+                return None
+            self.summaries[key] = {
+                "rows": sum(e.data.num_rows for e in entries),
+                "drained": all(e.stats.get("drained", False) for e in entries),
+                "stats": [e.stats for e in entries],
+            }
+        return self.summaries[key]
+
+    def commit(self, gen: str, upto: int) -> None:
+        with self._lock:
+            for batch in self.log.batches(gen):
+                if batch > upto:
+                    continue
+                summary = self.batch_summary(gen, batch)
+                entries = self.log.entries(gen, batch)
+                ids = [e.ack_ids for e in entries if len(e.ack_ids)]
+                try:
+                    if ids and self.opts.ack_on_commit:
+                        acks = pa.concat_arrays(ids)
+                        self.acker.ack(acks)
+                        self.metrics["acked"] += len(acks)
+                except Exception as e:
+                    # Kept in the log: the next commit retries. Leases are still kept alive.
+                    self.metrics["ackFailures"] += 1
+                    log.warning("acking batch %d failed, will retry at the next commit: %s", batch, e)
+                    continue
+                for s in (summary or {}).get("stats", []):
+                    self.metrics["pulled"] += int(s.get("pulled", 0))
+                    self.metrics["rows"] += int(s.get("rows", 0))
+                    self.metrics["nacked"] += int(s.get("nacked", 0))
+                    self.metrics["leaseExtensions"] += int(s.get("extended", 0))
+                    self.metrics["redeliveries"] += int(s.get("redeliveries", 0))
+                self.log.remove_batch(gen, batch)
+                self.summaries.pop((gen, batch), None)
+            self.committed = (gen, upto)
+            # Entries of older generations belong to abandoned queries.
+            self.summaries = {k: v for k, v in self.summaries.items() if k[0] == gen}
+
+    def _pending_ack_ids(self) -> list[pa.Array]:
+        if self.latest is None:
+            return []
+        gen = self.latest["gen"]
+        out = []
+        for batch in self.log.batches(gen):
+            out.extend(e.ack_ids for e in self.log.entries(gen, batch) if len(e.ack_ids))
+        return out
+
+    def _keep_leases(self) -> None:
+        period = max(5.0, self.opts.commit_lease_seconds / 4)
+        while not self._stop.wait(period):
+            if not self.opts.ack_on_commit:
+                continue
+            try:
+                with self._lock:
+                    ids = self._pending_ack_ids()
+                    if ids:
+                        acks = pa.concat_arrays(ids)
+                        self.acker.modack(acks, self.opts.commit_lease_seconds)
+                        self.metrics["leaseExtensions"] += len(acks)
+            except Exception as e:
+                log.warning("extending the leases of uncommitted batches failed: %s", e)
+
+    def report(self) -> dict[str, Any]:
+        with self._lock:
+            pending = sum(len(a) for a in self._pending_ack_ids()) if self.opts.ack_on_commit else 0
+            self.metrics["pendingAcks"] = pending
+            out: dict[str, Any] = dict(self.latest or {})
+            out.update(self.metrics)
+            return out
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._keeper.join(timeout=10)
+        self.acker.close()

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The whole test suite: set-up, Go (vet, tests, bounded fuzzing), lint, pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+bash scripts/setup.sh
+
+echo "== go vet + gofmt"
+go vet ./...
+unformatted=$(gofmt -l go bench wasm-decoders 2>/dev/null || true)
+[ -z "$unformatted" ] || { echo "gofmt needed: $unformatted" >&2; exit 1; }
+
+echo "== go test (root module)"
+go test -count=1 -timeout 600s ./...
+if [ -f wasm-decoders/go.mod ]; then
+  echo "== go test (wasm-decoders module)"
+  (cd wasm-decoders && go vet ./... && go test -count=1 -timeout 600s ./...)
+  if [ -x scripts/fuzz.sh ]; then bash scripts/fuzz.sh; fi
+fi
+
+echo "== ruff"
+python3 -m ruff check python tests bench
+
+echo "== pytest"
+# Run from /tmp so the installed package (with its built library) is tested,
+# not the source tree. pytest exits 5 when it ran no test: that is a failure.
+set +e
+(cd /tmp && python3 -m pytest -c "$ROOT/pyproject.toml" --rootdir "$ROOT" "$ROOT/tests" -q --timeout 900 -p no:cacheprovider "$@")
+rc=$?
+set -e
+if [ "$rc" -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi
+exit "$rc"

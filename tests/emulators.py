@@ -1,0 +1,89 @@
+"""Starts Google's official Pub/Sub emulator on a free loopback port and
+stops it by its own pid (process group), for tests and benchmarks."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+OFFICIAL = "/usr/lib/google-cloud-sdk/platform/pubsub-emulator/bin/cloud-pubsub-emulator"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(host: str, port: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+class OfficialEmulator:
+    """One running cloud-pubsub-emulator (Java) on 127.0.0.1."""
+
+    def __init__(self, startup_timeout: float = 90.0) -> None:
+        binary = os.environ.get("PUBSUB_EMULATOR_BIN", OFFICIAL)
+        if not Path(binary).exists():
+            raise FileNotFoundError(f"Google's Pub/Sub emulator is not installed at {binary}")
+        self.port = free_port()
+        self.host_port = f"127.0.0.1:{self.port}"
+        self._dir = tempfile.mkdtemp(prefix="pubsub-emulator-")
+        self._log = open(Path(self._dir) / "emulator.log", "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [binary, "--host=127.0.0.1", f"--port={self.port}"],
+            stdout=self._log, stderr=subprocess.STDOUT, cwd=self._dir,
+            start_new_session=True,  # its own process group: stop() kills exactly it and its java child
+        )
+        if not wait_for_port("127.0.0.1", self.port, startup_timeout) or self.proc.poll() is not None:
+            log = self.log_tail()
+            self.stop()
+            raise RuntimeError(f"official emulator did not start on {self.host_port}:\n{log}")
+
+    def log_tail(self, n: int = 4000) -> str:
+        try:
+            return (Path(self._dir) / "emulator.log").read_bytes()[-n:].decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=15)
+        self._log.close()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def kill(self) -> None:
+        """Hard stop (fault injection); the port stays the same for restart()."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=15)
+
+    def restart(self, startup_timeout: float = 90.0) -> None:
+        binary = os.environ.get("PUBSUB_EMULATOR_BIN", OFFICIAL)
+        self.proc = subprocess.Popen(
+            [binary, "--host=127.0.0.1", f"--port={self.port}"],
+            stdout=self._log, stderr=subprocess.STDOUT, cwd=self._dir, start_new_session=True,
+        )
+        if not wait_for_port("127.0.0.1", self.port, startup_timeout):
+            raise RuntimeError(f"official emulator did not restart on {self.host_port}:\n{self.log_tail()}")

@@ -1,0 +1,85 @@
+"""Spark sessions and a standalone cluster for tests, all on loopback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from emulators import free_port, wait_for_port
+
+
+def spark_session(master: str = "local[2]", app: str = "pubsub-go-tests", **conf: str):
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    b = (SparkSession.builder.master(master).appName(app)
+         .config("spark.ui.enabled", "false")
+         .config("spark.sql.shuffle.partitions", "2")
+         .config("spark.driver.host", "127.0.0.1")
+         .config("spark.driver.bindAddress", "127.0.0.1")
+         .config("spark.sql.streaming.stopTimeout", "60s"))
+    for k, v in conf.items():
+        b = b.config(k.replace("__", "."), v)
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def spark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent
+
+
+class StandaloneCluster:
+    """A Spark standalone master and workers started from the installed
+    pyspark, on loopback; each stopped by its own process group."""
+
+    def __init__(self, workers: int = 2, cores: int = 1, memory: str = "1g") -> None:
+        home = spark_home()
+        self._dir = tempfile.mkdtemp(prefix="spark-standalone-")
+        env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1",
+                   PYSPARK_PYTHON=sys.executable, SPARK_WORKER_DIR=self._dir, SPARK_LOG_DIR=self._dir)
+        cls = str(home / "bin" / "spark-class")
+        self.port = free_port()
+        self.url = f"spark://127.0.0.1:{self.port}"
+        self.procs: list[subprocess.Popen] = []
+        self._logs = []
+        self._start(env, [cls, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                          "--port", str(self.port), "--webui-port", str(free_port())], "master")
+        if not wait_for_port("127.0.0.1", self.port, 90):
+            self.stop()
+            raise RuntimeError("Spark master did not start")
+        for i in range(workers):
+            self._start(env, [cls, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                              "--cores", str(cores), "--memory", memory, "--webui-port", str(free_port()),
+                              "--work-dir", f"{self._dir}/w{i}", self.url], f"worker{i}")
+
+    def _start(self, env: dict, cmd: list[str], name: str) -> None:
+        log = open(Path(self._dir) / f"{name}.log", "wb")  # noqa: SIM115 - closed in stop()
+        self._logs.append(log)
+        self.procs.append(subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                           start_new_session=True))
+
+    def stop(self) -> None:
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    continue
+        deadline = time.monotonic() + 30
+        for p in self.procs:
+            try:
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(timeout=10)
+        for log in self._logs:
+            log.close()

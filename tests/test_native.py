@@ -1,0 +1,258 @@
+"""Foundation: the native data plane through its Python binding, against
+Google's official emulator, with Google's own Python client as the peer."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import subprocess
+import sys
+import time
+
+import pyarrow as pa
+import pytest
+
+import pubsub_go
+from pubsub_go.client import Publisher, Subscriber
+
+RAW_FIELDS = ["message_id", "publish_time", "attributes", "payload", "ordering_key", "delivery_attempt"]
+
+
+def drain(sub: Subscriber, want: int, timeout: float = 30.0, wait_ms: int = 500) -> tuple[pa.Table, pa.Array]:
+    """Pulls until `want` rows arrived (bounded)."""
+    batches, acks = [], []
+    got = 0
+    deadline = time.monotonic() + timeout
+    while got < want and time.monotonic() < deadline:
+        b, a = sub.next_batch(wait_ms=wait_ms)
+        if b.num_rows:
+            batches.append(b)
+            acks.append(a)
+            got += b.num_rows
+    assert got >= want, f"pulled {got} of {want} messages within {timeout}s"
+    return pa.Table.from_batches(batches), pa.chunked_array(acks, type=pa.string()).combine_chunks()
+
+
+def test_fields_equal_what_googles_client_published_and_sees(google, emulator):
+    topic, sub_a = google.topic()
+    sub_b = sub_a.replace("/s-", "/b-")
+    google.subscriber.create_subscription(request={"name": sub_b, "topic": topic}, timeout=30)
+    n = 50
+    payloads = [bytes([i % 256]) * (i + 1) + b"\x00\xff" for i in range(n)]
+    attrs = [{"k": f"v{i}", "unicode": "é✓"} if i % 3 else {} for i in range(n)]
+    keys = [f"key-{i % 4}" if i % 2 else "" for i in range(n)]
+    ids = google.publish(topic, payloads, attrs, keys)
+
+    with Subscriber(subscription=sub_a, emulator_host=emulator.host_port) as sub:
+        table, ack_ids = drain(sub, n)
+        sub.ack(ack_ids)
+    assert table.schema.names == RAW_FIELDS
+    assert table.schema.field("publish_time").type == pa.timestamp("us", tz="UTC")
+    assert ack_ids.type == pa.string() and len(ack_ids) == n
+    reference = {m.message.message_id: m.message for m in google.pull_all(sub_b)}
+    assert len(reference) == n
+    rows = table.to_pylist()
+    assert sorted(r["message_id"] for r in rows) == sorted(ids)
+    for r in rows:
+        ref = reference[r["message_id"]]
+        i = ids.index(r["message_id"])
+        assert r["payload"] == payloads[i] == ref.data
+        assert dict(r["attributes"]) == attrs[i] == dict(ref.attributes)
+        assert (r["ordering_key"] or "") == keys[i] == ref.ordering_key
+        ref_time = ref.publish_time  # DatetimeWithNanoseconds, UTC
+        want = dt.datetime(ref_time.year, ref_time.month, ref_time.day, ref_time.hour, ref_time.minute,
+                           ref_time.second, ref_time.microsecond, tzinfo=dt.timezone.utc)
+        assert r["publish_time"] == want, f"publish_time {r['publish_time']} != {want} (to the microsecond)"
+        assert r["delivery_attempt"] is None  # no dead-letter policy
+
+
+def test_acked_messages_are_not_redelivered_after_the_deadline(google, emulator):
+    topic, sub_path = google.topic(ack_deadline=10)
+    google.publish(topic, [b"m%d" % i for i in range(20)])
+    with Subscriber(subscription=sub_path, emulator_host=emulator.host_port, ack_deadline_seconds=10) as sub:
+        _, acks = drain(sub, 20)
+        sub.ack(acks)
+        assert sub.stats()["acked"] == 20
+    time.sleep(12)  # past the subscription's 10 s ack deadline
+    assert google.pull_all(sub_path, max_wait=3) == []
+
+
+def test_nacked_messages_are_redelivered_promptly(google, emulator):
+    topic, sub_path = google.topic(ack_deadline=60)
+    ids = google.publish(topic, [b"n%d" % i for i in range(10)])
+    with Subscriber(subscription=sub_path, emulator_host=emulator.host_port) as sub:
+        _, acks = drain(sub, 10)
+        sub.nack(acks)
+        t0 = time.monotonic()
+        again, acks2 = drain(sub, 10, timeout=15)
+        assert time.monotonic() - t0 < 15
+        assert sorted(again.column("message_id").to_pylist()) == sorted(ids)
+        sub.ack(acks2)
+        assert sub.stats()["redeliveries"] >= 10
+
+
+def test_leases_are_extended_past_the_subscription_deadline(google, emulator):
+    topic, sub_path = google.topic(ack_deadline=10)
+    google.publish(topic, [b"lease%d" % i for i in range(5)])
+    with Subscriber(subscription=sub_path, emulator_host=emulator.host_port, ack_deadline_seconds=10) as sub:
+        _, acks = drain(sub, 5)
+        # Held 25 s > 10 s deadline: a competing consumer must get nothing.
+        stolen = google.pull_all(sub_path, max_wait=25, ack=False)
+        assert stolen == [], f"{len(stolen)} messages were redelivered while their leases were being extended"
+        assert sub.stats()["extended"] >= 5
+        sub.ack(acks)
+
+
+def test_close_nacks_held_but_never_handed_out(google, emulator):
+    topic, sub_path = google.topic(ack_deadline=60)
+    ids = google.publish(topic, [b"c%d" % i for i in range(40)])
+    sub = Subscriber(subscription=sub_path, emulator_host=emulator.host_port, max_outstanding_messages=100)
+    # Wait until the stream has buffered everything, then take only 10.
+    deadline = time.monotonic() + 20
+    while sub.stats()["pulled"] < 40 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert sub.stats()["pulled"] == 40
+    handed, _ = sub.next_batch(max_rows=10, wait_ms=1000)
+    assert handed.num_rows == 10
+    sub.close()
+    back = google.pull_all(sub_path, max_wait=5)
+    back_ids = sorted(m.message.message_id for m in back)
+    handed_ids = set(handed.column("message_id").to_pylist())
+    assert back_ids == sorted(set(ids) - handed_ids), "close() must nack exactly the never-handed-out messages"
+
+
+def test_unknown_subscription_is_not_found(emulator):
+    sub = "projects/pubsub-go-test/subscriptions/does-not-exist"
+    with pytest.raises(pubsub_go.NotFoundError, match="NOT_FOUND") as e:
+        Subscriber(subscription=sub, emulator_host=emulator.host_port)
+    assert "does-not-exist" in str(e.value)
+
+
+def test_unreachable_endpoint_fails_after_bounded_retries():
+    from emulators import free_port
+
+    t0 = time.monotonic()
+    with pytest.raises(pubsub_go.UnavailableError, match="UNAVAILABLE"):
+        Subscriber(subscription="projects/p/subscriptions/s", emulator_host=f"127.0.0.1:{free_port()}",
+                   open_timeout_ms=3000)
+    assert time.monotonic() - t0 < 20
+
+
+@pytest.mark.parametrize("extra,needle", [
+    ({"batchsize": 10}, "batchsize"),
+    ({"streams": "four"}, "streams"),
+    ({"ack_deadline_seconds": 5000}, "ack_deadline_seconds"),
+])
+def test_malformed_config_names_the_key(emulator, extra, needle):
+    from pubsub_go.client import SubscriberConfig
+
+    cfg = SubscriberConfig(subscription="projects/p/subscriptions/s", emulator_host=emulator.host_port, extra=extra)
+    with pytest.raises(pubsub_go.InvalidArgumentError, match="INVALID_ARGUMENT") as e:
+        Subscriber(cfg)
+    assert needle in str(e.value)
+
+
+def test_go_panic_becomes_a_python_exception():
+    from pubsub_go.client import debug_panic, version
+
+    with pytest.raises(pubsub_go.InternalError, match="panic"):
+        debug_panic()
+    assert version()["abi"] == 1  # the process and the library are still fine
+
+
+def test_import_does_not_load_the_go_runtime():
+    code = (
+        "import pubsub_go, pyspark_pubsub_go, pubsub_go.client\n"
+        "maps = open('/proc/self/maps').read()\n"
+        "assert 'libpubsubgo' not in maps, 'import loaded the Go runtime'\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+
+
+def test_use_after_fork_is_a_clear_error():
+    code = (
+        "import os, pubsub_go\n"
+        "from pubsub_go.client import version\n"
+        "version()\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    try:\n"
+        "        version()\n"
+        "    except pubsub_go.ForkedProcessError as e:\n"
+        "        os._exit(0 if 'fork' in str(e) else 3)\n"
+        "    os._exit(4)\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "print('child', os.waitstatus_to_exitcode(status))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "child 0" in out.stdout, out.stdout + out.stderr
+
+
+def test_library_links_nothing_but_libc():
+    from pubsub_go._native import library_path
+
+    out = subprocess.run(["ldd", str(library_path())], capture_output=True, text=True, check=True).stdout
+    libs = [line.split()[0] for line in out.strip().splitlines()]
+    allowed = ("linux-vdso", "libc.so", "ld-linux", "/lib64/ld-linux", "libpthread", "libdl", "libm.so")
+    assert all(lib.startswith(allowed) or "ld-linux" in lib for lib in libs), libs
+
+
+def test_embedded_emulator_serves_googles_client():
+    """`python -m pubsub_go emulator` works as PUBSUB_EMULATOR_HOST for Google's client."""
+    from emulators import free_port, wait_for_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "pubsub_go", "emulator", "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert wait_for_port("127.0.0.1", port, 60), "embedded emulator did not listen"
+        code = (
+            "import os\n"
+            f"os.environ['PUBSUB_EMULATOR_HOST']='127.0.0.1:{port}'\n"
+            "from google.cloud import pubsub_v1\n"
+            "p = pubsub_v1.PublisherClient(); s = pubsub_v1.SubscriberClient()\n"
+            "p.create_topic(name='projects/e/topics/t')\n"
+            "s.create_subscription(name='projects/e/subscriptions/s', topic='projects/e/topics/t')\n"
+            "p.publish('projects/e/topics/t', b'hello', a='1').result(timeout=30)\n"
+            "r = s.pull(request={'subscription': 'projects/e/subscriptions/s', 'max_messages': 10}, timeout=30)\n"
+            "print(r.received_messages[0].message.data.decode(), r.received_messages[0].message.attributes['a'])\n"
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert out.stdout.strip() == "hello 1", out.stdout + out.stderr
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_ten_thousand_batches_keep_rss_flat():
+    """Import and release 10,000 batches: no leak across the C boundary."""
+    import psutil
+
+    from pubsub_go.client import Emulator, admin, debug_c_bytes
+
+    with Emulator() as emu:
+        admin("create_topic", emulator_host=emu.host_port, topic="projects/m/topics/t")
+        admin("create_subscription", emulator_host=emu.host_port, topic="projects/m/topics/t",
+              subscription="projects/m/subscriptions/s", ack_deadline_seconds=60)
+        with Publisher(topic="projects/m/topics/t", emulator_host=emu.host_port) as pub:
+            pub.publish(pa.record_batch({"payload": pa.array([os.urandom(512) for _ in range(2000)])}))
+            assert pub.flush(timeout_ms=60_000)["published"] == 2000
+        proc = psutil.Process()
+        with Subscriber(subscription="projects/m/subscriptions/s", emulator_host=emu.host_port,
+                        max_outstanding_messages=2000) as sub:
+            rss_warm = None
+            rows = 0
+            for i in range(10_000):
+                b, acks = sub.next_batch(max_rows=100, wait_ms=2000)
+                rows += b.num_rows
+                assert b.num_rows > 0, f"batch {i} came back empty"
+                sub.nack(acks)  # pstest redelivers at once: the same messages cycle
+                del b, acks
+                if i == 1000:
+                    rss_warm = proc.memory_info().rss
+            rss_end = proc.memory_info().rss
+        assert debug_c_bytes() == 0, "exported Arrow buffers were not all released"
+        growth = (rss_end - rss_warm) / 2**20
+        assert growth < 32, f"RSS grew {growth:.1f} MiB over 9,000 batches ({rows} rows)"
