@@ -87,3 +87,48 @@ class OfficialEmulator:
         )
         if not wait_for_port("127.0.0.1", self.port, startup_timeout):
             raise RuntimeError(f"official emulator did not restart on {self.host_port}:\n{self.log_tail()}")
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class LoadServer:
+    """bench/loadserver: a line-rate Pub/Sub server of synthetic messages (a
+    generated load, not a reference for behaviour), built from this repo."""
+
+    _binary: Path | None = None
+
+    @classmethod
+    def build(cls) -> Path:
+        if cls._binary is None or not cls._binary.exists():
+            out = Path(tempfile.mkdtemp(prefix="loadserver-")) / "loadserver"
+            subprocess.run(["go", "build", "-o", str(out), "./bench/loadserver"], cwd=REPO, check=True, timeout=600)
+            cls._binary = out
+        return cls._binary
+
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen([str(self.build()), "--addr", "127.0.0.1:0", "--http", "127.0.0.1:0", *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        first = self.proc.stdout.readline().strip()
+        second = self.proc.stdout.readline().strip()
+        if not first.startswith("listening on "):
+            self.stop()
+            raise RuntimeError(f"loadserver did not start: {first!r}")
+        self.host_port = first.removeprefix("listening on ")
+        self.http = second.removeprefix("http on ")
+
+    def stats(self) -> dict:
+        import json
+        import urllib.request
+
+        with urllib.request.urlopen(f"http://{self.http}/stats", timeout=10) as r:
+            return json.loads(r.read())
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=15)

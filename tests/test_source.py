@@ -21,12 +21,20 @@ pytestmark = pytest.mark.spark
 JOBS = Path(__file__).resolve().parent / "jobs"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture()
 def spark():
+    # getOrCreate: shared across tests unless a test needs its own context.
     s = spark_session(master="local[2,4]")  # 4 task attempts: retries are part of the contract
     pubsub_go.register(s)
-    yield s
-    s.stop()
+    return s
+
+
+def stop_active_session() -> None:
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
 
 
 def read_stream(spark, emulator, sub, tmp_path, **opts):
@@ -65,6 +73,7 @@ def test_pass_through_count_and_sum_then_drained(spark, google, emulator, tmp_pa
         assert (row.c, row.d, row.s) == (1000, 1000, sum(range(1000)))
         progress = q.lastProgress["sources"][0]
         latest = progress["latestOffset"]
+        latest = json.loads(latest) if isinstance(latest, str) else latest
         assert latest is not None and latest["acked"] >= 1 and "pendingAcks" in latest, progress
     finally:
         q.stop()
@@ -160,6 +169,7 @@ def test_foreach_batch_evaluated_twice_sees_one_version(spark, google, emulator,
 def test_python_worker_killed_mid_task_loses_nothing(google, emulator, tmp_path, reuse):
     """A UDF SIGKILLs its Python worker on the first attempt of the first
     task; Spark retries; the batch replays from the log: exactly once."""
+    stop_active_session()  # worker reuse is a SparkContext setting
     s = spark_session(master="local[2,4]", app=f"kill-worker-{reuse}", spark__python__worker__reuse=reuse)
     try:
         pubsub_go.register(s)
@@ -190,6 +200,22 @@ def test_python_worker_killed_mid_task_loses_nothing(google, emulator, tmp_path,
         assert sorted(got) == sorted(ids)
     finally:
         s.stop()
+
+
+def test_auto_registration_needs_no_register_call(emulator, tmp_path):
+    """PySpark registers pyspark_pubsub_go.DefaultSource by itself."""
+    code = (
+        "import sys; sys.path.insert(0, %r)\n"
+        "from sparkutil import spark_session\n"
+        "s = spark_session(app='autoreg')\n"
+        "df = s.readStream.format('pubsub-go').option('subscriptionId', 'projects/p/subscriptions/s')"
+        ".option('emulatorHost', %r).load()\n"
+        "print('COLUMNS', ','.join(df.columns))\n"
+        "s.stop()\n"
+    ) % (str(Path(__file__).resolve().parent), emulator.host_port)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert "COLUMNS message_id,publish_time,attributes,payload,ordering_key,delivery_attempt" in out.stdout, (
+        out.stdout[-2000:] + out.stderr[-3000:])
 
 
 def test_hard_stop_of_the_whole_driver_is_exactly_once(google, emulator, tmp_path):
@@ -234,7 +260,7 @@ def test_bad_option_fails_before_any_data_moves(spark, emulator, tmp_path):
          .option("emulatorHost", emulator.host_port).option("numPartitions", "lots").load())
     with pytest.raises(Exception, match="subscriptionId"):
         spark.readStream.format("pubsub-go").option("emulatorHost", emulator.host_port).load()
-    with pytest.raises(Exception, match="maxWaitTimme"):
+    with pytest.raises(Exception, match="(?i)maxWaitTimme.*did you mean maxWaitTimeMs"):
         (spark.readStream.format("pubsub-go").option("subscriptionId", "projects/p/subscriptions/s")
          .option("maxWaitTimme", "5").load())
 
@@ -250,6 +276,7 @@ def test_unknown_subscription_fails_the_query_with_not_found(spark, emulator, tm
 
 @pytest.mark.cluster
 def test_standalone_cluster_with_two_workers(google, emulator, tmp_path):
+    stop_active_session()
     cluster = StandaloneCluster(workers=2, cores=1)
     try:
         s = spark_session(master=cluster.url, app="cluster", spark__executor__memory="1g",

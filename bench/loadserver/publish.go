@@ -3,15 +3,11 @@ package main
 import (
 	"context"
 	"strconv"
-	"sync/atomic"
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
-
-// publishedIDs numbers published messages across all topics.
-var publishedIDs atomic.Uint64
 
 // Publish counts the messages and stores nothing.
 func (p *publisherService) Publish(ctx context.Context, req *pubsubpb.PublishRequest) (*pubsubpb.PublishResponse, error) {
@@ -36,7 +32,7 @@ func (p *publisherService) Publish(ctx context.Context, req *pubsubpb.PublishReq
 	}
 	// One string holds every id of the response.
 	n := uint64(len(req.Messages))
-	first := publishedIDs.Add(n) - n + 1
+	first := p.lastPublishedID.Add(n) - n + 1
 	buf := make([]byte, 0, 12*n)
 	ends := make([]int, n)
 	for i := range n {

@@ -22,6 +22,8 @@ type server struct {
 	leases *leaseTable
 	stats  *stats
 	faults atomic.Pointer[Faults]
+
+	lastPublishedID atomic.Uint64 // message ids of Publish, across topics
 }
 
 func newServer(o options) *server {

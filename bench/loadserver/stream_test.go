@@ -159,3 +159,30 @@ func TestStreamModackExtendsAndNacks(t *testing.T) {
 		t.Fatalf("stats = %+v", s)
 	}
 }
+
+// An idle stream gets empty responses, which Google's Go client needs to
+// see within 15 s of its pings or it reopens the stream.
+func TestIdleStreamHeartbeats(t *testing.T) {
+	in := startServer(t, func(o *options) {
+		o.messages = 1
+		o.heartbeat = 20 * time.Millisecond
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	sc, err := rawSubscriber(t, in.addr).StreamingPull(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Send(&pubsubpb.StreamingPullRequest{Subscription: testSub, StreamAckDeadlineSeconds: 60}); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{1, 0, 0} {
+		resp, err := sc.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(resp.ReceivedMessages); got != want || resp.SubscriptionProperties == nil {
+			t.Fatalf("response %d: %d messages, properties %v; want %d messages and properties", i, got, resp.SubscriptionProperties, want)
+		}
+	}
+}

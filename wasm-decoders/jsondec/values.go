@@ -57,8 +57,10 @@ func (d *Decoder) value(c *conv, b *arrowlite.Builder) error {
 		}
 		return nil
 	case kInt, kUint:
+		start := p.pos
 		n, ok := p.number()
-		if !ok || !n.isInt {
+		if !ok || !n.isInt || n.special != 0 {
+			p.pos = start
 			return p.errorf("expected an integer, got %s", p.tokenName())
 		}
 		return d.appendInt(c, b, n.text)
@@ -301,8 +303,10 @@ func (d *Decoder) decimal(c *conv, b *arrowlite.Builder) error {
 		}
 		text = d.scratch
 	} else {
+		start := p.pos
 		n, ok := p.number()
 		if !ok || n.special != 0 {
+			p.pos = start
 			return p.errorf("expected a decimal number, got %s", p.tokenName())
 		}
 		text = n.text
@@ -325,13 +329,19 @@ func (d *Decoder) timestamp(c *conv, b *arrowlite.Builder) error {
 			return err
 		}
 		var ok bool
-		micros, ok = parseTimestamp(s, d.tzOff, c.t.TimeZone != "")
+		off := d.tzOff
+		if c.t.TimeZone == "" {
+			off = 0 // a zone-less (Spark TimestampNTZ) column keeps wall-clock time
+		}
+		micros, ok = parseTimestamp(s, off, c.t.TimeZone != "")
 		if !ok {
 			return p.errorf("invalid timestamp %q", s)
 		}
 	} else {
+		start := p.pos
 		n, ok := p.number()
-		if !ok || !n.isInt || c.t.TimeZone == "" {
+		if !ok || !n.isInt || n.special != 0 || c.t.TimeZone == "" {
+			p.pos = start
 			return p.errorf("expected a timestamp string, got %s", p.tokenName())
 		}
 		secs, err := strconv.ParseInt(string(n.text), 10, 64)

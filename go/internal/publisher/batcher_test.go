@@ -135,10 +135,14 @@ func TestBatcherLinger(t *testing.T) {
 	b := newBatcher(testTopic, 100, 1<<20, 10*time.Millisecond, c.emit)
 	b.add(msg("a", "", nil))
 	b.add(msg("b", "", nil))
-	waitFor(t, 5*time.Second, "linger to emit the partial bundle", func() bool { return len(c.bundles()) == 1 })
-	if n := len(c.bundles()[0].msgs); n != 2 {
-		t.Errorf("lingered bundle has %d messages, want 2", n)
-	}
+	// Usually one bundle; two if the machine stalls between the adds.
+	waitFor(t, 5*time.Second, "linger to emit the partial bundles", func() bool {
+		n := 0
+		for _, bu := range c.bundles() {
+			n += len(bu.msgs)
+		}
+		return n == 2
+	})
 }
 
 func TestBatcherStop(t *testing.T) {

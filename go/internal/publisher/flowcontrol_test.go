@@ -97,3 +97,30 @@ func TestFlowControlCancel(t *testing.T) {
 		t.Errorf("used %d waiting %d after release, want 0 0", used, w)
 	}
 }
+
+// A waiter whose bytes are granted just as its context ends must either
+// keep them (nil error) or hand them back (error), never leak them.
+func TestFlowControlGrantRacesCancel(t *testing.T) {
+	f := newFlowController(100)
+	for i := range 300 {
+		f.acquire(context.Background(), nil, 100)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := acquireAsync(ctx, f, nil, 10)
+		waitFor(t, 5*time.Second, "waiter", func() bool { return waiting(f) == 1 })
+		if i%2 == 0 { // grant and cancel as close together as possible
+			f.release(100)
+			cancel()
+		} else {
+			cancel()
+			f.release(100)
+		}
+		err := <-done
+		used, _, _ := f.stats()
+		if (err == nil && used != 10) || (err != nil && used != 0) {
+			t.Fatalf("iteration %d: err %v with %d bytes in use", i, err, used)
+		}
+		if err == nil {
+			f.release(10)
+		}
+	}
+}

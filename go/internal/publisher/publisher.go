@@ -77,9 +77,10 @@ func Open(ctx context.Context, cfg Config) (*Publisher, error) {
 		cfg:    cfg,
 		what:   "publish to " + cfg.Topic,
 		client: client,
-		retry:  retryPolicy{initial: ms(cfg.RetryInitialMs), max: ms(cfg.RetryMaxMs), timeout: ms(cfg.RetryTimeoutMs)},
-		fc:     newFlowController(cfg.MaxInFlightBytes),
-		slots:  make(chan struct{}, cfg.MaxConcurrentRequests),
+		retry: retryPolicy{initial: ms(cfg.RetryInitialMs), max: ms(cfg.RetryMaxMs),
+			timeout: ms(cfg.RetryTimeoutMs), timeoutKey: "retry_timeout_ms"},
+		fc:    newFlowController(cfg.MaxInFlightBytes),
+		slots: make(chan struct{}, cfg.MaxConcurrentRequests),
 	}
 	if err := p.checkTopic(ctx); err != nil {
 		client.Close()
@@ -95,23 +96,33 @@ func Open(ctx context.Context, cfg Config) (*Publisher, error) {
 // the first flush.
 func (p *Publisher) checkTopic(ctx context.Context) error {
 	r := p.retry
-	r.timeout = ms(p.cfg.OpenTimeoutMs)
+	r.timeout, r.timeoutKey = ms(p.cfg.OpenTimeoutMs), "open_timeout_ms"
 	what := "open publisher: topic " + p.cfg.Topic
 	_, err := r.do(ctx, what, func(ctx context.Context) error {
 		_, err := p.client.GetTopic(ctx, &pubsubpb.GetTopicRequest{Topic: p.cfg.Topic})
 		return err
 	})
 	switch {
-	case err == nil:
+	case conn.Code(err) == codes.PermissionDenied:
+		// roles/pubsub.publisher may publish but not get the topic: the
+		// check is best effort, and a real denial surfaces at Flush.
 		return nil
-	case ctx.Err() != nil:
-		return err
-	case conn.Code(err) == codes.NotFound:
-		return status.Errorf(codes.NotFound, "topic %s not found (create it first): %s", p.cfg.Topic, detail(err))
-	case conn.Retryable(err):
-		return status.Errorf(codes.Unavailable, "%s: Pub/Sub unreachable: %s", what, detail(err))
+	case err != nil && ctx.Err() == nil && conn.Retryable(err):
+		return status.Errorf(codes.Unavailable, "%s (is Pub/Sub reachable at %s?)", detail(err), p.address())
 	}
-	return err
+	return err // nil, NOT_FOUND naming the topic, or another definitive error
+}
+
+// address is where the client connects, for error messages.
+func (p *Publisher) address() string {
+	o := p.cfg.Options.Resolve()
+	switch {
+	case o.EmulatorHost != "":
+		return o.EmulatorHost
+	case o.Endpoint != "":
+		return o.Endpoint
+	}
+	return "pubsub.googleapis.com:443"
 }
 
 // Publish converts every row of rec to a message and queues it. It

@@ -41,11 +41,21 @@ func TestOpenUnreachable(t *testing.T) {
 	cfg.OpenTimeoutMs = 300
 	start := time.Now()
 	_, err = Open(context.Background(), cfg)
-	if conn.Code(err) != codes.Unavailable {
-		t.Fatalf("err %v, want UNAVAILABLE", err)
+	if conn.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "open_timeout_ms=300") {
+		t.Fatalf("err %v, want UNAVAILABLE naming %s", err, addr)
 	}
 	if el := time.Since(start); el > 5*time.Second {
 		t.Errorf("Open took %v with open_timeout_ms=300", el)
+	}
+}
+
+func TestOpenToleratesNoGetPermission(t *testing.T) {
+	srv := fakeServer(t, pstest.WithErrorInjection("GetTopic", codes.PermissionDenied, "publisher role only"))
+	p := open(t, testConfig(srv.Addr))
+	mem := checkedAlloc(t)
+	publish(t, p, payloads(t, mem, "a"))
+	if res := flush(t, p); res.Published != 1 {
+		t.Errorf("published %d, want 1", res.Published)
 	}
 }
 
@@ -168,16 +178,28 @@ func TestBatchLimitsOnTheWire(t *testing.T) {
 }
 
 func TestLingerSendsPartialBatch(t *testing.T) {
-	f := newFaultServer(t)
-	cfg := testConfig(f.addr)
+	srv := fakeServer(t)
+	cfg := testConfig(srv.Addr)
 	cfg.LingerMs = 20
 	p := open(t, cfg)
 	mem := checkedAlloc(t)
 	publish(t, p, payloads(t, mem, "a", "b", "c"))
 	// No Flush: the linger timer alone must send the partial batch.
-	waitFor(t, 5*time.Second, "lingered batch to reach the server", func() bool { return len(f.fake.Messages()) == 3 })
-	if reqs := f.requests(); len(reqs) != 1 || reqs[0].n != 3 {
-		t.Errorf("requests %+v, want one of 3 messages", reqs)
+	waitFor(t, 5*time.Second, "lingered batch to reach the server", func() bool { return len(srv.Messages()) == 3 })
+}
+
+func TestFlushSendsPartialBatch(t *testing.T) {
+	srv := fakeServer(t)
+	cfg := testConfig(srv.Addr)
+	cfg.LingerMs = 600_000 // only Flush can send these
+	p := open(t, cfg)
+	mem := checkedAlloc(t)
+	publish(t, p, payloads(t, mem, "a", "b", "c"))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	res, err := p.Flush(ctx)
+	if err != nil || res.Published != 3 || len(srv.Messages()) != 3 {
+		t.Errorf("Flush = %+v, %v with %d on the server; want 3 published", res, err, len(srv.Messages()))
 	}
 }
 
@@ -277,7 +299,8 @@ func TestRetryTimeoutFailsFlush(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	res, err := p.Flush(ctx)
-	if conn.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "UNAVAILABLE: backend down") {
+	if conn.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "UNAVAILABLE: backend down") ||
+		!strings.Contains(err.Error(), "retry_timeout_ms=300") {
 		t.Fatalf("err %v, want UNAVAILABLE with the server message", err)
 	}
 	if el := time.Since(start); el > 3*time.Second {
@@ -365,6 +388,25 @@ func TestClosedPublisher(t *testing.T) {
 	}
 	if _, err := p.Flush(context.Background()); conn.Code(err) != codes.FailedPrecondition {
 		t.Errorf("Flush after Close: %v, want FAILED_PRECONDITION", err)
+	}
+}
+
+func TestCloseReleasesUnsentMessages(t *testing.T) {
+	srv := fakeServer(t)
+	cfg := testConfig(srv.Addr)
+	cfg.LingerMs = 600_000 // the messages stay in an open batch
+	p := open(t, cfg)
+	mem := checkedAlloc(t)
+	publish(t, p, payloads(t, mem, "a", "b"))
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	used, _, _ := p.fc.stats()
+	p.mu.Lock()
+	pending := p.pending
+	p.mu.Unlock()
+	if used != 0 || pending != 0 {
+		t.Errorf("after Close: %d bytes in flight, %d messages pending; want 0, 0", used, pending)
 	}
 }
 

@@ -29,6 +29,7 @@ func (b *backoff) next() time.Duration {
 // retryPolicy retries transient failures of one call within a total time.
 type retryPolicy struct {
 	initial, max, timeout time.Duration
+	timeoutKey            string // config key of timeout, named when giving up
 }
 
 // do runs call until it succeeds, fails definitively, ctx ends or the
@@ -39,26 +40,30 @@ func (r retryPolicy) do(ctx context.Context, what string, call func(context.Cont
 	total, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	bo := backoff{cur: r.initial, max: r.max}
+	var last error // the previous failure
 	for attempt := 0; ; attempt++ {
+		giveUp := func(err error) (int, error) {
+			return attempt, describe(err, what, fmt.Sprintf(" (gave up after %d attempts in %v; %s=%d)",
+				attempt+1, time.Since(start).Round(time.Millisecond), r.timeoutKey, r.timeout.Milliseconds()))
+		}
 		actx, acancel := context.WithTimeout(total, attemptTimeout)
 		err := call(actx)
 		acancel()
-		if err == nil {
+		switch {
+		case err == nil:
 			return attempt, nil
-		}
-		if ctx.Err() != nil { // the caller gave up (Close): not a publish failure
+		case ctx.Err() != nil: // the caller gave up (Close): not a publish failure
 			return attempt, ctxError(ctx.Err(), what)
-		}
-		if !conn.Retryable(err) {
+		case !conn.Retryable(err):
 			return attempt, describe(err, what, "")
+		case total.Err() != nil && last != nil:
+			// Cut short by our own deadline: the failure before says more.
+			return giveUp(last)
 		}
-		giveUp := func() (int, error) {
-			return attempt, describe(err, what, fmt.Sprintf(" (gave up after %d attempts in %v; retry_timeout_ms=%d)",
-				attempt+1, time.Since(start).Round(time.Millisecond), r.timeout.Milliseconds()))
-		}
+		last = err
 		d := bo.next()
 		if dl, _ := total.Deadline(); total.Err() != nil || time.Until(dl) < d {
-			return giveUp() // the next attempt would start past the deadline
+			return giveUp(err) // the next attempt would start past the deadline
 		}
 		t := time.NewTimer(d)
 		select {
@@ -68,7 +73,7 @@ func (r retryPolicy) do(ctx context.Context, what string, call func(context.Cont
 			if ctx.Err() != nil {
 				return attempt, ctxError(ctx.Err(), what)
 			}
-			return giveUp()
+			return giveUp(err)
 		}
 	}
 }

@@ -102,6 +102,22 @@ func TestRetryBoundsHungAttempt(t *testing.T) {
 	}
 }
 
+func TestRetryReportsServerErrorNotOwnDeadline(t *testing.T) {
+	r := retryPolicy{initial: time.Millisecond, max: time.Millisecond, timeout: 100 * time.Millisecond}
+	calls := 0
+	_, err := r.do(context.Background(), "op", func(ctx context.Context) error {
+		calls++
+		if calls == 1 {
+			return status.Error(codes.Unavailable, "backend down")
+		}
+		<-ctx.Done() // the next attempt runs into the overall deadline
+		return status.FromContextError(ctx.Err()).Err()
+	})
+	if conn.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "UNAVAILABLE: backend down (gave up after 2 attempts") {
+		t.Errorf("err %v, want the server's UNAVAILABLE after 2 attempts", err)
+	}
+}
+
 func TestRetryStopsOnCallerCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := retryPolicy{initial: time.Hour, max: time.Hour, timeout: 10 * time.Hour}

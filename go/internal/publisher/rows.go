@@ -174,7 +174,7 @@ func rowAttributes(cols columns, i int) (map[string]string, error) {
 		if cols.items.IsNull(j) {
 			return nil, invalid("row %d: attribute %q is null (use an empty string)", i, k)
 		}
-		attrs[k] = cols.items.Value(j)
+		attrs[strings.Clone(k)] = strings.Clone(cols.items.Value(j))
 	}
 	return attrs, nil
 }

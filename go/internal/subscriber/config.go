@@ -35,6 +35,9 @@ type Config struct {
 	// OpenTimeoutMs bounds retries in Open while the endpoint is
 	// unreachable; default 30000.
 	OpenTimeoutMs int `json:"open_timeout_ms"`
+	// NoPull opens no stream: the subscriber only acks, nacks and modacks
+	// ack ids pulled elsewhere (the Spark driver acking on commit).
+	NoPull bool `json:"no_pull"`
 }
 
 // Defaults and bounds of Config.
@@ -108,6 +111,7 @@ type settings struct {
 	retry        backoff       // stream reconnects and Open retries
 	rpcAttempts  int           // attempts per ack/modack chunk on transient errors
 	rpcTimeout   time.Duration // per-attempt timeout of ack/modack RPCs
+	drainTimeout time.Duration // bound on Close waiting for half-closed streams to end
 	closeTimeout time.Duration // bound on the nacks sent by Close
 	pingInterval time.Duration // stream keepalive ping period
 	pingTimeout  time.Duration // no response this long after a ping: reconnect
@@ -125,6 +129,7 @@ func newSettings(c *Config) settings {
 		retry:        backoff{initial: 100 * time.Millisecond, max: 10 * time.Second, factor: 2},
 		rpcAttempts:  5,
 		rpcTimeout:   30 * time.Second,
+		drainTimeout: 2 * time.Second,
 		closeTimeout: 10 * time.Second,
 		pingInterval: 30 * time.Second,
 		pingTimeout:  15 * time.Second,

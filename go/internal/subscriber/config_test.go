@@ -1,6 +1,7 @@
 package subscriber
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -88,5 +89,29 @@ func TestSettingsFollowConfig(t *testing.T) {
 	// deadline with margin.
 	if s.leaseTick <= 0 || s.leaseTick > s.ackDeadline/4 {
 		t.Errorf("lease tick %v for a %v deadline", s.leaseTick, s.ackDeadline)
+	}
+}
+
+func TestConfigJSONKeys(t *testing.T) {
+	in := `{"emulator_host": "127.0.0.1:8085", "endpoint": "", "credentials_file": "",
+		"subscription": "projects/p/subscriptions/s", "streams": 2,
+		"max_outstanding_messages": 10, "max_outstanding_bytes": 2048,
+		"batch_size": 5, "max_wait_ms": 7, "ack_deadline_seconds": 20,
+		"max_extension_seconds": 30, "open_timeout_ms": 40, "no_pull": true}`
+	dec := json.NewDecoder(strings.NewReader(in))
+	dec.DisallowUnknownFields()
+	var c Config
+	if err := dec.Decode(&c); err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		Options:      conn.Options{EmulatorHost: "127.0.0.1:8085"},
+		Subscription: "projects/p/subscriptions/s", Streams: 2,
+		MaxOutstandingMessages: 10, MaxOutstandingBytes: 2048,
+		BatchSize: 5, MaxWaitMs: 7, AckDeadlineSeconds: 20,
+		MaxExtensionSeconds: 30, OpenTimeoutMs: 40, NoPull: true,
+	}
+	if c != want {
+		t.Errorf("decoded %+v, want %+v", c, want)
 	}
 }

@@ -15,10 +15,11 @@ type flowController struct {
 	maxMsgs  int64
 	maxBytes int64
 
-	mu    sync.Mutex
-	msgs  int64
-	bytes int64
-	space signal
+	mu       sync.Mutex
+	msgs     int64
+	bytes    int64
+	disabled bool
+	space    signal
 }
 
 func newFlowController(maxMsgs int, maxBytes int64) *flowController {
@@ -50,7 +51,16 @@ func (f *flowController) release(n int, bytes int64) {
 func (f *flowController) full() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.msgs >= f.maxMsgs || f.bytes >= f.maxBytes
+	return !f.disabled && (f.msgs >= f.maxMsgs || f.bytes >= f.maxBytes)
+}
+
+// disable lifts the limits for good: while closing, streams must read to
+// the end of the stream whatever arrives.
+func (f *flowController) disable() {
+	f.mu.Lock()
+	f.disabled = true
+	f.mu.Unlock()
+	f.space.broadcast()
 }
 
 // wait blocks while the subscriber is full.

@@ -19,7 +19,6 @@ func (s *Subscriber) leaseLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		continue
 		ids := s.res.due(time.Now(), s.set.ackDeadline, s.set.maxExtension)
 		if len(ids) == 0 {
 			continue

@@ -45,9 +45,11 @@ func (r *reservoir) add(msgs []*pb.ReceivedMessage, sizes []int64, now time.Time
 	var total int64
 	// Also after close: Close drains (and nacks) what arrived until the
 	// streams stopped.
+	slab := make([]entry, len(msgs)) // one allocation per response
 	r.mu.Lock()
 	for i, m := range msgs {
-		e := &entry{ackID: m.GetAckId(), msg: m, size: sizes[i], received: now, expires: now.Add(deadline)}
+		e := &slab[i]
+		*e = entry{ackID: m.GetAckId(), msg: m, size: sizes[i], received: now, expires: now.Add(deadline)}
 		r.queue = append(r.queue, e)
 		r.held[e.ackID] = e
 		total += e.size

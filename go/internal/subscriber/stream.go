@@ -38,12 +38,13 @@ func newStream(s *Subscriber, clientID string) *stream {
 	}}
 }
 
-// run keeps the stream open until ctx is done or a permanent error.
-func (st *stream) run(ctx context.Context) {
+// run keeps the stream open until ctx is done, a permanent error, or
+// closing: then the stream is half-closed and read to its end.
+func (st *stream) run(ctx context.Context, closing <-chan struct{}) {
 	failures := 0
 	for {
-		received, err := st.session(ctx)
-		if ctx.Err() != nil {
+		received, err := st.session(ctx, closing)
+		if ctx.Err() != nil || isClosed(closing) {
 			return
 		}
 		if !streamRetryable(err) {
@@ -54,10 +55,23 @@ func (st *stream) run(ctx context.Context) {
 			failures = 0 // the stream worked: start the backoff over
 		}
 		st.s.stats.streamsRestarted.Add(1)
-		if sleep(ctx, st.s.set.retry.delay(failures)) != nil {
+		select {
+		case <-ctx.Done():
 			return
+		case <-closing:
+			return
+		case <-time.After(st.s.set.retry.delay(failures)):
 		}
 		failures++
+	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -69,9 +83,9 @@ func streamRetryable(err error) bool {
 	return errors.Is(err, io.EOF) || conn.Code(err) == codes.Canceled || conn.Retryable(err)
 }
 
-// session opens one StreamingPull call and receives until it fails. It
+// session opens one StreamingPull call and receives until it ends. It
 // reports whether anything was received, to reset the backoff.
-func (st *stream) session(ctx context.Context) (received bool, err error) {
+func (st *stream) session(ctx context.Context, closing <-chan struct{}) (received bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ctx = gax.InsertMetadataIntoOutgoingContext(ctx, "x-goog-request-params", "subscription="+url.QueryEscape(st.s.cfg.Subscription))
@@ -90,7 +104,7 @@ func (st *stream) session(ctx context.Context) (received bool, err error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		ka.run(ctx, cancel, spc, st.s.set.pingInterval)
+		ka.run(ctx, closing, cancel, spc, st.s.set.pingInterval)
 	}()
 	defer func() {
 		cancel()
@@ -122,20 +136,27 @@ func (st *stream) session(ctx context.Context) (received bool, err error) {
 
 // keepAlive pings the stream so idle streams stay open, and tears down a
 // stream whose server stopped answering (a dead connection would
-// otherwise only show when TCP gives up).
+// otherwise only show when TCP gives up). Being the stream's only sender
+// after the first request, it also half-closes the stream on closing.
 type keepAlive struct {
 	recvSince    atomic.Int64 // when the pending Recv started; 0 if none
 	lastResponse atomic.Int64 // when the last response arrived
 	pongs        atomic.Bool  // the server answers pings (empty responses)
 }
 
-func (ka *keepAlive) run(ctx context.Context, cancel context.CancelFunc, spc pb.Subscriber_StreamingPullClient, interval time.Duration) {
+func (ka *keepAlive) run(ctx context.Context, closing <-chan struct{}, cancel context.CancelFunc, spc pb.Subscriber_StreamingPullClient, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var lastPing int64
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-closing:
+			// The server ends the stream (Recv gets EOF) once it will
+			// send nothing more; only then are nacks safe from being
+			// redelivered into this dying stream.
+			spc.CloseSend()
 			return
 		case <-t.C:
 		}

@@ -45,9 +45,11 @@ type Subscriber struct {
 	seen   *seenSet
 	stats  counters
 
-	stopStreams context.CancelFunc // on Close or a permanent failure
+	closing     chan struct{}      // closed by Close: streams half-close and drain
+	stopStreams context.CancelFunc // on a permanent failure, or Close's bound
 	stopLeases  context.CancelFunc // on Close
-	wg          sync.WaitGroup
+	streams     sync.WaitGroup
+	leases      sync.WaitGroup
 
 	// rpcMu lets Close wait for acks in flight: calls hold it shared
 	// while closed is false; Close takes it exclusively to set closed.
@@ -104,7 +106,9 @@ func open(ctx context.Context, cfg Config, mem memory.Allocator, tune func(*sett
 	opts = append(opts, extra...)
 	client, err := vkit.NewSubscriptionAdminClient(ctx, opts...)
 	if err != nil {
-		return nil, conn.Errorf(codes.FailedPrecondition, "creating the Pub/Sub client for %s: %v", endpoint(cfg.Options), err)
+		// The connection itself is made lazily; what fails here is finding
+		// or loading credentials.
+		return nil, conn.Errorf(codes.Unauthenticated, "creating the Pub/Sub client for %s: %v", endpoint(cfg.Options), err)
 	}
 	if err := verify(ctx, client, &cfg, &set); err != nil {
 		client.Close()
@@ -124,20 +128,25 @@ func open(ctx context.Context, cfg Config, mem memory.Allocator, tune func(*sett
 			timeout:      set.rpcTimeout,
 			retry:        set.retry,
 		},
-		fc:   fc,
-		res:  newReservoir(fc),
-		seen: newSeenSet(set.seenCapacity),
+		fc:      fc,
+		res:     newReservoir(fc),
+		seen:    newSeenSet(set.seenCapacity),
+		closing: make(chan struct{}),
 	}
 	// The subscriber outlives Open's context; Close ends it.
 	streamCtx, stopStreams := context.WithCancel(context.Background())
 	leaseCtx, stopLeases := context.WithCancel(context.Background())
 	s.stopStreams, s.stopLeases = stopStreams, stopLeases
 	id := clientID()
-	for range cfg.Streams {
-		st := newStream(s, id)
-		s.wg.Go(func() { st.run(streamCtx) })
+	streams := cfg.Streams
+	if cfg.NoPull {
+		streams = 0
 	}
-	s.wg.Go(func() { s.leaseLoop(leaseCtx) })
+	for range streams {
+		st := newStream(s, id)
+		s.streams.Go(func() { st.run(streamCtx, s.closing) })
+	}
+	s.leases.Go(func() { s.leaseLoop(leaseCtx) })
 	return s, nil
 }
 
@@ -313,7 +322,7 @@ func (s *Subscriber) AddDecodeErrors(n int64) {
 	s.stats.decodeErrors.Add(n)
 }
 
-// Close waits for acks in flight, stops the streams and lease extension,
+// Close waits for acks in flight, stops lease extension, ends the streams
 // and nacks every message received but never handed out so it is
 // redelivered promptly (handed-out unacked ones keep their deadline).
 // Later calls return the first call's result.
@@ -323,12 +332,26 @@ func (s *Subscriber) Close() error {
 		s.closed = true
 		s.rpcMu.Unlock()
 		s.res.close()
-		s.stopStreams()
+		// Leases first, so no extension lands after a nack and re-leases.
 		s.stopLeases()
-		s.wg.Wait()
+		s.leases.Wait()
+
+		// Half-close the streams and read them to their end, and only then
+		// nack: a message nacked while a stream is open may be redelivered
+		// into it, and Google's emulator keeps feeding a cancelled stream
+		// for a while (messages lost to it come back after 2 deadlines).
+		ids := s.res.drain()
+		s.fc.disable()
+		close(s.closing)
+		if !waitTimeout(&s.streams, s.set.drainTimeout) {
+			s.stopStreams()
+			s.streams.Wait()
+		}
+		s.stopStreams()
+		ids = append(ids, s.res.drain()...) // arrived while draining
 
 		var errs []error
-		if ids := s.res.drain(); len(ids) > 0 {
+		if len(ids) > 0 {
 			ctx, cancel := context.WithTimeout(context.Background(), s.set.closeTimeout)
 			n, err := s.acker.modack(ctx, ids, 0)
 			cancel()
@@ -345,4 +368,21 @@ func (s *Subscriber) Close() error {
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
+}
+
+// waitTimeout waits for wg at most d and reports whether it finished.
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
 }

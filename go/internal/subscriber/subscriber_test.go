@@ -277,6 +277,67 @@ func TestCloseNacksOnlyBufferedMessages(t *testing.T) {
 	}
 }
 
+// Close ends every stream (half-close, then the server's EOF) before it
+// nacks: a nack while a stream is open can redeliver into the dying stream.
+func TestCloseEndsStreamsBeforeNacking(t *testing.T) {
+	srv := newServer(t)
+	publish(srv, 4)
+	var f faults
+	cfg := testConfig(srv)
+	cfg.Streams = 2
+	s := openTest(t, cfg, fast, f.options()...)
+	waitFor(t, 5*time.Second, "4 messages pulled", func() bool { return s.Stats().Pulled == 4 })
+	start := time.Now()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("Close took %v", took)
+	}
+	f.mu.Lock()
+	events := slices.Clone(f.events)
+	f.mu.Unlock()
+	nack := slices.Index(events, "ModifyAckDeadline")
+	for _, want := range []string{"closesend 0", "closesend 1", "eof 0", "eof 1"} {
+		if i := slices.Index(events, want); i < 0 || nack >= 0 && i > nack {
+			t.Errorf("events %v: want %q before the nack", events, want)
+		}
+	}
+	if nack < 0 || s.Stats().Nacked != 4 {
+		t.Errorf("events %v, nacked %d: want the 4 buffered messages nacked", events, s.Stats().Nacked)
+	}
+}
+
+// A no_pull subscriber opens no stream but acks ids pulled elsewhere
+// (the Spark driver committing what executors read and released).
+func TestNoPullAcksIDsPulledElsewhere(t *testing.T) {
+	srv := newServer(t)
+	ids := publish(srv, 2)
+	reader := openTest(t, testConfig(srv), fast)
+	got := nextRows(t, reader, 2, 5*time.Second)
+	reader.Release(ackIDs(got))
+
+	var f faults
+	cfg := testConfig(srv)
+	cfg.NoPull = true
+	driver := openTest(t, cfg, fast, f.options()...)
+	if err := driver.Ack(ackIDs(got)); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if m := srv.Message(id); m.Acks != 1 {
+			t.Errorf("message %s: %d acks, want 1", id, m.Acks)
+		}
+	}
+	b, err := driver.Next(context.Background(), 1, 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rows(t, b)); n != 0 || f.streamCount() != 0 || driver.Stats().Pulled != 0 {
+		t.Errorf("no_pull subscriber: %d rows, %d streams, stats %+v", n, f.streamCount(), driver.Stats())
+	}
+}
+
 func TestSeveralStreams(t *testing.T) {
 	srv := newServer(t)
 	var f faults
@@ -332,15 +393,5 @@ func TestNoGoroutineLeak(t *testing.T) {
 	if !eventually(5*time.Second, func() bool { after = runtime.NumGoroutine(); return after <= before }) {
 		buf := make([]byte, 1<<20)
 		t.Errorf("%d goroutines before, %d after Close:\n%s", before, after, buf[:runtime.Stack(buf, true)])
-	}
-}
-
-func TestStatsJSONKeys(t *testing.T) {
-	want := []string{"pulled", "handed_out", "held", "acked", "nacked", "extended", "redeliveries", "decode_errors", "bytes_pulled", "streams_restarted"}
-	got := jsonKeys(t, Stats{})
-	slices.Sort(want)
-	slices.Sort(got)
-	if !slices.Equal(got, want) {
-		t.Errorf("Stats JSON keys %v, want %v", got, want)
 	}
 }

@@ -14,14 +14,28 @@ RAW_SCHEMA_DDL = (
     "payload BINARY, ordering_key STRING, delivery_attempt INT"
 )
 
-# Every option the source understands (lower-case); anything else is a typo.
-KNOWN = {
-    "projectid", "subscriptionid", "emulatorhost", "credentials", "numpartitions", "parallelism",
-    "batchsize", "maxwaittimems", "maxrecordspertrigger", "maxbytespertrigger", "maxrecordsperpartition",
-    "maxbatchdurationms", "ackoncommit", "batchloglocation", "streamsperpartition", "maxoutstandingmessages",
-    "ackdeadlineseconds", "commitleaseseconds", "format", "decoder", "avroschema", "deadlettertopicid",
-    "onerror", "errorcolumn", "path",
-}
+# Every option the source understands, as documented (Spark lower-cases keys).
+DOCUMENTED = [
+    "projectId", "subscriptionId", "emulatorHost", "credentials", "numPartitions", "parallelism",
+    "batchSize", "maxWaitTimeMs", "maxRecordsPerTrigger", "maxBytesPerTrigger", "maxRecordsPerPartition",
+    "maxBatchDurationMs", "ackOnCommit", "batchLogLocation", "streamsPerPartition", "maxOutstandingMessages",
+    "ackDeadlineSeconds", "commitLeaseSeconds", "format", "decoder", "avroSchema", "deadLetterTopicId",
+    "onDecodeError", "path",
+]
+CANONICAL = {name.lower(): name for name in DOCUMENTED}
+KNOWN = set(CANONICAL)
+
+
+def unknown_option_message(unknown: list[str], documented: list[str], fmt: str = "pubsub-go") -> str:
+    import difflib
+
+    parts = []
+    for u in unknown:
+        close = difflib.get_close_matches(u, [d.lower() for d in documented], n=1, cutoff=0.75)
+        hint = f" (did you mean {CANONICAL.get(close[0], close[0])}?)" if close else ""
+        parts.append(f"{u!r}{hint}")
+    return (f"unknown option(s) {', '.join(parts)} for format {fmt}; "
+            f"accepted options: {', '.join(documented)}")
 
 
 class OptionError(ValueError):
@@ -78,7 +92,7 @@ class SourceOptions:
         opts = {str(k).lower(): v for k, v in options.items()}
         unknown = sorted(set(opts) - KNOWN)
         if unknown:
-            raise OptionError(f"unknown option(s) {unknown} for format pubsub-go; see docs/source.md for the list")
+            raise OptionError(unknown_option_message(unknown, DOCUMENTED))
         project = opts.get("projectid") or None
         sub = opts.get("subscriptionid")
         if not sub:

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from pyspark import TaskContext
 
 __all__ = [
-    "PubSubArrowWriter", "PubSubStreamArrowWriter", "PublishCommitMessage", "make_writer", "validate_sink_schema",
+    "PubSubArrowWriter", "PubSubStreamArrowWriter", "PublishCommitMessage", "make_writer",
+    "validate_sink_schema",
 ]
 
 log = logging.getLogger("pubsub_go.sink")
@@ -65,7 +66,7 @@ def make_writer(options: dict[str, str], schema: StructType, overwrite: bool,
     if overwrite:
         raise OptionError(
             "pubsub-go can only append to a topic: use "
-            + ("outputMode('append') or outputMode('update')" if streaming else "mode('append')")
+            + ("outputMode('append')" if streaming else "mode('append')")
             + " (a Pub/Sub topic cannot be truncated or overwritten)"
         )
     validate_sink_schema(schema)
@@ -86,29 +87,16 @@ def publish_partition(opts: SinkOptions, batches: Iterator[pa.RecordBatch], part
                       id_prefix: str, what: str) -> PublishCommitMessage:
     """Publishes every row of one task and waits until the server has
     acknowledged all of them (bounded by publishTimeoutMs)."""
-    from ..client import Publisher
     from ..errors import DeadlineExceededError, PubSubError
 
-    pub: Publisher | None = None
     try:
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            if pub is None:  # opened on the first row: empty partitions cost no connection
-                pub = Publisher(opts.publisher_config(id_prefix))
-            pub.publish(batch)
-        stats: dict[str, Any] = pub.flush(opts.publish_timeout_ms) if pub is not None else {}
+        stats = _publish_all(opts, batches, id_prefix)
     except DeadlineExceededError as e:
         raise type(e)(e.code, f"pubsub-go sink, {what}: not every message was acknowledged within "
-                              f"publishTimeoutMs={opts.publish_timeout_ms}: {e.message}; {AT_LEAST_ONCE}") from e
+                              f"publishTimeoutMs={opts.publish_timeout_ms}: {e.message}; "
+                              f"{AT_LEAST_ONCE}") from e
     except PubSubError as e:
         raise type(e)(e.code, f"pubsub-go sink, {what}: {e.message}") from e
-    finally:
-        if pub is not None:
-            try:
-                pub.close()
-            except Exception as e:  # the task's outcome is already decided
-                log.debug("closing the publisher failed: %s", e)
     return PublishCommitMessage(
         partition_id=partition_id,
         messages=int(stats.get("published", 0)),
@@ -118,9 +106,37 @@ def publish_partition(opts: SinkOptions, batches: Iterator[pa.RecordBatch], part
     )
 
 
+def _publish_all(opts: SinkOptions, batches: Iterator[pa.RecordBatch], id_prefix: str) -> dict[str, Any]:
+    from ..client import Publisher
+    from ..errors import InvalidArgumentError
+
+    pub: Publisher | None = None
+    first_row = 0  # of the current Arrow batch, within the task
+    try:
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            if pub is None:  # opened on the first row: empty partitions cost no connection
+                pub = Publisher(opts.publisher_config(id_prefix))
+            try:
+                pub.publish(batch)
+            except InvalidArgumentError as e:  # a bad row: Go numbers rows within the Arrow batch
+                raise InvalidArgumentError(e.code, f"{e.message} (the Arrow batch starts at row {first_row} "
+                                                   "of this task)") from e
+            first_row += batch.num_rows
+        return pub.flush(opts.publish_timeout_ms) if pub is not None else {}
+    finally:
+        if pub is not None:
+            try:
+                pub.close()
+            except Exception as e:  # the task's outcome is already decided
+                log.debug("closing the publisher failed: %s", e)
+
+
 def _totals(messages: list[WriterCommitMessage | None]) -> tuple[int, int, int, int]:
     done = [m for m in messages if isinstance(m, PublishCommitMessage)]
-    return (len(done), sum(m.messages for m in done), sum(m.bytes for m in done), sum(m.retries for m in done))
+    return (len(done), sum(m.messages for m in done), sum(m.bytes for m in done),
+            sum(m.retries for m in done))
 
 
 class PubSubArrowWriter(DataSourceArrowWriter):
@@ -181,9 +197,9 @@ class PubSubStreamArrowWriter(DataSourceStreamArrowWriter):
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         tasks, n, size, retries = _totals(messages)
         self.total_messages += n
-        log.info("pubsub-go sink: micro-batch %d to %s committed: %d messages, %d bytes, %d retries, %d tasks "
-                 "(%d messages since the query started)", batchId, self.opts.topic, n, size, retries, tasks,
-                 self.total_messages)
+        log.info("pubsub-go sink: micro-batch %d to %s committed: %d messages, %d bytes, %d retries, "
+                 "%d tasks (%d messages since the query started)",
+                 batchId, self.opts.topic, n, size, retries, tasks, self.total_messages)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         tasks, n, _, _ = _totals(messages)

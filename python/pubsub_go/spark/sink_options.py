@@ -90,9 +90,9 @@ class SinkOptions:
         unknown = sorted(set(opts) - KNOWN - SPARK_OWNED - {"path"})
         if unknown:
             raise OptionError(f"unknown option(s) {unknown} for writing to pubsub-go; known options: "
-                              "projectId, topicId, emulatorHost, credentials, batchMaxMessages, batchMaxBytes, "
-                              "lingerMs, maxInFlightBytes, enableMessageOrdering, idAttribute, "
-                              "publishTimeoutMs, retryTimeoutMs (see docs/sink.md)")
+                              "projectId, topicId, emulatorHost, credentials, batchMaxMessages, "
+                              "batchMaxBytes, lingerMs, maxInFlightBytes, enableMessageOrdering, "
+                              "idAttribute, publishTimeoutMs, retryTimeoutMs (see docs/sink.md)")
         project = (opts.get("projectid") or "").strip() or None
         topic = (opts.get("topicid") or "").strip()
         if not topic:
@@ -113,7 +113,8 @@ class SinkOptions:
         creds = (opts.get("credentials") or "").strip() or None
         if creds and not os.path.isfile(creds):
             raise OptionError(f"option credentials={creds!r}: no such file; expected the path of a "
-                              "service-account key JSON (or leave it unset for Application Default Credentials)")
+                              "service-account key JSON (or leave it unset for Application Default "
+                              "Credentials)")
 
         id_attr = (opts.get("idattribute") or "").strip() or None
         if id_attr is not None:
@@ -131,7 +132,8 @@ class SinkOptions:
             batch_max_messages=_int(opts, "batchMaxMessages", 1000, 1, MAX_BATCH_MESSAGES,
                                     " (the service takes at most 1000 messages per Publish request)"),
             batch_max_bytes=_int(opts, "batchMaxBytes", 4 << 20, 1, MAX_BATCH_BYTES,
-                                 " (a Publish request must stay under the 10 MB limit, with room for overhead)"),
+                                 " (a Publish request must stay under the 10 MB limit, with room for "
+                                 "overhead)"),
             linger_ms=_int(opts, "lingerMs", 5, 1, 60_000),
             max_in_flight_bytes=_int(opts, "maxInFlightBytes", 128 << 20, 1),
             enable_message_ordering=_bool(opts, "enableMessageOrdering", False),
@@ -174,12 +176,14 @@ def validate_sink_schema(schema: StructType) -> None:
         elif f.name == "attributes":
             if not (isinstance(t, MapType) and isinstance(t.keyType, StringType)
                     and isinstance(t.valueType, StringType)):
-                problems.append(f"column 'attributes' has type {t.simpleString()}, expected map<string,string>")
+                problems.append(f"column 'attributes' has type {t.simpleString()}, "
+                                "expected map<string,string>")
         elif f.name == "ordering_key":
             if not isinstance(t, StringType):
                 problems.append(f"column 'ordering_key' has type {t.simpleString()}, expected string")
         elif f.name.lower() in ("payload", "attributes", "ordering_key"):
-            problems.append(f"column {f.name!r} must be spelled {f.name.lower()!r} (names are case-sensitive)")
+            problems.append(f"column {f.name!r} must be spelled {f.name.lower()!r} "
+                            "(names are case-sensitive)")
         else:
             problems.append(f"unexpected column {f.name!r} ({f.dataType.simpleString()})")
     if "payload" not in seen:

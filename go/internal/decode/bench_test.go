@@ -1,0 +1,89 @@
+package decode
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
+)
+
+// Decode throughput through WebAssembly (MB/s of payload). The same logic
+// compiled natively: BenchmarkDecode{JSON,Avro}Native in wasm-decoders.
+
+const benchRows = 1000
+
+var benchSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
+	{Name: "score", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "at", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
+}, nil)
+
+const benchAvroSchema = `{"type": "record", "name": "E", "fields": [
+  {"name": "id", "type": "long"}, {"name": "name", "type": "string"},
+  {"name": "tags", "type": {"type": "array", "items": "string"}}, {"name": "score", "type": "double"},
+  {"name": "at", "type": {"type": "long", "logicalType": "timestamp-micros"}}]}`
+
+func benchJSON(i int) []byte {
+	return fmt.Appendf(nil, `{"id": %d, "name": "user-%d", "tags": ["alpha", "beta", "gamma"], "score": %d.25, "at": "2024-05-06T07:08:%02d.123456Z", "extra": {"ignored": [1, 2, 3]}}`, i, i, i, i%60)
+}
+
+func benchAvro(i int) []byte {
+	zz := func(b []byte, v int64) []byte { return binary.AppendUvarint(b, uint64(v<<1)^uint64(v>>63)) }
+	str := func(b []byte, s string) []byte { return append(zz(b, int64(len(s))), s...) }
+	b := zz(nil, int64(i))
+	b = str(b, fmt.Sprintf("user-%d", i))
+	b = zz(b, 3)
+	for _, t := range []string{"alpha", "beta", "gamma"} {
+		b = str(b, t)
+	}
+	b = zz(b, 0)
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(float64(i)+0.25))
+	return zz(b, 1714979289123456+int64(i))
+}
+
+func benchDecode(b *testing.B, spec Spec, gen func(int) []byte) {
+	mem := mallocator.NewMallocator()
+	d, err := NewDecoder(context.Background(), spec, mem)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	bb := array.NewBinaryBuilder(memory.DefaultAllocator, arrow.BinaryTypes.Binary)
+	for i := 0; i < benchRows; i++ {
+		bb.Append(gen(i))
+	}
+	in := bb.NewBinaryArray()
+	bb.Release()
+	defer in.Release()
+	b.SetBytes(int64(len(in.ValueBytes())))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rec, errs, err := d.Decode(context.Background(), in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if errs.NullN() != benchRows {
+			b.Fatalf("row errors: %v", errs)
+		}
+		rec.Release()
+		errs.Release()
+	}
+}
+
+func BenchmarkDecodeJSONWasm(b *testing.B) {
+	benchDecode(b, Spec{WasmPath: guestModule(b, "cmd/json"), Schema: benchSchema}, benchJSON)
+}
+
+func BenchmarkDecodeAvroWasm(b *testing.B) {
+	spec := Spec{WasmPath: guestModule(b, "cmd/avro"), Schema: benchSchema, Options: map[string]string{"avro_schema": benchAvroSchema}}
+	benchDecode(b, spec, benchAvro)
+}

@@ -1,0 +1,292 @@
+// Package decode runs payload decoders compiled to WebAssembly (the
+// pubsub-go decoder ABI, docs/decoder-abi.md) on wazero, in a sandbox: no
+// filesystem, network, environment or arguments, a memory cap per module
+// instance, and a time limit per batch. A trap, an out-of-memory or a
+// runaway loop fails that batch and discards the instance; the process and
+// the other instances carry on.
+//
+// A Decoder turns one batch of payloads into one Arrow record batch with a
+// single call into the module (never one call per message).
+package decode
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/tetratelabs/wazero"
+)
+
+// ErrorColumn is the utf8 column every module appends to its output: null
+// for a decoded row, the error message for a rejected one. Decode returns
+// it separately.
+const ErrorColumn = "__error"
+
+// Defaults for Spec's limits.
+const (
+	DefaultMemoryLimitMB = 256
+	DefaultTimeout       = 10 * time.Second
+)
+
+// Spec describes a decoder.
+type Spec struct {
+	// WasmPath is the module file (e.g. the built-in json.wasm or avro.wasm
+	// shipped in the Python package). Wasm, if set, is used instead.
+	WasmPath string
+	Wasm     []byte
+	// Format names the decoder in error messages ("json", "avro", or a
+	// custom name); the module itself is what decides the format.
+	Format string
+	// Schema is the target schema. Required by the JSON decoder; the Avro
+	// decoder derives one from Options["avro_schema"] when it is nil.
+	Schema *arrow.Schema
+	// Options are passed to the module (e.g. "avro_schema", "timezone").
+	Options map[string]string
+	// MemoryLimitMB caps each instance's linear memory (default 256).
+	MemoryLimitMB int
+	// Timeout bounds one batch (default 10s).
+	Timeout time.Duration
+	// MaxInstances bounds concurrent instances (default GOMAXPROCS).
+	MaxInstances int
+}
+
+// Decoder decodes batches of payloads. It is safe for concurrent use: each
+// Decode borrows an instance from a pool.
+type Decoder struct {
+	name    string
+	rt      wazero.Runtime
+	cm      wazero.CompiledModule
+	config  []byte
+	limit   uint64
+	timeout time.Duration
+	alloc   memory.Allocator
+	schema  *arrow.Schema // decoded schema, without ErrorColumn
+	full    *arrow.Schema // as the module writes it
+
+	idle  chan *instance
+	slots chan struct{} // one token per live instance
+	mu    sync.Mutex
+	done  bool
+}
+
+// NewDecoder compiles (or finds in the cache) the module, starts one
+// instance, initialises it with the schema and options, and decodes an
+// empty batch to learn and check the output schema. Output buffers are
+// allocated with alloc (production: C memory via mallocator).
+func NewDecoder(ctx context.Context, spec Spec, alloc memory.Allocator) (*Decoder, error) {
+	d := &Decoder{name: spec.Format, alloc: alloc, timeout: spec.Timeout}
+	if d.name == "" {
+		d.name = "custom"
+	}
+	wasm := spec.Wasm
+	if wasm == nil {
+		if spec.WasmPath == "" {
+			return nil, fmt.Errorf("decode: %s decoder: no WasmPath or Wasm given", d.name)
+		}
+		var err error
+		if wasm, err = os.ReadFile(spec.WasmPath); err != nil {
+			return nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
+		}
+	}
+	mb := spec.MemoryLimitMB
+	if mb <= 0 {
+		mb = DefaultMemoryLimitMB
+	}
+	if mb > 4096 {
+		return nil, fmt.Errorf("decode: MemoryLimitMB %d exceeds the 4096 MiB of 32-bit WebAssembly", mb)
+	}
+	d.limit = uint64(mb) << 20
+	if d.timeout <= 0 {
+		d.timeout = DefaultTimeout
+	}
+	n := spec.MaxInstances
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	d.idle = make(chan *instance, n)
+	d.slots = make(chan struct{}, n)
+	if d.alloc == nil {
+		d.alloc = memory.DefaultAllocator
+	}
+
+	var schemaIPC []byte
+	if spec.Schema != nil {
+		var buf bytes.Buffer
+		w := ipc.NewWriter(&buf, ipc.WithSchema(spec.Schema))
+		if err := w.Close(); err != nil {
+			return nil, fmt.Errorf("decode: %s decoder: schema: %w", d.name, err)
+		}
+		schemaIPC = buf.Bytes()
+	}
+	d.config = encodeConfig(schemaIPC, spec.Options)
+
+	var err error
+	if d.rt, d.cm, err = compiled(ctx, wasm, uint32(d.limit/65536)); err != nil {
+		return nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
+	}
+	probe := array.NewBinaryBuilder(memory.DefaultAllocator, arrow.BinaryTypes.Binary)
+	empty := probe.NewBinaryArray()
+	probe.Release()
+	defer empty.Release()
+	rec, errs, err := d.decode(ctx, empty, true)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	rec.Release()
+	errs.Release()
+	if spec.Schema != nil && !d.schema.Equal(spec.Schema) {
+		d.Close()
+		return nil, fmt.Errorf("decode: %s decoder: %w: module produced schema %s, want %s", d.name, ErrDecoder, d.schema, spec.Schema)
+	}
+	return d, nil
+}
+
+// Schema is the schema of decoded batches.
+func (d *Decoder) Schema() *arrow.Schema { return d.schema }
+
+// Decode decodes one batch: row i of decoded comes from payloads[i]; errs
+// has the same length, null where the row decoded and the error message
+// where it did not (that row is then null in every column). Null payloads
+// are decoded as empty ones. The caller releases both arrays. A non-nil
+// error fails the whole batch (see ErrTimeLimit and friends).
+func (d *Decoder) Decode(ctx context.Context, payloads *array.Binary) (arrow.RecordBatch, *array.String, error) {
+	return d.decode(ctx, payloads, false)
+}
+
+func (d *Decoder) decode(ctx context.Context, payloads *array.Binary, first bool) (arrow.RecordBatch, *array.String, error) {
+	in, err := d.get(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	out, err := in.call(ctx, "pg_decode", inputSize(payloads), func(b []byte) { fillInput(b, payloads) })
+	if err != nil {
+		d.drop(in, err)
+		return nil, nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
+	}
+	rec, errs, err := d.read(out, first)
+	if err != nil {
+		d.drop(in, ErrCrashed)
+		return nil, nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
+	}
+	d.put(in)
+	if rec.NumRows() != int64(payloads.Len()) {
+		rec.Release()
+		errs.Release()
+		return nil, nil, fmt.Errorf("decode: %s decoder: %w: %d rows for %d payloads", d.name, ErrCrashed, rec.NumRows(), payloads.Len())
+	}
+	return rec, errs, nil
+}
+
+// read parses the module's IPC output. Every buffer is copied into
+// d.alloc: nothing aliases module memory, which the next call reuses.
+func (d *Decoder) read(out []byte, first bool) (arrow.RecordBatch, *array.String, error) {
+	r, err := ipc.NewReader(bytes.NewReader(out), ipc.WithAllocator(d.alloc))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: unreadable output: %v", ErrCrashed, err)
+	}
+	defer r.Release()
+	if !r.Next() {
+		return nil, nil, fmt.Errorf("%w: output has no record batch: %v", ErrCrashed, r.Err())
+	}
+	full := r.RecordBatch()
+	sc := full.Schema()
+	n := int(full.NumCols()) - 1
+	if n < 0 || sc.Field(n).Name != ErrorColumn || sc.Field(n).Type.ID() != arrow.STRING {
+		return nil, nil, fmt.Errorf("%w: output lacks the utf8 %s column", ErrCrashed, ErrorColumn)
+	}
+	if first {
+		md := sc.Metadata()
+		d.full = sc
+		d.schema = arrow.NewSchema(sc.Fields()[:n], &md)
+	} else if !sc.Equal(d.full) {
+		return nil, nil, fmt.Errorf("%w: output schema changed to %s", ErrCrashed, sc)
+	}
+	rec := array.NewRecordBatch(d.schema, full.Columns()[:n], full.NumRows())
+	errs := full.Column(n).(*array.String)
+	errs.Retain()
+	return rec, errs, nil
+}
+
+// get borrows an idle instance or starts a new one when under the bound.
+func (d *Decoder) get(ctx context.Context) (*instance, error) {
+	for {
+		d.mu.Lock()
+		closed := d.done
+		d.mu.Unlock()
+		if closed {
+			return nil, ErrClosed
+		}
+		select {
+		case in := <-d.idle:
+			return in, nil
+		default:
+		}
+		select {
+		case in := <-d.idle:
+			return in, nil
+		case d.slots <- struct{}{}:
+			ictx, cancel := context.WithTimeout(ctx, d.timeout)
+			in, err := newInstance(ictx, d.rt, d.cm, d.config, d.limit)
+			cancel()
+			if err != nil {
+				<-d.slots
+				return nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
+			}
+			return in, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (d *Decoder) put(in *instance) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.done {
+		in.close()
+		<-d.slots
+		return
+	}
+	d.idle <- in
+}
+
+// drop keeps an instance that failed cleanly (ErrDecoder) and discards
+// one that trapped, timed out or ran out of memory.
+func (d *Decoder) drop(in *instance, err error) {
+	if isClean(err) {
+		d.put(in)
+		return
+	}
+	in.close()
+	<-d.slots
+}
+
+// Close closes idle instances now and busy ones when their batch ends.
+func (d *Decoder) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.done {
+		return nil
+	}
+	d.done = true
+	for {
+		select {
+		case in := <-d.idle:
+			in.close()
+			<-d.slots
+		default:
+			return nil
+		}
+	}
+}

@@ -1,0 +1,211 @@
+package decode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// abiVersion is the decoder ABI this host implements (docs/decoder-abi.md).
+const abiVersion = 1
+
+// instance is one instantiated module; used by one goroutine at a time.
+type instance struct {
+	mod    api.Module
+	mem    api.Memory
+	stderr *head
+	fns    map[string]api.Function   // the ABI exports by name
+	in     struct{ ptr, cap uint32 } // reusable input block
+	limit  uint64                    // memory cap in bytes
+}
+
+// newInstance instantiates cm with nothing granted but a bounded stderr
+// (kept for error messages), checks the ABI version and calls pg_init.
+func newInstance(ctx context.Context, rt wazero.Runtime, cm wazero.CompiledModule, config []byte, limit uint64) (*instance, error) {
+	in := &instance{stderr: &head{}, limit: limit}
+	mc := wazero.NewModuleConfig().
+		WithName("").
+		WithStartFunctions("_initialize").
+		WithStderr(in.stderr)
+	mod, err := rt.InstantiateModule(ctx, cm, mc)
+	if err != nil {
+		return nil, in.classify(err, "instantiate")
+	}
+	in.mod = mod
+	in.mem = mod.Memory()
+	if in.mem == nil {
+		in.close()
+		return nil, fmt.Errorf("%w: module exports no memory", ErrCrashed)
+	}
+	in.fns = map[string]api.Function{}
+	for _, name := range []string{"pg_abi_version", "pg_alloc", "pg_free", "pg_init", "pg_decode", "pg_output", "pg_error"} {
+		if in.fns[name] = mod.ExportedFunction(name); in.fns[name] == nil {
+			in.close()
+			return nil, fmt.Errorf("%w: module does not export %s (not a decoder ABI %d module?)", ErrDecoder, name, abiVersion)
+		}
+	}
+	res, err := in.fns["pg_abi_version"].Call(ctx)
+	if err != nil {
+		in.close()
+		return nil, in.classify(err, "pg_abi_version")
+	}
+	if v := int32(res[0]); v != abiVersion {
+		in.close()
+		return nil, fmt.Errorf("%w: module implements decoder ABI %d, host %d", ErrDecoder, v, abiVersion)
+	}
+	if _, err := in.call(ctx, "pg_init", len(config), func(b []byte) { copy(b, config) }); err != nil {
+		in.close()
+		return nil, err
+	}
+	return in, nil
+}
+
+func (in *instance) close() {
+	if in.mod != nil {
+		in.mod.Close(context.Background())
+	}
+}
+
+// call writes size bytes of input with fill into the module's input block
+// and calls the export fn(ptr, size). On success it returns pg_output's bytes, a view
+// of module memory valid until the next call.
+func (in *instance) call(ctx context.Context, fn string, size int, fill func([]byte)) ([]byte, error) {
+	if uint64(size) > uint64(^uint32(0)) {
+		return nil, fmt.Errorf("%w: input of %d bytes exceeds 4 GiB", ErrDecoder, size)
+	}
+	if uint32(size) > in.in.cap || in.in.cap == 0 {
+		if in.in.cap != 0 {
+			if _, err := in.fns["pg_free"].Call(ctx, uint64(in.in.ptr)); err != nil {
+				return nil, in.classify(err, "pg_free")
+			}
+			in.in.cap = 0
+		}
+		c := max(uint32(size), 2*in.in.cap, 4096)
+		res, err := in.fns["pg_alloc"].Call(ctx, uint64(c))
+		if err != nil {
+			return nil, in.classify(err, "pg_alloc")
+		}
+		if res[0] == 0 {
+			return nil, fmt.Errorf("%w: pg_alloc(%d) failed", ErrMemoryLimit, c)
+		}
+		in.in.ptr, in.in.cap = uint32(res[0]), c
+	}
+	buf, ok := in.mem.Read(in.in.ptr, uint32(size))
+	if !ok {
+		return nil, fmt.Errorf("%w: pg_alloc returned an out-of-bounds block", ErrCrashed)
+	}
+	fill(buf)
+	in.stderr.reset()
+	res, err := in.fns[fn].Call(ctx, uint64(in.in.ptr), uint64(size))
+	if err != nil {
+		return nil, in.classify(err, fn)
+	}
+	if status := int32(res[0]); status != 0 {
+		msg, err := in.packed(ctx, "pg_error")
+		if err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %s", ErrDecoder, msg)
+	}
+	if fn == "pg_init" {
+		return nil, nil
+	}
+	return in.packed(ctx, "pg_output")
+}
+
+// packed calls a () -> i64 export returning ptr<<32|len and reads the bytes.
+func (in *instance) packed(ctx context.Context, fn string) ([]byte, error) {
+	res, err := in.fns[fn].Call(ctx)
+	if err != nil {
+		return nil, in.classify(err, fn)
+	}
+	ptr, n := uint32(res[0]>>32), uint32(res[0])
+	if n == 0 {
+		return nil, nil
+	}
+	b, ok := in.mem.Read(ptr, n)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s returned out-of-bounds memory", ErrCrashed, fn)
+	}
+	return b, nil
+}
+
+// classify turns a failed call into ErrTimeLimit, ErrMemoryLimit or
+// ErrCrashed (or the caller's context error).
+func (in *instance) classify(err error, what string) error {
+	detail := in.stderr.String()
+	msg, _, _ := strings.Cut(err.Error(), "\n") // drop wazero's wasm stack trace
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		switch exit.ExitCode() {
+		case sys.ExitCodeDeadlineExceeded:
+			return fmt.Errorf("%w (in %s)", ErrTimeLimit, what)
+		case sys.ExitCodeContextCanceled:
+			return fmt.Errorf("decode: %s: %w", what, context.Canceled)
+		}
+	}
+	if strings.Contains(detail, "out of memory") || in.nearLimit() {
+		return fmt.Errorf("%w of %d MiB (in %s: %s)%s", ErrMemoryLimit, in.limit>>20, what, msg, suffix(detail))
+	}
+	return fmt.Errorf("%w in %s: %s%s", ErrCrashed, what, msg, suffix(detail))
+}
+
+// nearLimit reports whether memory is within 1 MiB of the cap.
+func (in *instance) nearLimit() bool {
+	return in.mem != nil && uint64(in.mem.Size())+1<<20 >= in.limit
+}
+
+func suffix(detail string) string {
+	if detail == "" {
+		return ""
+	}
+	return ": " + detail
+}
+
+// head keeps the start of what the module writes to stderr during one
+// call: a Go guest's fatal error or panic message comes first, its
+// goroutine dump after.
+type head struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const headMax = 4096
+
+func (t *head) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if room := headMax - len(t.buf); room > 0 {
+		t.buf = append(t.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (t *head) reset() {
+	t.mu.Lock()
+	t.buf = t.buf[:0]
+	t.mu.Unlock()
+}
+
+// String returns the first lines (at most 3 and 300 bytes) of the text.
+func (t *head) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var lines []string
+	for _, l := range strings.Split(string(t.buf), "\n") {
+		if l = strings.TrimSpace(l); l != "" && len(lines) < 3 {
+			lines = append(lines, l)
+		}
+	}
+	s := strings.Join(lines, "; ")
+	if len(s) > 300 {
+		s = s[:300] + "..."
+	}
+	return s
+}

@@ -1,0 +1,375 @@
+"""WebAssembly payload decoders, run in-process with wasmtime.
+
+This is the Python host of the pubsub-go decoder ABI (docs/decoder-abi.md).
+It runs the same ``.wasm`` modules as the Go data plane, so a decoder can be
+developed and tested locally without Spark or the native library::
+
+    from pubsub_go.decoders import Decoder
+    dec = Decoder("json", pa.schema([("id", pa.int64()), ("name", pa.string())]))
+    batch, errors = dec.decode([b'{"id": 1, "name": "a"}', b"oops"])
+
+Each module instance is sandboxed: no filesystem, network, environment or
+arguments, a memory cap, and a wall-clock limit per batch. A trap, an
+out-of-memory or a timeout fails that batch with a :class:`DecoderError`
+and the instance is replaced on the next call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Iterable, Mapping, Optional, Sequence, Union
+
+import pyarrow as pa
+import wasmtime
+
+__all__ = [
+    "ABI_VERSION",
+    "ERROR_COLUMN",
+    "BUILTINS",
+    "Decoder",
+    "DecoderError",
+    "DecoderTimeout",
+    "DecoderMemoryError",
+    "DecoderCrash",
+    "builtin_path",
+]
+
+ABI_VERSION = 1
+ERROR_COLUMN = "__error"
+BUILTINS = ("json", "avro")
+
+_WASM_DIR = Path(__file__).resolve().parent / "wasm"
+_PAGE = 65536
+_TICK = 0.01  # epoch tick, seconds
+
+
+class DecoderError(Exception):
+    """A batch (or the decoder's initialisation) failed."""
+
+
+class DecoderTimeout(DecoderError):
+    """The batch ran longer than the time limit; the instance was discarded."""
+
+
+class DecoderMemoryError(DecoderError):
+    """The module hit its memory cap; the instance was discarded."""
+
+
+class DecoderCrash(DecoderError):
+    """The module trapped or exited; the instance was discarded."""
+
+
+def builtin_path(name: str) -> Path:
+    """Path of a built-in decoder module ("json" or "avro")."""
+    if name not in BUILTINS:
+        raise ValueError(f"unknown built-in decoder {name!r}; built-ins: {', '.join(BUILTINS)}")
+    path = _WASM_DIR / f"{name}.wasm"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} is missing; build it with: bash wasm-decoders/build.sh"
+        )
+    return path
+
+
+class _Runtime:
+    """One engine per process: compiled modules are cached by content hash,
+    and a ticker thread advances the epoch while any call is running so
+    that each store can carry its own deadline."""
+
+    def __init__(self) -> None:
+        cfg = wasmtime.Config()
+        cfg.epoch_interruption = True
+        try:
+            cfg.cache = True  # wasmtime's on-disk cache of compiled code
+        except wasmtime.WasmtimeError:
+            pass
+        self.engine = wasmtime.Engine(cfg)
+        self._modules: dict[str, wasmtime.Module] = {}
+        self._lock = threading.Lock()
+        self._active = 0
+        self._cond = threading.Condition(self._lock)
+        self._ticker: Optional[threading.Thread] = None
+
+    def module(self, code: bytes) -> wasmtime.Module:
+        key = hashlib.sha256(code).hexdigest()
+        with self._lock:
+            mod = self._modules.get(key)
+        if mod is None:
+            mod = wasmtime.Module(self.engine, code)
+            with self._lock:
+                mod = self._modules.setdefault(key, mod)
+        return mod
+
+    def begin(self) -> None:
+        with self._cond:
+            self._active += 1
+            if self._ticker is None:
+                self._ticker = threading.Thread(target=self._tick, name="pubsub-go-wasm-epoch", daemon=True)
+                self._ticker.start()
+            self._cond.notify_all()
+
+    def end(self) -> None:
+        with self._cond:
+            self._active -= 1
+
+    def _tick(self) -> None:
+        while True:
+            with self._cond:
+                while self._active == 0:
+                    self._cond.wait()
+            self.engine.increment_epoch()
+            time.sleep(_TICK)
+
+
+_runtime: Optional[_Runtime] = None
+_runtime_lock = threading.Lock()
+
+
+def _get_runtime() -> _Runtime:
+    global _runtime
+    with _runtime_lock:
+        if _runtime is None:
+            _runtime = _Runtime()
+        return _runtime
+
+
+def _encode_config(schema: Optional[pa.Schema], options: Mapping[str, str]) -> bytes:
+    schema_ipc = schema.serialize().to_pybytes() if schema is not None else b""
+    parts = [struct.pack("<I", len(schema_ipc)), schema_ipc, struct.pack("<I", len(options))]
+    for k in sorted(options):
+        kb, vb = str(k).encode(), str(options[k]).encode()
+        parts += [struct.pack("<I", len(kb)), kb, struct.pack("<I", len(vb)), vb]
+    return b"".join(parts)
+
+
+def _encode_input(payloads: Union[pa.Array, Sequence[bytes], Iterable[bytes]]) -> bytes:
+    """The pg_decode input: count, count+1 u32 offsets, then the bytes."""
+    if isinstance(payloads, pa.ChunkedArray):
+        payloads = payloads.combine_chunks()
+    if isinstance(payloads, pa.Array):
+        if not (pa.types.is_binary(payloads.type) or pa.types.is_string(payloads.type)
+                or pa.types.is_large_binary(payloads.type) or pa.types.is_large_string(payloads.type)):
+            raise TypeError(f"payloads must be binary or string, not {payloads.type}")
+        if payloads.type != pa.binary() or payloads.null_count or payloads.offset:
+            # Normalise to a zero-offset binary array without null slots.
+            payloads = pa.array([b"" if v is None else v for v in payloads.cast(pa.binary()).to_pylist()], pa.binary())
+        n = len(payloads)
+        _, offsets, data = payloads.buffers()
+        off = memoryview(offsets).cast("i")[: n + 1] if offsets is not None else [0]
+        if n and off[0] != 0:
+            raise AssertionError("unexpected non-zero first offset")
+        head = struct.pack("<I", n) + (bytes(off.tobytes()) if n else struct.pack("<I", 0))
+        body = data.to_pybytes()[: off[n]] if n and data is not None else b""
+        return head + body
+    items = [bytes(p) for p in payloads]
+    offs = [0]
+    for p in items:
+        offs.append(offs[-1] + len(p))
+    return struct.pack(f"<I{len(offs)}I", len(items), *offs) + b"".join(items)
+
+
+class _Instance:
+    """One instantiated module with its store (not thread-safe)."""
+
+    def __init__(self, rt: _Runtime, module: wasmtime.Module, memory_limit: int, ticks: int) -> None:
+        self.store = wasmtime.Store(rt.engine)
+        self.store.set_limits(memory_size=memory_limit)
+        self._stderr = tempfile.NamedTemporaryFile(prefix="pubsub-go-wasm-", suffix=".stderr", delete=False)
+        self._stderr.close()
+        wasi = wasmtime.WasiConfig()  # no args, env, preopened dirs or stdio
+        wasi.stderr_file = self._stderr.name
+        self.store.set_wasi(wasi)
+        linker = wasmtime.Linker(rt.engine)
+        linker.define_wasi()
+        self.store.set_epoch_deadline(ticks)  # bounds _initialize too
+        inst = linker.instantiate(self.store, module)
+        ex = inst.exports(self.store)
+        self.exports = ex
+        self.memory: wasmtime.Memory = ex["memory"]
+        if "_initialize" in ex:
+            ex["_initialize"](self.store)
+        version = ex["pg_abi_version"](self.store)
+        if version != ABI_VERSION:
+            raise DecoderError(f"module implements decoder ABI {version}, this host {ABI_VERSION}")
+        self._in_ptr = 0
+        self._in_cap = 0
+
+    def stderr_tail(self) -> str:
+        try:
+            with open(self._stderr.name, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - 2048))
+                return f.read().decode("utf-8", "replace").strip()
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        try:
+            os.unlink(self._stderr.name)
+        except OSError:
+            pass
+
+    def _read_packed(self, packed: int) -> bytes:
+        packed &= (1 << 64) - 1
+        ptr, n = packed >> 32, packed & 0xFFFFFFFF
+        if n == 0:
+            return b""
+        if ptr + n > self.memory.data_len(self.store):
+            raise DecoderCrash("module returned an out-of-bounds (ptr, len)")
+        return bytes(self.memory.read(self.store, ptr, ptr + n))
+
+    def _write(self, data: bytes) -> int:
+        if len(data) > self._in_cap:
+            if self._in_cap:
+                self.exports["pg_free"](self.store, self._in_ptr)
+            cap = max(len(data), 2 * self._in_cap, 4096)
+            ptr = self.exports["pg_alloc"](self.store, cap) & 0xFFFFFFFF
+            if ptr == 0:
+                raise DecoderMemoryError(f"pg_alloc({cap}) failed")
+            self._in_ptr, self._in_cap = ptr, cap
+        self.memory.write(self.store, data, self._in_ptr)
+        return self._in_ptr
+
+    def call(self, fn: str, data: bytes) -> bytes:
+        """Calls pg_init or pg_decode with data; returns pg_output's bytes."""
+        ptr = self._write(data)
+        status = self.exports[fn](self.store, ptr, len(data))
+        if status != 0:
+            msg = self._read_packed(self.exports["pg_error"](self.store)).decode("utf-8", "replace")
+            raise DecoderError(msg or f"{fn} failed with status {status}")
+        if fn == "pg_init":
+            return b""
+        return self._read_packed(self.exports["pg_output"](self.store))
+
+
+class Decoder:
+    """Decodes batches of payloads into Arrow record batches.
+
+    ``wasm`` is a built-in name ("json", "avro"), a path to a ``.wasm`` file
+    or the module bytes. ``schema`` is the target schema (required by the
+    JSON decoder; optional for Avro, which then derives it from the
+    "avro_schema" option the way Spark's from_avro does). ``options`` are
+    decoder options (strings).
+    """
+
+    def __init__(
+        self,
+        wasm: Union[str, os.PathLike, bytes],
+        schema: Optional[pa.Schema] = None,
+        options: Optional[Mapping[str, str]] = None,
+        *,
+        memory_limit_mb: int = 256,
+        timeout: float = 10.0,
+    ) -> None:
+        if isinstance(wasm, (bytes, bytearray)):
+            code = bytes(wasm)
+        else:
+            path = builtin_path(wasm) if isinstance(wasm, str) and wasm in BUILTINS else Path(wasm)
+            code = path.read_bytes()
+        if memory_limit_mb <= 0 or timeout <= 0:
+            raise ValueError("memory_limit_mb and timeout must be positive")
+        self._rt = _get_runtime()
+        self._module = self._rt.module(code)
+        self._config = _encode_config(schema, dict(options or {}))
+        self._memory_limit = memory_limit_mb * 1024 * 1024
+        self._timeout = timeout
+        self._lock = threading.Lock()
+        self._inst: Optional[_Instance] = None
+        self._closed = False
+        # A zero-row batch validates the config and yields the schema.
+        empty, _ = self.decode([])
+        self.schema: pa.Schema = empty.schema
+        if schema is not None and not self.schema.equals(schema):
+            raise DecoderError(f"module produced schema {self.schema}, expected {schema}")
+
+    def __enter__(self) -> "Decoder":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._discard()
+
+    def _discard(self) -> None:
+        if self._inst is not None:
+            self._inst.close()
+            self._inst = None
+
+    def _instance(self) -> _Instance:
+        if self._inst is None:
+            inst = self._guard(lambda: _Instance(self._rt, self._module, self._memory_limit, self._ticks()), None)
+            try:
+                self._guard(lambda: inst.call("pg_init", self._config), inst)
+            except DecoderError:
+                inst.close()
+                raise
+            self._inst = inst
+        return self._inst
+
+    def _ticks(self) -> int:
+        return max(1, int(self._timeout / _TICK) + 1)
+
+    def _guard(self, fn, inst: Optional[_Instance]):
+        """Runs fn under the time limit, mapping traps to DecoderErrors."""
+        if inst is not None:
+            inst.store.set_epoch_deadline(self._ticks())
+        self._rt.begin()
+        try:
+            return fn()
+        except wasmtime.ExitTrap as e:
+            raise self._crash(inst, f"module exited with code {e.code}") from e
+        except wasmtime.Trap as e:
+            if e.trap_code == wasmtime.TrapCode.INTERRUPT:
+                raise DecoderTimeout(f"decoder exceeded the time limit of {self._timeout:g}s") from e
+            raise self._crash(inst, f"module trapped: {e.message}") from e
+        except wasmtime.WasmtimeError as e:
+            raise self._crash(inst, f"module failed: {e}") from e
+        finally:
+            self._rt.end()
+            if inst is not None:
+                inst.store.set_epoch_deadline(1 << 62)
+
+    def _crash(self, inst: Optional[_Instance], msg: str) -> DecoderError:
+        tail = inst.stderr_tail() if inst is not None else ""
+        if inst is not None:
+            used = inst.memory.data_len(inst.store)
+            if "out of memory" in tail or used + 16 * _PAGE > self._memory_limit:
+                return DecoderMemoryError(
+                    f"decoder exceeded the memory limit of {self._memory_limit >> 20} MiB ({msg})"
+                )
+        return DecoderCrash(msg + (f": {tail}" if tail else ""))
+
+    def decode(
+        self, payloads: Union[pa.Array, pa.ChunkedArray, Sequence[bytes]]
+    ) -> tuple[pa.RecordBatch, pa.Array]:
+        """Decodes one batch. Returns the decoded rows and a utf8 array of
+        per-row errors (null for rows that decoded)."""
+        data = _encode_input(payloads)
+        with self._lock:
+            if self._closed:
+                raise DecoderError("decoder is closed")
+            inst = self._instance()
+            try:
+                out = self._guard(lambda: inst.call("pg_decode", data), inst)
+            except (DecoderTimeout, DecoderMemoryError, DecoderCrash):
+                self._discard()
+                raise
+        reader = pa.ipc.open_stream(pa.py_buffer(out))
+        batch = reader.read_next_batch()
+        n = batch.num_columns - 1
+        if n < 0 or batch.schema.field(n).name != ERROR_COLUMN:
+            raise DecoderError(f"module output lacks the {ERROR_COLUMN} column")
+        errors = batch.column(n)
+        decoded = pa.RecordBatch.from_arrays(
+            batch.columns[:n], schema=pa.schema(list(batch.schema)[:n], metadata=batch.schema.metadata)
+        )
+        return decoded, errors

@@ -1,0 +1,148 @@
+"""The wasmtime host (pubsub_go.decoders): API, inputs, and the sandbox."""
+
+import json
+import time
+
+import pyarrow as pa
+import pytest
+import wasmtime
+
+from pubsub_go.decoders import (
+    Decoder, DecoderCrash, DecoderError, DecoderMemoryError, DecoderTimeout, builtin_path,
+)
+
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
+
+
+def test_builtin_path(builtin_wasm):
+    assert builtin_path("json") == builtin_wasm.resolve() / "json.wasm"
+    assert builtin_path("avro").is_file()
+    with pytest.raises(ValueError, match="unknown built-in"):
+        builtin_path("xml")
+
+
+@pytest.mark.parametrize("make", [
+    lambda p: p,
+    lambda p: pa.array(p, pa.binary()),
+    lambda p: pa.array([x.decode() for x in p], pa.string()),
+    lambda p: pa.array(p, pa.large_binary()),
+    lambda p: pa.chunked_array([pa.array(p[:1], pa.binary()), pa.array(p[1:], pa.binary())]),
+    lambda p: pa.array([b"junk"] + p, pa.binary()).slice(1),
+], ids=["list", "binary", "string", "large_binary", "chunked", "sliced"])
+def test_payload_inputs(builtin_wasm, make):
+    payloads = [b'{"id": 1, "name": "a"}', b"{bad", b'{"id": 3}']
+    with Decoder("json", SCHEMA) as dec:
+        batch, errors = dec.decode(make(payloads))
+    assert batch.schema.equals(SCHEMA)
+    assert batch.to_pylist() == [{"id": 1, "name": "a"}, {"id": None, "name": None}, {"id": 3, "name": None}]
+    assert errors.type == pa.string()
+    assert errors.null_count == 2 and "expected a field name" in errors[1].as_py()
+
+
+def test_null_payloads_decode_as_empty(builtin_wasm):
+    with Decoder("json", SCHEMA) as dec:
+        batch, errors = dec.decode(pa.array([b'{"id": 1}', None], pa.binary()))
+    assert batch.column(0).to_pylist() == [1, None]
+    assert errors.null_count == 2
+
+
+def test_config_errors(builtin_wasm):
+    with pytest.raises(DecoderError, match="target schema"):
+        Decoder("json")
+    with pytest.raises(DecoderError, match='unknown option "nope"'):
+        Decoder("json", SCHEMA, {"nope": "1"})
+    with pytest.raises(DecoderError, match="avro_schema is required"):
+        Decoder("avro", SCHEMA)
+
+
+def test_avro_schema_derived(builtin_wasm):
+    avro = {"type": "record", "name": "R", "fields": [
+        {"name": "a", "type": ["null", "long"]}, {"name": "t", "type": {"type": "long", "logicalType": "timestamp-millis"}}]}
+    with Decoder("avro", options={"avro_schema": json.dumps(avro)}) as dec:
+        assert dec.schema == pa.schema([pa.field("a", pa.int64()), pa.field("t", pa.timestamp("us", "UTC"), nullable=False)])
+        batch, errors = dec.decode([bytes([2, 4, 0xd0, 0x0f])])  # a=2, t=1000 ms
+    assert batch.to_pylist()[0]["a"] == 2
+    assert batch.column(1)[0].value == 1_000_000
+    assert errors.null_count == 1
+
+
+def test_closed_decoder(builtin_wasm):
+    dec = Decoder("json", SCHEMA)
+    dec.close()
+    with pytest.raises(DecoderError, match="closed"):
+        dec.decode([b"{}"])
+
+
+def test_vpcflow_example(vpcflow_wasm):
+    line = b"2 123456789010 eni-1235b8ca123456789 172.31.16.139 172.31.16.21 20641 22 6 20 4249 1418530010 1418530070 ACCEPT OK"
+    with Decoder(vpcflow_wasm) as dec:
+        batch, errors = dec.decode([line, b"short line"])
+    row = batch.to_pylist()[0]
+    assert row["dstport"] == 22 and row["bytes"] == 4249 and row["action"] == "ACCEPT"
+    assert batch.column(batch.schema.get_field_index("start"))[0].value == 1418530010 * 10**6
+    assert errors.to_pylist() == [None, "want 14 space-separated fields, got 2"]
+
+
+# The sandbox -------------------------------------------------------------
+
+
+def recovers(dec):
+    batch, errors = dec.decode([b"ok"])
+    assert batch.column(0).to_pylist() == ["ok"] and errors.null_count == 1
+
+
+def test_runaway_loop_hits_time_limit(hostile_wasm):
+    with Decoder(hostile_wasm, timeout=0.5) as dec:
+        start = time.monotonic()
+        with pytest.raises(DecoderTimeout, match="time limit"):
+            dec.decode([b"loop"])
+        assert time.monotonic() - start < 10
+        recovers(dec)
+
+
+def test_unbounded_allocation_hits_memory_cap(hostile_wasm):
+    with Decoder(hostile_wasm, memory_limit_mb=48, timeout=30) as dec:
+        with pytest.raises(DecoderMemoryError, match="48 MiB"):
+            dec.decode([b"alloc"])
+        recovers(dec)
+
+
+def test_exit_is_crash(hostile_wasm):
+    with Decoder(hostile_wasm) as dec:
+        with pytest.raises(DecoderCrash, match="exited with code 3"):
+            dec.decode([b"exit"])
+        recovers(dec)
+
+
+def test_guest_panic_is_row_error(hostile_wasm):
+    with Decoder(hostile_wasm) as dec:
+        batch, errors = dec.decode([b"panic", b"ok"])
+    assert errors.to_pylist() == ["decoder panic: boom", None]
+    assert batch.column(0).to_pylist() == [None, "ok"]
+
+
+TRAP_WAT = """
+(module
+  (memory (export "memory") 1)
+  (func (export "pg_abi_version") (result i32) i32.const 1)
+  (func (export "pg_alloc") (param i32) (result i32) i32.const 1024)
+  (func (export "pg_free") (param i32))
+  (func (export "pg_init") (param i32 i32) (result i32) i32.const 0)
+  (func (export "pg_decode") (param i32 i32) (result i32) unreachable)
+  (func (export "pg_output") (result i64) i64.const 0)
+  (func (export "pg_error") (result i64) i64.const 0))
+"""
+
+
+def test_trap_is_crash(hostile_wasm):
+    with pytest.raises(DecoderCrash, match="unreachable"):
+        Decoder(wasmtime.wat2wasm(TRAP_WAT))
+    with Decoder(hostile_wasm) as dec:  # other decoders are unaffected
+        recovers(dec)
+
+
+def test_no_ambient_authority(hostile_wasm):
+    """The WASI context grants nothing: no environment, args, files or dirs."""
+    with Decoder(hostile_wasm) as dec:
+        batch, _ = dec.decode([b"probe"])
+    assert batch.column(0)[0].as_py() == "env=0 args=0 file=true dir=true"
