@@ -12,7 +12,6 @@ import os
 import pickle
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections import defaultdict
@@ -283,7 +282,7 @@ def test_batch_write_delivers_every_row_once_with_attributes_and_keys(spark, goo
     (df.write.format("pubsub-go").options(**sink_options(google.host_port, topic))
      .option("enableMessageOrdering", "true").mode("append").save())
 
-    # save() returned: every message was acknowledged, so all are there now.
+    # save() returns only once the server acknowledged every message.
     got = pull_until(google, sub, lambda ms: len(ms) >= n, timeout=60)
     got += google.pull_all(sub, max_wait=2)  # anything extra would be a duplicate
     assert len(got) == n
@@ -313,9 +312,9 @@ def write_json_file(directory: Path, name: str, rows: list[dict]) -> None:
 
 @pytest.mark.spark
 @pytest.mark.timeout(180)
-def test_stream_write_delivers_every_row_once_with_attributes_and_keys(spark, google) -> None:
+def test_stream_write_delivers_every_row_once_with_attributes_and_keys(spark, google, tmp_path: Path) -> None:
     topic, sub = google.topic(ordering=True)
-    work = Path(tempfile.mkdtemp(prefix="sink-stream-"))
+    work = tmp_path
     src = work / "in"
     src.mkdir()
     n_files, per_file = 2, 1000
@@ -359,7 +358,8 @@ def _committed(checkpoint: Path, batch: int) -> bool:
 
 @pytest.mark.spark
 @pytest.mark.timeout(240)
-def test_emulator_killed_mid_write_loses_nothing_after_restart(spark, fresh_emulator, monkeypatch) -> None:
+def test_emulator_killed_mid_write_loses_nothing_after_restart(spark, fresh_emulator, monkeypatch,
+                                                               tmp_path: Path) -> None:
     """What "delivered" can mean here: a message is delivered once the
     server acknowledged its Publish. The official emulator keeps nothing
     across a restart, not even acknowledged messages, so messages it
@@ -388,10 +388,10 @@ def test_emulator_killed_mid_write_loses_nothing_after_restart(spark, fresh_emul
     monkeypatch.setenv("PUBSUB_EMULATOR_HOST", os.environ.get("PUBSUB_EMULATOR_HOST", ""))  # restored after
     g = GoogleClients(fresh_emulator.host_port)
     topic, sub = g.topic()
-    work = Path(tempfile.mkdtemp(prefix="sink-fault-"))
+    work = tmp_path
     src, ck = work / "in", work / "ck"
     src.mkdir()
-    sizes = [300, 2000, 300]  # batch 1 takes ~3 s to produce: long enough to kill it mid-way
+    sizes = [300, 2000, 300]  # batch 1 takes ~4 s to produce (2 ms a row): time to kill it mid-way
     first = [sum(sizes[:f]) for f in range(len(sizes))]
 
     def rows_of(f: int) -> set[int]:
@@ -473,7 +473,7 @@ def _write(df, **options: str) -> None:
 
 @pytest.mark.spark
 @pytest.mark.timeout(60)
-def test_missing_payload_fails_at_analysis(spark, google) -> None:
+def test_missing_payload_fails_at_analysis(spark, google, tmp_path: Path) -> None:
     topic, _ = google.topic()
     with pytest.raises(Exception) as e:
         _write(spark.range(3), **sink_options(google.host_port, topic))
@@ -482,7 +482,7 @@ def test_missing_payload_fails_at_analysis(spark, google) -> None:
 
     q = (spark.readStream.format("rate").load().writeStream.format("pubsub-go")
          .options(**sink_options(google.host_port, topic))
-         .option("checkpointLocation", tempfile.mkdtemp(prefix="sink-bad-")).start())
+         .option("checkpointLocation", str(tmp_path / "ck")).start())
     with pytest.raises(Exception) as e:
         q.awaitTermination(30)
     assert "missing column 'payload'" in str(e.value) and "unexpected column 'timestamp'" in str(e.value)

@@ -23,9 +23,10 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Iterable, Mapping, Optional, Sequence, Union
+from typing import Iterable, Mapping, Optional, Union
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import wasmtime
 
 __all__ = [
@@ -45,6 +46,7 @@ ERROR_COLUMN = "__error"
 BUILTINS = ("json", "avro")
 
 _WASM_DIR = Path(__file__).resolve().parent / "wasm"
+_EXPORTS = ("memory", "pg_abi_version", "pg_alloc", "pg_free", "pg_init", "pg_decode", "pg_output", "pg_error")
 _PAGE = 65536
 _TICK = 0.01  # epoch tick, seconds
 
@@ -148,30 +150,35 @@ def _encode_config(schema: Optional[pa.Schema], options: Mapping[str, str]) -> b
     return b"".join(parts)
 
 
-def _encode_input(payloads: Union[pa.Array, Sequence[bytes], Iterable[bytes]]) -> bytes:
-    """The pg_decode input: count, count+1 u32 offsets, then the bytes."""
-    if isinstance(payloads, pa.ChunkedArray):
-        payloads = payloads.combine_chunks()
-    if isinstance(payloads, pa.Array):
-        if not (pa.types.is_binary(payloads.type) or pa.types.is_string(payloads.type)
-                or pa.types.is_large_binary(payloads.type) or pa.types.is_large_string(payloads.type)):
-            raise TypeError(f"payloads must be binary or string, not {payloads.type}")
-        if payloads.type != pa.binary() or payloads.null_count or payloads.offset:
-            # Normalise to a zero-offset binary array without null slots.
-            payloads = pa.array([b"" if v is None else v for v in payloads.cast(pa.binary()).to_pylist()], pa.binary())
-        n = len(payloads)
-        _, offsets, data = payloads.buffers()
-        off = memoryview(offsets).cast("i")[: n + 1] if offsets is not None else [0]
-        if n and off[0] != 0:
-            raise AssertionError("unexpected non-zero first offset")
-        head = struct.pack("<I", n) + (bytes(off.tobytes()) if n else struct.pack("<I", 0))
-        body = data.to_pybytes()[: off[n]] if n and data is not None else b""
-        return head + body
+def _encode_input(payloads: Union[pa.Array, pa.ChunkedArray, Iterable[bytes]]) -> bytes:
+    """The pg_decode input: u32 count, count+1 u32 offsets, then the bytes.
+    Null payloads become empty ones."""
+    if isinstance(payloads, (pa.Array, pa.ChunkedArray)):
+        t = payloads.type
+        if not (pa.types.is_binary(t) or pa.types.is_string(t)
+                or pa.types.is_large_binary(t) or pa.types.is_large_string(t)):
+            raise TypeError(f"payloads must be binary or string, not {t}")
+        if isinstance(payloads, pa.ChunkedArray):
+            payloads = payloads.combine_chunks()
+        arr = payloads.cast(pa.binary())
+        if arr.null_count:
+            arr = arr.fill_null(b"")
+        n = len(arr)
+        _, obuf, data = arr.buffers()
+        if obuf is None:  # an empty array may have no offsets buffer
+            return struct.pack("<2I", 0, 0)
+        offsets = pa.Array.from_buffers(pa.int32(), n + 1, [None, obuf], offset=arr.offset)
+        start, end = offsets[0].as_py(), offsets[n].as_py()
+        if start:
+            offsets = pc.subtract(offsets, pa.scalar(start, pa.int32()))
+        raw = memoryview(offsets.buffers()[1])[offsets.offset * 4:(offsets.offset + n + 1) * 4]
+        body = memoryview(data)[start:end] if data is not None else b""
+        return b"".join((struct.pack("<I", n), raw, body))
     items = [bytes(p) for p in payloads]
     offs = [0]
     for p in items:
         offs.append(offs[-1] + len(p))
-    return struct.pack(f"<I{len(offs)}I", len(items), *offs) + b"".join(items)
+    return struct.pack(f"<{len(offs) + 1}I", len(items), *offs) + b"".join(items)
 
 
 class _Instance:
@@ -180,38 +187,48 @@ class _Instance:
     def __init__(self, rt: _Runtime, module: wasmtime.Module, memory_limit: int, ticks: int) -> None:
         self.store = wasmtime.Store(rt.engine)
         self.store.set_limits(memory_size=memory_limit)
-        self._stderr = tempfile.NamedTemporaryFile(prefix="pubsub-go-wasm-", suffix=".stderr", delete=False)
-        self._stderr.close()
-        wasi = wasmtime.WasiConfig()  # no args, env, preopened dirs or stdio
-        wasi.stderr_file = self._stderr.name
-        self.store.set_wasi(wasi)
-        linker = wasmtime.Linker(rt.engine)
-        linker.define_wasi()
-        self.store.set_epoch_deadline(ticks)  # bounds _initialize too
-        inst = linker.instantiate(self.store, module)
-        ex = inst.exports(self.store)
-        self.exports = ex
-        self.memory: wasmtime.Memory = ex["memory"]
-        if "_initialize" in ex:
-            ex["_initialize"](self.store)
-        version = ex["pg_abi_version"](self.store)
-        if version != ABI_VERSION:
-            raise DecoderError(f"module implements decoder ABI {version}, this host {ABI_VERSION}")
+        # stderr goes to a private temp file, quoted in error messages.
+        fd, self._stderr_path = tempfile.mkstemp(prefix="pubsub-go-wasm-", suffix=".stderr")
+        os.close(fd)
+        self.memory: Optional[wasmtime.Memory] = None
         self._in_ptr = 0
         self._in_cap = 0
-
-    def stderr_tail(self) -> str:
         try:
-            with open(self._stderr.name, "rb") as f:
-                f.seek(0, os.SEEK_END)
-                f.seek(max(0, f.tell() - 2048))
-                return f.read().decode("utf-8", "replace").strip()
+            wasi = wasmtime.WasiConfig()  # no args, env, preopened dirs or stdin/stdout
+            wasi.stderr_file = self._stderr_path
+            self.store.set_wasi(wasi)
+            linker = wasmtime.Linker(rt.engine)
+            linker.define_wasi()
+            self.store.set_epoch_deadline(ticks)  # bounds _initialize too
+            ex = linker.instantiate(self.store, module).exports(self.store)
+            self.exports = ex
+            missing = [n for n in _EXPORTS if n not in ex]
+            if missing:
+                raise DecoderError(f"module does not export {', '.join(missing)} (not a decoder ABI {ABI_VERSION} module?)")
+            self.memory = ex["memory"]
+            if "_initialize" in ex:
+                ex["_initialize"](self.store)
+            version = ex["pg_abi_version"](self.store)
+            if version != ABI_VERSION:
+                raise DecoderError(f"module implements decoder ABI {version}, this host {ABI_VERSION}")
+        except BaseException:
+            self.close()
+            raise
+
+    def stderr_head(self) -> str:
+        """The first lines the module wrote to stderr (a Go guest's fatal
+        error comes before its goroutine dump)."""
+        try:
+            with open(self._stderr_path, "rb") as f:
+                text = f.read(4096).decode("utf-8", "replace")
         except OSError:
             return ""
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()][:3]
+        return "; ".join(lines)[:300]
 
     def close(self) -> None:
         try:
-            os.unlink(self._stderr.name)
+            os.unlink(self._stderr_path)
         except OSError:
             pass
 
@@ -275,7 +292,10 @@ class Decoder:
         if memory_limit_mb <= 0 or timeout <= 0:
             raise ValueError("memory_limit_mb and timeout must be positive")
         self._rt = _get_runtime()
-        self._module = self._rt.module(code)
+        try:
+            self._module = self._rt.module(code)
+        except wasmtime.WasmtimeError as e:
+            raise DecoderError(f"invalid WebAssembly module: {e}") from e
         self._config = _encode_config(schema, dict(options or {}))
         self._memory_limit = memory_limit_mb * 1024 * 1024
         self._timeout = timeout
@@ -339,8 +359,8 @@ class Decoder:
                 inst.store.set_epoch_deadline(1 << 62)
 
     def _crash(self, inst: Optional[_Instance], msg: str) -> DecoderError:
-        tail = inst.stderr_tail() if inst is not None else ""
-        if inst is not None:
+        tail = inst.stderr_head() if inst is not None else ""
+        if inst is not None and inst.memory is not None:
             used = inst.memory.data_len(inst.store)
             if "out of memory" in tail or used + 16 * _PAGE > self._memory_limit:
                 return DecoderMemoryError(

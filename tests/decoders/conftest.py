@@ -13,8 +13,11 @@ ROOT = Path(__file__).resolve().parents[2]
 WASM_SRC = ROOT / "wasm-decoders"
 WASM_OUT = ROOT / "python" / "pubsub_go" / "wasm"
 
-if str(ROOT / "python") not in sys.path:
-    sys.path.insert(0, str(ROOT / "python"))
+# The package under test and this folder's helpers (vectorlib), whatever
+# pytest's import mode.
+for _p in (ROOT / "python", Path(__file__).resolve().parent):
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
 
 
 def _go() -> str:

@@ -4,14 +4,16 @@ host's output for the same vectors compared with it."""
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
-from conftest import ROOT
 from vectorlib import all_vectors, load, payloads, rows, schema_of
 
 from pubsub_go.decoders import Decoder
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def decode_vector(vec: dict, wasm_dir):

@@ -53,6 +53,10 @@ def test_config_errors(builtin_wasm):
         Decoder("json", SCHEMA, {"nope": "1"})
     with pytest.raises(DecoderError, match="avro_schema is required"):
         Decoder("avro", SCHEMA)
+    with pytest.raises(DecoderError, match="invalid WebAssembly module"):
+        Decoder(b"\0asm garbage")
+    with pytest.raises(DecoderError, match="does not export pg_abi_version, pg_alloc"):
+        Decoder(wasmtime.wat2wasm('(module (memory (export "memory") 1))'))
 
 
 def test_avro_schema_derived(builtin_wasm):

@@ -120,13 +120,8 @@ type numTok struct {
 // number scans a number token (including the non-numeric ones).
 func (p *parser) number() (numTok, bool) {
 	start := p.pos
-	for _, s := range [...]struct {
-		w string
-		v int
-	}{{"NaN", 2}, {"Infinity", 1}, {"+Infinity", 1}, {"-Infinity", -1}, {"INF", 1}, {"+INF", 1}, {"-INF", -1}} {
-		if p.literal(s.w) {
-			return numTok{text: p.buf[start:p.pos], special: s.v}, true
-		}
+	if c := p.peek(); c == 'N' || c == 'I' || c == '+' || c == '-' && p.pos+1 < len(p.buf) && p.buf[p.pos+1] == 'I' {
+		return p.special(start)
 	}
 	i := p.pos
 	b := p.buf
@@ -176,7 +171,20 @@ func (p *parser) number() (numTok, bool) {
 	return numTok{text: b[start:i], isInt: isInt}, true
 }
 
-// str scans a string at the cursor ('"' or '\” quoted) and returns its
+// special scans the non-numeric numbers.
+func (p *parser) special(start int) (numTok, bool) {
+	for _, s := range [...]struct {
+		w string
+		v int
+	}{{"NaN", 2}, {"Infinity", 1}, {"+Infinity", 1}, {"-Infinity", -1}, {"INF", 1}, {"+INF", 1}, {"-INF", -1}} {
+		if p.literal(s.w) {
+			return numTok{text: p.buf[start:p.pos], special: s.v}, true
+		}
+	}
+	return numTok{}, false
+}
+
+// string scans a string at the cursor ('"' or '\” quoted) and returns its
 // unescaped bytes, valid until the next call.
 func (p *parser) string() ([]byte, error) {
 	q := p.buf[p.pos]

@@ -16,11 +16,11 @@ func (d *Decoder) value(c *conv, b *arrowlite.Builder) error {
 	if p.eof() {
 		return p.errorf("unexpected end of input")
 	}
-	if p.literal("null") {
+	ch := p.peek()
+	if ch == 'n' && p.literal("null") {
 		b.AppendNull()
 		return nil
 	}
-	ch := p.peek()
 	switch c.kind {
 	case kNull:
 		if err := p.skip(); err != nil {

@@ -84,9 +84,11 @@ def _pull_and_record(opts: SourceOptions, part: PubSubPartition, batch_log: Batc
             batches = entry.data.to_batches(max_chunksize=opts.batch_size)
         elif len(all_acks):
             if opts.ack_on_commit:
-                # The driver acks on commit and keeps these leases alive meanwhile.
-                sub.modack(all_acks, opts.commit_lease_seconds)
+                # Hand the leases to the driver, which acks on commit and keeps
+                # them alive meanwhile. Release first: otherwise this
+                # subscriber's lease loop could shorten the deadline again.
                 sub.release(all_acks)
+                sub.modack(all_acks, opts.commit_lease_seconds)
             else:
                 sub.ack(all_acks)
     finally:
