@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"unsafe"
@@ -48,7 +49,11 @@ func guard(errOut **C.char, f func() error) (rc C.int) {
 	return 0
 }
 
+// grpcPrefix is the noise gRPC puts in front of a status message.
+var grpcPrefix = regexp.MustCompile(`rpc error: code = \w+ desc = `)
+
 func setErr(errOut **C.char, code codes.Code, msg string) C.int {
+	msg = grpcPrefix.ReplaceAllString(msg, "")
 	name := codeNames[code]
 	if name == "" {
 		name = code.String()

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--port", type=int, default=8085)
     e.set_defaults(fn=_emulator)
     d = sub.add_parser("demo", help="embedded emulator -> publish -> read back into Arrow (and Spark)")
-    d.add_argument("--messages", type=int, default=10_000)
+    d.add_argument("--messages", type=int, default=4_000)
     d.add_argument("--spark", action=argparse.BooleanOptionalAction, default=True,
                    help="also read the messages back through spark.readStream.format('pubsub-go')")
     d.set_defaults(fn=_demo)

@@ -22,8 +22,8 @@ import struct
 import tempfile
 import threading
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Iterable, Mapping, Optional, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -46,7 +46,16 @@ ERROR_COLUMN = "__error"
 BUILTINS = ("json", "avro")
 
 _WASM_DIR = Path(__file__).resolve().parent / "wasm"
-_EXPORTS = ("memory", "pg_abi_version", "pg_alloc", "pg_free", "pg_init", "pg_decode", "pg_output", "pg_error")
+_EXPORTS = (
+    "memory",
+    "pg_abi_version",
+    "pg_alloc",
+    "pg_free",
+    "pg_init",
+    "pg_decode",
+    "pg_output",
+    "pg_error",
+)
 _PAGE = 65536
 _TICK = 0.01  # epoch tick, seconds
 
@@ -73,9 +82,7 @@ def builtin_path(name: str) -> Path:
         raise ValueError(f"unknown built-in decoder {name!r}; built-ins: {', '.join(BUILTINS)}")
     path = _WASM_DIR / f"{name}.wasm"
     if not path.is_file():
-        raise FileNotFoundError(
-            f"{path} is missing; build it with: bash wasm-decoders/build.sh"
-        )
+        raise FileNotFoundError(f"{path} is missing; build it with: bash wasm-decoders/build.sh")
     return path
 
 
@@ -96,7 +103,7 @@ class _Runtime:
         self._lock = threading.Lock()
         self._active = 0
         self._cond = threading.Condition(self._lock)
-        self._ticker: Optional[threading.Thread] = None
+        self._ticker: threading.Thread | None = None
 
     def module(self, code: bytes) -> wasmtime.Module:
         key = hashlib.sha256(code).hexdigest()
@@ -129,7 +136,7 @@ class _Runtime:
             time.sleep(_TICK)
 
 
-_runtime: Optional[_Runtime] = None
+_runtime: _Runtime | None = None
 _runtime_lock = threading.Lock()
 
 
@@ -141,7 +148,7 @@ def _get_runtime() -> _Runtime:
         return _runtime
 
 
-def _encode_config(schema: Optional[pa.Schema], options: Mapping[str, str]) -> bytes:
+def _encode_config(schema: pa.Schema | None, options: Mapping[str, str]) -> bytes:
     schema_ipc = schema.serialize().to_pybytes() if schema is not None else b""
     parts = [struct.pack("<I", len(schema_ipc)), schema_ipc, struct.pack("<I", len(options))]
     for k in sorted(options):
@@ -150,13 +157,17 @@ def _encode_config(schema: Optional[pa.Schema], options: Mapping[str, str]) -> b
     return b"".join(parts)
 
 
-def _encode_input(payloads: Union[pa.Array, pa.ChunkedArray, Iterable[bytes]]) -> bytes:
+def _encode_input(payloads: pa.Array | pa.ChunkedArray | Iterable[bytes]) -> bytes:
     """The pg_decode input: u32 count, count+1 u32 offsets, then the bytes.
     Null payloads become empty ones."""
     if isinstance(payloads, (pa.Array, pa.ChunkedArray)):
         t = payloads.type
-        if not (pa.types.is_binary(t) or pa.types.is_string(t)
-                or pa.types.is_large_binary(t) or pa.types.is_large_string(t)):
+        if not (
+            pa.types.is_binary(t)
+            or pa.types.is_string(t)
+            or pa.types.is_large_binary(t)
+            or pa.types.is_large_string(t)
+        ):
             raise TypeError(f"payloads must be binary or string, not {t}")
         if isinstance(payloads, pa.ChunkedArray):
             payloads = payloads.combine_chunks()
@@ -171,7 +182,7 @@ def _encode_input(payloads: Union[pa.Array, pa.ChunkedArray, Iterable[bytes]]) -
         start, end = offsets[0].as_py(), offsets[n].as_py()
         if start:
             offsets = pc.subtract(offsets, pa.scalar(start, pa.int32()))
-        raw = memoryview(offsets.buffers()[1])[offsets.offset * 4:(offsets.offset + n + 1) * 4]
+        raw = memoryview(offsets.buffers()[1])[offsets.offset * 4 : (offsets.offset + n + 1) * 4]
         body = memoryview(data)[start:end] if data is not None else b""
         return b"".join((struct.pack("<I", n), raw, body))
     items = [bytes(p) for p in payloads]
@@ -190,7 +201,7 @@ class _Instance:
         # stderr goes to a private temp file, quoted in error messages.
         fd, self._stderr_path = tempfile.mkstemp(prefix="pubsub-go-wasm-", suffix=".stderr")
         os.close(fd)
-        self.memory: Optional[wasmtime.Memory] = None
+        self.memory: wasmtime.Memory | None = None
         self._in_ptr = 0
         self._in_cap = 0
         try:
@@ -204,7 +215,9 @@ class _Instance:
             self.exports = ex
             missing = [n for n in _EXPORTS if n not in ex]
             if missing:
-                raise DecoderError(f"module does not export {', '.join(missing)} (not a decoder ABI {ABI_VERSION} module?)")
+                raise DecoderError(
+                    f"module does not export {', '.join(missing)} (not a decoder ABI {ABI_VERSION} module?)"
+                )
             self.memory = ex["memory"]
             if "_initialize" in ex:
                 ex["_initialize"](self.store)
@@ -277,9 +290,9 @@ class Decoder:
 
     def __init__(
         self,
-        wasm: Union[str, os.PathLike, bytes],
-        schema: Optional[pa.Schema] = None,
-        options: Optional[Mapping[str, str]] = None,
+        wasm: str | os.PathLike | bytes,
+        schema: pa.Schema | None = None,
+        options: Mapping[str, str] | None = None,
         *,
         memory_limit_mb: int = 256,
         timeout: float = 10.0,
@@ -300,7 +313,7 @@ class Decoder:
         self._memory_limit = memory_limit_mb * 1024 * 1024
         self._timeout = timeout
         self._lock = threading.Lock()
-        self._inst: Optional[_Instance] = None
+        self._inst: _Instance | None = None
         self._closed = False
         # A zero-row batch validates the config and yields the schema.
         empty, _ = self.decode([])
@@ -308,7 +321,7 @@ class Decoder:
         if schema is not None and not self.schema.equals(schema):
             raise DecoderError(f"module produced schema {self.schema}, expected {schema}")
 
-    def __enter__(self) -> "Decoder":
+    def __enter__(self) -> Decoder:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -326,7 +339,9 @@ class Decoder:
 
     def _instance(self) -> _Instance:
         if self._inst is None:
-            inst = self._guard(lambda: _Instance(self._rt, self._module, self._memory_limit, self._ticks()), None)
+            inst = self._guard(
+                lambda: _Instance(self._rt, self._module, self._memory_limit, self._ticks()), None
+            )
             try:
                 self._guard(lambda: inst.call("pg_init", self._config), inst)
             except DecoderError:
@@ -338,7 +353,7 @@ class Decoder:
     def _ticks(self) -> int:
         return max(1, int(self._timeout / _TICK) + 1)
 
-    def _guard(self, fn, inst: Optional[_Instance]):
+    def _guard(self, fn, inst: _Instance | None):
         """Runs fn under the time limit, mapping traps to DecoderErrors."""
         if inst is not None:
             inst.store.set_epoch_deadline(self._ticks())
@@ -358,7 +373,7 @@ class Decoder:
             if inst is not None:
                 inst.store.set_epoch_deadline(1 << 62)
 
-    def _crash(self, inst: Optional[_Instance], msg: str) -> DecoderError:
+    def _crash(self, inst: _Instance | None, msg: str) -> DecoderError:
         tail = inst.stderr_head() if inst is not None else ""
         if inst is not None and inst.memory is not None:
             used = inst.memory.data_len(inst.store)
@@ -369,7 +384,7 @@ class Decoder:
         return DecoderCrash(msg + (f": {tail}" if tail else ""))
 
     def decode(
-        self, payloads: Union[pa.Array, pa.ChunkedArray, Sequence[bytes]]
+        self, payloads: pa.Array | pa.ChunkedArray | Iterable[bytes]
     ) -> tuple[pa.RecordBatch, pa.Array]:
         """Decodes one batch. Returns the decoded rows and a utf8 array of
         per-row errors (null for rows that decoded)."""

@@ -29,7 +29,7 @@ def _sample(n: int, start: int) -> pa.RecordBatch:
     })
 
 
-def run(messages: int = 10_000, spark: bool = True) -> int:
+def run(messages: int = 4_000, spark: bool = True) -> int:
     t0 = time.monotonic()
     with Emulator() as emu:
         print(f"[1/4] embedded emulator on {emu.host_port}", flush=True)
@@ -44,7 +44,9 @@ def run(messages: int = 10_000, spark: bool = True) -> int:
 
         batches = []
         t_read = time.monotonic()
-        with Subscriber(subscription=SUB, emulator_host=emu.host_port, max_outstanding_messages=5000) as sub:
+        # pstest hands each stream one message per 10 ms tick: use several streams.
+        with Subscriber(subscription=SUB, emulator_host=emu.host_port, streams=8,
+                        max_outstanding_messages=5000) as sub:
             rows, deadline = 0, time.monotonic() + 120
             half = messages // 2 if spark else messages
             while rows < half and time.monotonic() < deadline:
@@ -83,6 +85,7 @@ def _spark_read(host_port: str, want: int) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             df = (spark.readStream.format("pubsub-go").option("subscriptionId", SUB)
                   .option("emulatorHost", host_port).option("numPartitions", "2")
+                  .option("streamsPerPartition", "4").option("maxWaitTimeMs", "500")
                   .option("batchLogLocation", f"{tmp}/log").load())
             q = (df.selectExpr("CAST(payload AS STRING) AS payload", "attributes['parity'] AS parity")
                  .writeStream.format("memory").queryName("demo").trigger(availableNow=True)

@@ -1,5 +1,7 @@
 """Fixtures for the decoder tests: the .wasm modules are built from source
-with the local Go toolchain (wasm-decoders/build.sh) once per session."""
+with the local Go toolchain (wasm-decoders/build.sh) once per session, into
+a temporary folder, so the tests exercise the current guest code with the
+installed pubsub_go package's host."""
 
 import os
 import shutil
@@ -11,13 +13,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 WASM_SRC = ROOT / "wasm-decoders"
-WASM_OUT = ROOT / "python" / "pubsub_go" / "wasm"
 
-# The package under test and this folder's helpers (vectorlib), whatever
-# pytest's import mode.
-for _p in (ROOT / "python", Path(__file__).resolve().parent):
-    if str(_p) not in sys.path:
-        sys.path.insert(0, str(_p))
+# This folder's helpers (vectorlib), whatever pytest's import mode.
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def _go() -> str:
@@ -28,11 +27,12 @@ def _go() -> str:
 
 
 @pytest.fixture(scope="session")
-def builtin_wasm() -> Path:
-    """Builds json.wasm and avro.wasm into the package's wasm/ folder."""
+def builtin_wasm(tmp_path_factory) -> Path:
+    """Builds json.wasm and avro.wasm from source; returns their folder."""
     _go()
-    subprocess.run(["bash", str(WASM_SRC / "build.sh")], check=True, timeout=600)
-    return WASM_OUT
+    out = tmp_path_factory.mktemp("wasm-builtins")
+    subprocess.run(["bash", str(WASM_SRC / "build.sh"), str(out)], check=True, timeout=600)
+    return out
 
 
 def build_guest(pkg: str, out_dir: Path) -> Path:
@@ -41,7 +41,10 @@ def build_guest(pkg: str, out_dir: Path) -> Path:
     env = dict(os.environ, GOOS="wasip1", GOARCH="wasm")
     subprocess.run(
         [_go(), "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", str(out), "./" + pkg],
-        cwd=WASM_SRC, env=env, check=True, timeout=600,
+        cwd=WASM_SRC,
+        env=env,
+        check=True,
+        timeout=600,
     )
     return out
 

@@ -23,7 +23,7 @@ Run: python3 tests/decoders/make_vectors.py
 
 import io
 import json
-from datetime import datetime, timezone, date
+from datetime import date, datetime, timezone
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parent / "vectors"
@@ -53,9 +53,17 @@ def write(name, vec):
 
 def json_vectors():
     scalars = [
-        F("i8", "int8"), F("i16", "int16"), F("i32", "int32"), F("i64", "int64"),
-        F("f32", "float32"), F("f64", "float64"), F("b", "bool"), F("s", "string"),
-        F("bin", "binary"), F("d", "date32"), F("dec", "decimal(10,2)"),
+        F("i8", "int8"),
+        F("i16", "int16"),
+        F("i32", "int32"),
+        F("i64", "int64"),
+        F("f32", "float32"),
+        F("f64", "float64"),
+        F("b", "bool"),
+        F("s", "string"),
+        F("bin", "binary"),
+        F("d", "date32"),
+        F("dec", "decimal(10,2)"),
         F("ts", "timestamp[us,UTC]"),
     ]
     rows, payloads = [], []
@@ -66,17 +74,30 @@ def json_vectors():
         r.update(vals)
         rows.append(r)
 
-    add('{"i8": -128, "i16": 32767, "i32": -2147483648, "i64": 9223372036854775807, "f32": 1.5, "f64": -2.25e-3,'
+    add(
+        '{"i8": -128, "i16": 32767, "i32": -2147483648, "i64": 9223372036854775807,'
+        ' "f32": 1.5, "f64": -2.25e-3,'
         ' "b": true, "s": "héllo \\"q\\" \\u00e9\\ud83d\\ude00", "bin": "aGVsbG8=", "d": "2024-02-29",'
         ' "dec": 12.345, "ts": "2024-01-02T03:04:05Z"}',
-        i8=-128, i16=32767, i32=-2147483648, i64=9223372036854775807, f32=1.5, f64=-0.00225, b=True,
-        s='héllo "q" é😀', bin="68656c6c6f", d="2024-02-29", dec="12.35", ts=us("2024-01-02T03:04:05+00:00"))
+        i8=-128,
+        i16=32767,
+        i32=-2147483648,
+        i64=9223372036854775807,
+        f32=1.5,
+        f64=-0.00225,
+        b=True,
+        s='héllo "q" é😀',
+        bin="68656c6c6f",
+        d="2024-02-29",
+        dec="12.35",
+        ts=us("2024-01-02T03:04:05+00:00"),
+    )
     # Missing, null and unknown members; whitespace everywhere.
     add(' { "i32" : 7 , "unknown": {"deep": [1, {"x": null}]}, "s": null, "b": false } ', i32=7, b=False)
     # A repeated member: the last one wins.
     add('{"i64": 1, "i64": 2, "s": "a", "s": "b"}', i64=2, s="b")
     # Single-quoted strings (Spark allows them by default).
-    add("{'s': 'it''s', 'i16': 5}" .replace("it''s", "it\\'s"), s="it's", i16=5)
+    add("{'s': 'it''s', 'i16': 5}".replace("it''s", "it\\'s"), s="it's", i16=5)
     # Non-string values in a string column keep their JSON text (Jackson).
     add('{"s": {"a": [1, 2.50, "x\\n", true, null], "b": {}}}', s='{"a":[1,2.5,"x\\n",true,null],"b":{}}')
     add('{"s": 12}', s="12")
@@ -104,15 +125,30 @@ def json_vectors():
     add('{"ts": 1700000000}', ts=1700000000 * 1_000_000)
     add('{"ts": "1960-06-01T00:00:00-05:00"}', ts=us("1960-06-01T00:00:00-05:00"))
     add('{"bin": ""}', bin="")
-    write("json_scalars", {
-        "description": "JSON scalars: Spark from_json semantics for valid records",
-        "format": "json", "schema": scalars, "options": {}, "payloads": payloads,
-        "expected": rows, "errors": [None] * len(rows),
-    })
+    write(
+        "json_scalars",
+        {
+            "description": "JSON scalars: Spark from_json semantics for valid records",
+            "format": "json",
+            "schema": scalars,
+            "options": {},
+            "payloads": payloads,
+            "expected": rows,
+            "errors": [None] * len(rows),
+        },
+    )
 
     nested = [
         F("id", "int64", False),
-        F("user", {"struct": [F("name", "string"), F("address", {"struct": [F("city", "string"), F("zip", "int32")]})]}),
+        F(
+            "user",
+            {
+                "struct": [
+                    F("name", "string"),
+                    F("address", {"struct": [F("city", "string"), F("zip", "int32")]}),
+                ]
+            },
+        ),
         F("items", {"list": {"struct": [F("sku", "string"), F("qty", "int32"), F("price", "decimal(8,3)")]}}),
         F("attrs", {"map": ["string", {"list": "int64"}]}),
         F("matrix", {"list": {"list": "float64"}}),
@@ -126,25 +162,46 @@ def json_vectors():
         r.update(vals)
         rows.append(r)
 
-    addn('{"id": 1, "user": {"name": "ann", "address": {"city": "Oslo", "zip": 150}},'
-         ' "items": [{"sku": "a", "qty": 2, "price": 1.5}, {"sku": "b", "qty": null}],'
-         ' "attrs": {"x": [1, 2], "y": [], "z": null}, "matrix": [[1, 2.5], [], null, [null]],'
-         ' "seen": ["2024-01-01T00:00:00.123Z", null]}',
-         id=1, user={"name": "ann", "address": {"city": "Oslo", "zip": 150}},
-         items=[{"sku": "a", "qty": 2, "price": "1.500"}, {"sku": "b", "qty": None, "price": None}],
-         attrs=[["x", [1, 2]], ["y", []], ["z", None]], matrix=[[1.0, 2.5], [], None, [None]],
-         seen=[us("2024-01-01T00:00:00.123+00:00") // 1000, None])
+    addn(
+        '{"id": 1, "user": {"name": "ann", "address": {"city": "Oslo", "zip": 150}},'
+        ' "items": [{"sku": "a", "qty": 2, "price": 1.5}, {"sku": "b", "qty": null}],'
+        ' "attrs": {"x": [1, 2], "y": [], "z": null}, "matrix": [[1, 2.5], [], null, [null]],'
+        ' "seen": ["2024-01-01T00:00:00.123Z", null]}',
+        id=1,
+        user={"name": "ann", "address": {"city": "Oslo", "zip": 150}},
+        items=[{"sku": "a", "qty": 2, "price": "1.500"}, {"sku": "b", "qty": None, "price": None}],
+        attrs=[["x", [1, 2]], ["y", []], ["z", None]],
+        matrix=[[1.0, 2.5], [], None, [None]],
+        seen=[us("2024-01-01T00:00:00.123+00:00") // 1000, None],
+    )
     addn('{"id": 2, "user": null, "items": [], "attrs": {}}', id=2, items=[], attrs=[])
-    addn('{"id": 3, "user": {"address": {}}, "attrs": {"k": [5], "k": [6]}}',
-         id=3, user={"name": None, "address": {"city": None, "zip": None}}, attrs=[["k", [5]], ["k", [6]]])
+    addn(
+        '{"id": 3, "user": {"address": {}}, "attrs": {"k": [5], "k": [6]}}',
+        id=3,
+        user={"name": None, "address": {"city": None, "zip": None}},
+        attrs=[["k", [5]], ["k", [6]]],
+    )
     addn('{"user": {"name": "dup", "name": "last"}, "id": 4}', id=4, user={"name": "last", "address": None})
-    write("json_nested", {
-        "description": "JSON nested structs, lists, maps",
-        "format": "json", "schema": nested, "options": {}, "payloads": payloads,
-        "expected": rows, "errors": [None] * len(rows),
-    })
+    write(
+        "json_nested",
+        {
+            "description": "JSON nested structs, lists, maps",
+            "format": "json",
+            "schema": nested,
+            "options": {},
+            "payloads": payloads,
+            "expected": rows,
+            "errors": [None] * len(rows),
+        },
+    )
 
-    schema = [F("a", "int32"), F("b", "string"), F("c", {"list": "int32"}), F("d", "date32"), F("e", "decimal(4,1)")]
+    schema = [
+        F("a", "int32"),
+        F("b", "string"),
+        F("c", {"list": "int32"}),
+        F("d", "date32"),
+        F("e", "decimal(4,1)"),
+    ]
     cases = [
         ('{"a": 1}', {"a": 1}, None),
         ("not json", None, "expected a JSON object"),
@@ -153,7 +210,7 @@ def json_vectors():
         ('{"a": "1"}', None, "a: expected an integer"),
         ('{"a": 2147483648}', None, "out of range for int32"),
         ('{"c": [1, "x"]}', None, "c[1]: expected an integer"),
-        ('{"d": "2024-02-30"}', None, 'invalid date'),
+        ('{"d": "2024-02-30"}', None, "invalid date"),
         ('{"e": 1234.5}', None, "does not fit decimal(4, 1)"),
         ('[{"a": 1}]', None, "expected a JSON object"),
         ('{"a": 1} {"a": 2}', None, "after the JSON value"),
@@ -170,11 +227,18 @@ def json_vectors():
         r = null_row(schema)
         r.update(vals or {})
         rows.append(r)
-    write("json_errors", {
-        "description": "Malformed records: a null row and a per-record error, never a batch failure",
-        "format": "json", "schema": schema, "options": {},
-        "payloads": [c[0] for c in cases], "expected": rows, "errors": [c[2] for c in cases],
-    })
+    write(
+        "json_errors",
+        {
+            "description": "Malformed records: a null row and a per-record error, never a batch failure",
+            "format": "json",
+            "schema": schema,
+            "options": {},
+            "payloads": [c[0] for c in cases],
+            "expected": rows,
+            "errors": [c[2] for c in cases],
+        },
+    )
 
     schema = [F("ts", "timestamp[us,UTC]"), F("ntz", "timestamp[us]"), F("sec", "timestamp[s,UTC]")]
     payloads = [
@@ -182,15 +246,25 @@ def json_vectors():
         '{"ts": "2024-06-01T12:00:00Z", "ntz": "2024-06-01 12:00:00.5"}',
     ]
     rows = [
-        {"ts": us("2024-06-01T12:00:00+02:00"), "ntz": us("2024-06-01T12:00:00"),
-         "sec": us("2024-06-01T12:00:00+02:00") // 1_000_000},
+        {
+            "ts": us("2024-06-01T12:00:00+02:00"),
+            "ntz": us("2024-06-01T12:00:00"),
+            "sec": us("2024-06-01T12:00:00+02:00") // 1_000_000,
+        },
         {"ts": us("2024-06-01T12:00:00+00:00"), "ntz": us("2024-06-01T12:00:00.5"), "sec": None},
     ]
-    write("json_timezone", {
-        "description": "The timezone option applies to zone-less strings of tz-aware columns",
-        "format": "json", "schema": schema, "options": {"timezone": "+02:00"}, "payloads": payloads,
-        "expected": rows, "errors": [None, None],
-    })
+    write(
+        "json_timezone",
+        {
+            "description": "The timezone option applies to zone-less strings of tz-aware columns",
+            "format": "json",
+            "schema": schema,
+            "options": {"timezone": "+02:00"},
+            "payloads": payloads,
+            "expected": rows,
+            "errors": [None, None],
+        },
+    )
 
 
 def avro_vectors():
@@ -205,11 +279,13 @@ def avro_vectors():
             out.append(buf.getvalue().hex())
         return out
 
-    from decimal import Decimal
     import uuid
+    from decimal import Decimal
 
     prim = {
-        "type": "record", "name": "Prim", "namespace": "t",
+        "type": "record",
+        "name": "Prim",
+        "namespace": "t",
         "fields": [
             {"name": "b", "type": "boolean"},
             {"name": "i", "type": "int"},
@@ -223,8 +299,17 @@ def avro_vectors():
             {"name": "tus", "type": {"type": "long", "logicalType": "timestamp-micros"}},
             {"name": "lts", "type": {"type": "long", "logicalType": "local-timestamp-micros"}},
             {"name": "dec", "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2}},
-            {"name": "fdec", "type": {"type": "fixed", "name": "F8", "size": 8, "logicalType": "decimal",
-                                      "precision": 12, "scale": 4}},
+            {
+                "name": "fdec",
+                "type": {
+                    "type": "fixed",
+                    "name": "F8",
+                    "size": 8,
+                    "logicalType": "decimal",
+                    "precision": 12,
+                    "scale": 4,
+                },
+            },
             {"name": "u", "type": {"type": "string", "logicalType": "uuid"}},
             {"name": "color", "type": {"type": "enum", "name": "Color", "symbols": ["RED", "GREEN", "BLUE"]}},
             {"name": "fx", "type": {"type": "fixed", "name": "Three", "size": 3}},
@@ -234,100 +319,269 @@ def avro_vectors():
     }
     uid = uuid.UUID("12345678-1234-5678-1234-567812345678")
     recs = [
-        {"b": True, "i": -7, "l": 1 << 40, "f": 0.5, "d": -1.25, "s": "héllo", "by": b"\x00\xff",
-         "day": date(2024, 2, 29), "tms": datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=timezone.utc),
-         "tus": datetime(1969, 7, 20, 20, 17, 40, 1, tzinfo=timezone.utc),
-         "lts": datetime(2024, 1, 2, 3, 4, 5, 6), "dec": Decimal("-1234567.89"), "fdec": Decimal("12345678.9012"),
-         "u": str(uid), "color": "BLUE", "fx": b"abc", "skipped": ["x", "yy"], "n": None},
-        {"b": False, "i": 2147483647, "l": -(1 << 63), "f": float("inf"), "d": float("nan"), "s": "",
-         "by": b"", "day": date(1900, 1, 1), "tms": datetime(1970, 1, 1, tzinfo=timezone.utc),
-         "tus": datetime(2262, 4, 11, tzinfo=timezone.utc), "lts": datetime(1970, 1, 1),
-         "dec": Decimal("0.00"), "fdec": Decimal("-0.0001"), "u": str(uid), "color": "RED", "fx": b"\x00\x01\x02",
-         "skipped": [], "n": None},
+        {
+            "b": True,
+            "i": -7,
+            "l": 1 << 40,
+            "f": 0.5,
+            "d": -1.25,
+            "s": "héllo",
+            "by": b"\x00\xff",
+            "day": date(2024, 2, 29),
+            "tms": datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=timezone.utc),
+            "tus": datetime(1969, 7, 20, 20, 17, 40, 1, tzinfo=timezone.utc),
+            "lts": datetime(2024, 1, 2, 3, 4, 5, 6),
+            "dec": Decimal("-1234567.89"),
+            "fdec": Decimal("12345678.9012"),
+            "u": str(uid),
+            "color": "BLUE",
+            "fx": b"abc",
+            "skipped": ["x", "yy"],
+            "n": None,
+        },
+        {
+            "b": False,
+            "i": 2147483647,
+            "l": -(1 << 63),
+            "f": float("inf"),
+            "d": float("nan"),
+            "s": "",
+            "by": b"",
+            "day": date(1900, 1, 1),
+            "tms": datetime(1970, 1, 1, tzinfo=timezone.utc),
+            "tus": datetime(2262, 4, 11, tzinfo=timezone.utc),
+            "lts": datetime(1970, 1, 1),
+            "dec": Decimal("0.00"),
+            "fdec": Decimal("-0.0001"),
+            "u": str(uid),
+            "color": "RED",
+            "fx": b"\x00\x01\x02",
+            "skipped": [],
+            "n": None,
+        },
     ]
     target = [
-        F("b", "bool", False), F("i", "int32", False), F("l", "int64", False), F("f", "float32", False),
-        F("d", "float64", False), F("s", "string", False), F("by", "binary", False), F("day", "date32", False),
-        F("tms", "timestamp[us,UTC]", False), F("tus", "timestamp[us,UTC]", False), F("lts", "timestamp[us]", False),
-        F("dec", "decimal(9,2)", False), F("fdec", "decimal(12,4)", False), F("u", "string", False),
-        F("color", "string", False), F("fx", "binary", False), F("n", "null"),
+        F("b", "bool", False),
+        F("i", "int32", False),
+        F("l", "int64", False),
+        F("f", "float32", False),
+        F("d", "float64", False),
+        F("s", "string", False),
+        F("by", "binary", False),
+        F("day", "date32", False),
+        F("tms", "timestamp[us,UTC]", False),
+        F("tus", "timestamp[us,UTC]", False),
+        F("lts", "timestamp[us]", False),
+        F("dec", "decimal(9,2)", False),
+        F("fdec", "decimal(12,4)", False),
+        F("u", "string", False),
+        F("color", "string", False),
+        F("fx", "binary", False),
+        F("n", "null"),
         F("extra", "string"),
     ]
     expected = [
-        {"b": True, "i": -7, "l": 1 << 40, "f": 0.5, "d": -1.25, "s": "héllo", "by": "00ff", "day": "2024-02-29",
-         "tms": us("2024-01-02T03:04:05.678+00:00"), "tus": us("1969-07-20T20:17:40.000001+00:00"),
-         "lts": us("2024-01-02T03:04:05.000006"), "dec": "-1234567.89", "fdec": "12345678.9012",
-         "u": str(uid), "color": "BLUE", "fx": "616263", "n": None, "extra": None},
-        {"b": False, "i": 2147483647, "l": -(1 << 63), "f": "Infinity", "d": "NaN", "s": "", "by": "",
-         "day": "1900-01-01", "tms": 0, "tus": us("2262-04-11T00:00:00+00:00"), "lts": 0,
-         "dec": "0.00", "fdec": "-0.0001", "u": str(uid), "color": "RED", "fx": "000102", "n": None, "extra": None},
+        {
+            "b": True,
+            "i": -7,
+            "l": 1 << 40,
+            "f": 0.5,
+            "d": -1.25,
+            "s": "héllo",
+            "by": "00ff",
+            "day": "2024-02-29",
+            "tms": us("2024-01-02T03:04:05.678+00:00"),
+            "tus": us("1969-07-20T20:17:40.000001+00:00"),
+            "lts": us("2024-01-02T03:04:05.000006"),
+            "dec": "-1234567.89",
+            "fdec": "12345678.9012",
+            "u": str(uid),
+            "color": "BLUE",
+            "fx": "616263",
+            "n": None,
+            "extra": None,
+        },
+        {
+            "b": False,
+            "i": 2147483647,
+            "l": -(1 << 63),
+            "f": "Infinity",
+            "d": "NaN",
+            "s": "",
+            "by": "",
+            "day": "1900-01-01",
+            "tms": 0,
+            "tus": us("2262-04-11T00:00:00+00:00"),
+            "lts": 0,
+            "dec": "0.00",
+            "fdec": "-0.0001",
+            "u": str(uid),
+            "color": "RED",
+            "fx": "000102",
+            "n": None,
+            "extra": None,
+        },
     ]
-    write("avro_primitives", {
-        "description": "Avro primitives and logical types into an explicit target schema "
-                       "(fields matched by name; 'skipped' is read past, 'extra' is null)",
-        "format": "avro", "schema": target, "options": {"avro_schema": json.dumps(prim)},
-        "payloads_hex": enc(prim, recs), "expected": expected, "errors": [None, None],
-    })
+    write(
+        "avro_primitives",
+        {
+            "description": "Avro primitives and logical types into an explicit target schema "
+            "(fields matched by name; 'skipped' is read past, 'extra' is null)",
+            "format": "avro",
+            "schema": target,
+            "options": {"avro_schema": json.dumps(prim)},
+            "payloads_hex": enc(prim, recs),
+            "expected": expected,
+            "errors": [None, None],
+        },
+    )
 
     nested = {
-        "type": "record", "name": "Order", "namespace": "shop",
+        "type": "record",
+        "name": "Order",
+        "namespace": "shop",
         "fields": [
             {"name": "id", "type": "long"},
-            {"name": "customer", "type": ["null", {"type": "record", "name": "Customer", "fields": [
-                {"name": "name", "type": "string"},
-                {"name": "tags", "type": {"type": "array", "items": "string"}}]}]},
-            {"name": "lines", "type": {"type": "array", "items": {"type": "record", "name": "Line", "fields": [
-                {"name": "sku", "type": "string"},
-                {"name": "qty", "type": ["int", "long"]},
-                {"name": "note", "type": ["null", "string"], "default": None}]}}},
+            {
+                "name": "customer",
+                "type": [
+                    "null",
+                    {
+                        "type": "record",
+                        "name": "Customer",
+                        "fields": [
+                            {"name": "name", "type": "string"},
+                            {"name": "tags", "type": {"type": "array", "items": "string"}},
+                        ],
+                    },
+                ],
+            },
+            {
+                "name": "lines",
+                "type": {
+                    "type": "array",
+                    "items": {
+                        "type": "record",
+                        "name": "Line",
+                        "fields": [
+                            {"name": "sku", "type": "string"},
+                            {"name": "qty", "type": ["int", "long"]},
+                            {"name": "note", "type": ["null", "string"], "default": None},
+                        ],
+                    },
+                },
+            },
             {"name": "props", "type": {"type": "map", "values": ["null", "double"]}},
             {"name": "choice", "type": ["null", "string", "int", "Customer"]},
             {"name": "scores", "type": {"type": "array", "items": ["float", "double"]}},
         ],
     }
     recs = [
-        {"id": 1, "customer": {"name": "ann", "tags": ["a", "b"]},
-         "lines": [{"sku": "x", "qty": 2, "note": None}, {"sku": "y", "qty": 1 << 40, "note": "big"}],
-         "props": {"p": 1.5, "q": None}, "choice": "text", "scores": [1.5, 2.25]},
+        {
+            "id": 1,
+            "customer": {"name": "ann", "tags": ["a", "b"]},
+            "lines": [{"sku": "x", "qty": 2, "note": None}, {"sku": "y", "qty": 1 << 40, "note": "big"}],
+            "props": {"p": 1.5, "q": None},
+            "choice": "text",
+            "scores": [1.5, 2.25],
+        },
         {"id": -2, "customer": None, "lines": [], "props": {}, "choice": 42, "scores": []},
-        {"id": 3, "customer": {"name": "", "tags": []}, "lines": [{"sku": "z", "qty": -1, "note": None}],
-         "props": {"z": 0.0}, "choice": None, "scores": [0.5]},
-        {"id": 4, "customer": None, "lines": [], "props": {}, "choice": {"name": "c", "tags": ["t"]}, "scores": []},
+        {
+            "id": 3,
+            "customer": {"name": "", "tags": []},
+            "lines": [{"sku": "z", "qty": -1, "note": None}],
+            "props": {"z": 0.0},
+            "choice": None,
+            "scores": [0.5],
+        },
+        {
+            "id": 4,
+            "customer": None,
+            "lines": [],
+            "props": {},
+            "choice": {"name": "c", "tags": ["t"]},
+            "scores": [],
+        },
     ]
-    customer = {"struct": [F("name", "string", False),
-                           F("tags", {"list": "string", "item": "element", "item_nullable": False}, False)]}
+    customer = {
+        "struct": [
+            F("name", "string", False),
+            F("tags", {"list": "string", "item": "element", "item_nullable": False}, False),
+        ]
+    }
     derived = [
         F("id", "int64", False),
         F("customer", customer),
-        F("lines", {"list": {"struct": [F("sku", "string", False), F("qty", "int64", False), F("note", "string")]},
-                    "item": "element", "item_nullable": False}, False),
+        F(
+            "lines",
+            {
+                "list": {
+                    "struct": [F("sku", "string", False), F("qty", "int64", False), F("note", "string")]
+                },
+                "item": "element",
+                "item_nullable": False,
+            },
+            False,
+        ),
         F("props", {"map": ["string", "float64"]}, False),
         F("choice", {"struct": [F("member0", "string"), F("member1", "int32"), F("member2", customer)]}),
         F("scores", {"list": "float64", "item": "element", "item_nullable": False}, False),
     ]
     expected = [
-        {"id": 1, "customer": {"name": "ann", "tags": ["a", "b"]},
-         "lines": [{"sku": "x", "qty": 2, "note": None}, {"sku": "y", "qty": 1 << 40, "note": "big"}],
-         "props": [["p", 1.5], ["q", None]], "choice": {"member0": "text", "member1": None, "member2": None},
-         "scores": [1.5, 2.25]},
-        {"id": -2, "customer": None, "lines": [], "props": [],
-         "choice": {"member0": None, "member1": 42, "member2": None}, "scores": []},
-        {"id": 3, "customer": {"name": "", "tags": []}, "lines": [{"sku": "z", "qty": -1, "note": None}],
-         "props": [["z", 0.0]], "choice": None, "scores": [0.5]},
-        {"id": 4, "customer": None, "lines": [], "props": [],
-         "choice": {"member0": None, "member1": None, "member2": {"name": "c", "tags": ["t"]}}, "scores": []},
+        {
+            "id": 1,
+            "customer": {"name": "ann", "tags": ["a", "b"]},
+            "lines": [{"sku": "x", "qty": 2, "note": None}, {"sku": "y", "qty": 1 << 40, "note": "big"}],
+            "props": [["p", 1.5], ["q", None]],
+            "choice": {"member0": "text", "member1": None, "member2": None},
+            "scores": [1.5, 2.25],
+        },
+        {
+            "id": -2,
+            "customer": None,
+            "lines": [],
+            "props": [],
+            "choice": {"member0": None, "member1": 42, "member2": None},
+            "scores": [],
+        },
+        {
+            "id": 3,
+            "customer": {"name": "", "tags": []},
+            "lines": [{"sku": "z", "qty": -1, "note": None}],
+            "props": [["z", 0.0]],
+            "choice": None,
+            "scores": [0.5],
+        },
+        {
+            "id": 4,
+            "customer": None,
+            "lines": [],
+            "props": [],
+            "choice": {"member0": None, "member1": None, "member2": {"name": "c", "tags": ["t"]}},
+            "scores": [],
+        },
     ]
     hexes = enc(nested, recs)
-    write("avro_nested", {
-        "description": "Avro records, arrays, maps and unions with the schema derived as Spark's "
-                       "SchemaConverters does (union of several types -> struct of memberN)",
-        "format": "avro", "schema": None, "expected_schema": derived,
-        "options": {"avro_schema": json.dumps(nested)},
-        "payloads_hex": hexes, "expected": expected, "errors": [None] * len(recs),
-    })
+    write(
+        "avro_nested",
+        {
+            "description": "Avro records, arrays, maps and unions with the schema derived as Spark's "
+            "SchemaConverters does (union of several types -> struct of memberN)",
+            "format": "avro",
+            "schema": None,
+            "expected_schema": derived,
+            "options": {"avro_schema": json.dumps(nested)},
+            "payloads_hex": hexes,
+            "expected": expected,
+            "errors": [None] * len(recs),
+        },
+    )
 
-    small = {"type": "record", "name": "S", "fields": [
-        {"name": "a", "type": "int"}, {"name": "s", "type": ["null", "string"]}]}
+    small = {
+        "type": "record",
+        "name": "S",
+        "fields": [{"name": "a", "type": "int"}, {"name": "s", "type": ["null", "string"]}],
+    }
     good = enc(small, [{"a": 5, "s": "ok"}])[0]
     cases = [
         (good, {"a": -3, "s": "ok"} if False else {"a": 5, "s": "ok"}, None),
@@ -340,13 +594,18 @@ def avro_vectors():
         ("0a00", {"a": 5, "s": None}, None),
     ]
     schema = [F("a", "int32", False), F("s", "string")]
-    write("avro_errors", {
-        "description": "Malformed Avro datums: a null row and a per-record error",
-        "format": "avro", "schema": schema, "options": {"avro_schema": json.dumps(small)},
-        "payloads_hex": [c[0] for c in cases],
-        "expected": [dict(null_row(schema), **(c[1] or {})) for c in cases],
-        "errors": [c[2] for c in cases],
-    })
+    write(
+        "avro_errors",
+        {
+            "description": "Malformed Avro datums: a null row and a per-record error",
+            "format": "avro",
+            "schema": schema,
+            "options": {"avro_schema": json.dumps(small)},
+            "payloads_hex": [c[0] for c in cases],
+            "expected": [dict(null_row(schema), **(c[1] or {})) for c in cases],
+            "errors": [c[2] for c in cases],
+        },
+    )
 
 
 if __name__ == "__main__":

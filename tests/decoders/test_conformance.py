@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-
 from vectorlib import all_vectors, load, payloads, rows, schema_of
 
 from pubsub_go.decoders import Decoder
@@ -18,7 +17,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def decode_vector(vec: dict, wasm_dir):
     schema = schema_of(vec["schema"]) if vec.get("schema") is not None else None
-    with Decoder(str(wasm_dir / f"{vec['format']}.wasm"), schema, vec.get("options") or {}, timeout=60) as dec:
+    with Decoder(
+        str(wasm_dir / f"{vec['format']}.wasm"), schema, vec.get("options") or {}, timeout=60
+    ) as dec:
         if vec.get("expected_schema") is not None:
             assert dec.schema.equals(schema_of(vec["expected_schema"])), dec.schema
         return dec.decode(payloads(vec))
@@ -31,7 +32,7 @@ def test_vector_python_host(path, builtin_wasm):
     batch.validate(full=True)
     assert batch.num_rows == len(vec["expected"])
     got = rows(batch)
-    for i, (g, want, err_want) in enumerate(zip(got, vec["expected"], vec["errors"])):
+    for i, (g, want, err_want) in enumerate(zip(got, vec["expected"], vec["errors"], strict=True)):
         assert g == want, f"row {i}"
         err = errors[i].as_py()
         if err_want is None:
@@ -51,7 +52,10 @@ def go_results(builtin_wasm, tmp_path_factory):
     env = dict(os.environ, PUBSUB_GO_CONFORMANCE_OUT=str(out), PUBSUB_GO_WASM_DIR=str(builtin_wasm))
     subprocess.run(
         [go, "test", "-count=1", "-run", "^TestConformanceVectors$", "./go/internal/decode"],
-        cwd=ROOT, env=env, check=True, timeout=600,
+        cwd=ROOT,
+        env=env,
+        check=True,
+        timeout=600,
     )
     return out
 
@@ -67,4 +71,6 @@ def test_go_and_python_hosts_agree(path, builtin_wasm, go_results):
     go = go.to_batches()[0] if go.num_rows else pa.RecordBatch.from_pylist([], schema=go.schema)
     assert go.schema.equals(py.schema, check_metadata=True), f"{go.schema}\n!=\n{py.schema}"
     # Compared through Python values (repr, so that NaN equals NaN).
-    assert repr(go.to_pylist()) == repr(py.to_pylist()), f"Go host:\n{go.to_pylist()}\nPython host:\n{py.to_pylist()}"
+    assert repr(go.to_pylist()) == repr(py.to_pylist()), (
+        f"Go host:\n{go.to_pylist()}\nPython host:\n{py.to_pylist()}"
+    )

@@ -1,6 +1,8 @@
 """The wasmtime host (pubsub_go.decoders): API, inputs, and the sandbox."""
 
 import json
+import subprocess
+import sys
 import time
 
 import pyarrow as pa
@@ -8,30 +10,42 @@ import pytest
 import wasmtime
 
 from pubsub_go.decoders import (
-    Decoder, DecoderCrash, DecoderError, DecoderMemoryError, DecoderTimeout, builtin_path,
+    Decoder,
+    DecoderCrash,
+    DecoderError,
+    DecoderMemoryError,
+    DecoderTimeout,
+    builtin_path,
 )
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 
 
-def test_builtin_path(builtin_wasm):
-    assert builtin_path("json") == builtin_wasm.resolve() / "json.wasm"
-    assert builtin_path("avro").is_file()
+def test_builtin_names_resolve_to_the_shipped_modules():
+    for name in ("json", "avro"):
+        assert builtin_path(name).name == f"{name}.wasm" and builtin_path(name).is_file()
+    with Decoder("json", SCHEMA) as dec:
+        batch, _ = dec.decode([b'{"id": 9}'])
+    assert batch.column(0).to_pylist() == [9]
     with pytest.raises(ValueError, match="unknown built-in"):
         builtin_path("xml")
 
 
-@pytest.mark.parametrize("make", [
-    lambda p: p,
-    lambda p: pa.array(p, pa.binary()),
-    lambda p: pa.array([x.decode() for x in p], pa.string()),
-    lambda p: pa.array(p, pa.large_binary()),
-    lambda p: pa.chunked_array([pa.array(p[:1], pa.binary()), pa.array(p[1:], pa.binary())]),
-    lambda p: pa.array([b"junk"] + p, pa.binary()).slice(1),
-], ids=["list", "binary", "string", "large_binary", "chunked", "sliced"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda p: p,
+        lambda p: pa.array(p, pa.binary()),
+        lambda p: pa.array([x.decode() for x in p], pa.string()),
+        lambda p: pa.array(p, pa.large_binary()),
+        lambda p: pa.chunked_array([pa.array(p[:1], pa.binary()), pa.array(p[1:], pa.binary())]),
+        lambda p: pa.array([b"junk"] + p, pa.binary()).slice(1),
+    ],
+    ids=["list", "binary", "string", "large_binary", "chunked", "sliced"],
+)
 def test_payload_inputs(builtin_wasm, make):
     payloads = [b'{"id": 1, "name": "a"}', b"{bad", b'{"id": 3}']
-    with Decoder("json", SCHEMA) as dec:
+    with Decoder(builtin_wasm / "json.wasm", SCHEMA) as dec:
         batch, errors = dec.decode(make(payloads))
     assert batch.schema.equals(SCHEMA)
     assert batch.to_pylist() == [{"id": 1, "name": "a"}, {"id": None, "name": None}, {"id": 3, "name": None}]
@@ -40,19 +54,20 @@ def test_payload_inputs(builtin_wasm, make):
 
 
 def test_null_payloads_decode_as_empty(builtin_wasm):
-    with Decoder("json", SCHEMA) as dec:
+    with Decoder(builtin_wasm / "json.wasm", SCHEMA) as dec:
         batch, errors = dec.decode(pa.array([b'{"id": 1}', None], pa.binary()))
     assert batch.column(0).to_pylist() == [1, None]
     assert errors.null_count == 2
 
 
 def test_config_errors(builtin_wasm):
+    json_wasm, avro_wasm = builtin_wasm / "json.wasm", builtin_wasm / "avro.wasm"
     with pytest.raises(DecoderError, match="target schema"):
-        Decoder("json")
+        Decoder(json_wasm)
     with pytest.raises(DecoderError, match='unknown option "nope"'):
-        Decoder("json", SCHEMA, {"nope": "1"})
+        Decoder(json_wasm, SCHEMA, {"nope": "1"})
     with pytest.raises(DecoderError, match="avro_schema is required"):
-        Decoder("avro", SCHEMA)
+        Decoder(avro_wasm, SCHEMA)
     with pytest.raises(DecoderError, match="invalid WebAssembly module"):
         Decoder(b"\0asm garbage")
     with pytest.raises(DecoderError, match="does not export pg_abi_version, pg_alloc"):
@@ -60,25 +75,36 @@ def test_config_errors(builtin_wasm):
 
 
 def test_avro_schema_derived(builtin_wasm):
-    avro = {"type": "record", "name": "R", "fields": [
-        {"name": "a", "type": ["null", "long"]}, {"name": "t", "type": {"type": "long", "logicalType": "timestamp-millis"}}]}
-    with Decoder("avro", options={"avro_schema": json.dumps(avro)}) as dec:
-        assert dec.schema == pa.schema([pa.field("a", pa.int64()), pa.field("t", pa.timestamp("us", "UTC"), nullable=False)])
-        batch, errors = dec.decode([bytes([2, 4, 0xd0, 0x0f])])  # a=2, t=1000 ms
+    avro = {
+        "type": "record",
+        "name": "R",
+        "fields": [
+            {"name": "a", "type": ["null", "long"]},
+            {"name": "t", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        ],
+    }
+    with Decoder(builtin_wasm / "avro.wasm", options={"avro_schema": json.dumps(avro)}) as dec:
+        assert dec.schema == pa.schema(
+            [pa.field("a", pa.int64()), pa.field("t", pa.timestamp("us", "UTC"), nullable=False)]
+        )
+        batch, errors = dec.decode([bytes([2, 4, 0xD0, 0x0F])])  # a=2, t=1000 ms
     assert batch.to_pylist()[0]["a"] == 2
     assert batch.column(1)[0].value == 1_000_000
     assert errors.null_count == 1
 
 
 def test_closed_decoder(builtin_wasm):
-    dec = Decoder("json", SCHEMA)
+    dec = Decoder(builtin_wasm / "json.wasm", SCHEMA)
     dec.close()
     with pytest.raises(DecoderError, match="closed"):
         dec.decode([b"{}"])
 
 
 def test_vpcflow_example(vpcflow_wasm):
-    line = b"2 123456789010 eni-1235b8ca123456789 172.31.16.139 172.31.16.21 20641 22 6 20 4249 1418530010 1418530070 ACCEPT OK"
+    line = (
+        b"2 123456789010 eni-1235b8ca123456789 172.31.16.139 172.31.16.21"
+        b" 20641 22 6 20 4249 1418530010 1418530070 ACCEPT OK"
+    )
     with Decoder(vpcflow_wasm) as dec:
         batch, errors = dec.decode([line, b"short line"])
     row = batch.to_pylist()[0]
@@ -150,3 +176,17 @@ def test_no_ambient_authority(hostile_wasm):
     with Decoder(hostile_wasm) as dec:
         batch, _ = dec.decode([b"probe"])
     assert batch.column(0)[0].as_py() == "env=0 args=0 file=true dir=true"
+
+
+def test_does_not_load_the_native_library(builtin_wasm):
+    """The Python host runs modules itself: the Go library stays unloaded."""
+    code = (
+        "import sys, pyarrow as pa\n"
+        "from pubsub_go.decoders import Decoder\n"
+        f"d = Decoder({str(builtin_wasm / 'json.wasm')!r}, pa.schema([('a', pa.int64())]))\n"
+        "assert d.decode([b'{\"a\": 1}'])[0].column(0).to_pylist() == [1]\n"
+        "maps = open('/proc/self/maps').read()\n"
+        "assert 'libpubsubgo' not in maps, 'libpubsubgo is loaded'\n"
+        "assert 'pubsub_go._native' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300)

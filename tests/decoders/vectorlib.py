@@ -11,9 +11,17 @@ import pyarrow as pa
 VECTORS = Path(__file__).resolve().parent / "vectors"
 
 _SIMPLE = {
-    "int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
-    "float32": pa.float32(), "float64": pa.float64(), "bool": pa.bool_(), "string": pa.string(),
-    "binary": pa.binary(), "date32": pa.date32(), "null": pa.null(),
+    "int8": pa.int8(),
+    "int16": pa.int16(),
+    "int32": pa.int32(),
+    "int64": pa.int64(),
+    "float32": pa.float32(),
+    "float64": pa.float64(),
+    "bool": pa.bool_(),
+    "string": pa.string(),
+    "binary": pa.binary(),
+    "date32": pa.date32(),
+    "null": pa.null(),
 }
 
 
