@@ -53,6 +53,15 @@ func guard(errOut **C.char, f func() error) (rc C.int) {
 var grpcPrefix = regexp.MustCompile(`rpc error: code = \w+ desc = `)
 
 func setErr(errOut **C.char, code codes.Code, msg string) C.int {
+	if errOut != nil {
+		*errOut = C.CString(errorText(code, msg))
+	}
+	return C.int(code)
+}
+
+// errorText is what callers see: the canonical code name, then the message
+// without gRPC's "rpc error: code = ... desc =" noise.
+func errorText(code codes.Code, msg string) string {
 	msg = grpcPrefix.ReplaceAllString(msg, "")
 	name := codeNames[code]
 	if name == "" {
@@ -61,10 +70,7 @@ func setErr(errOut **C.char, code codes.Code, msg string) C.int {
 	if !strings.HasPrefix(msg, name) {
 		msg = name + ": " + msg
 	}
-	if errOut != nil {
-		*errOut = C.CString(msg)
-	}
-	return C.int(code)
+	return msg
 }
 
 func setString(out **C.char, s string) {
