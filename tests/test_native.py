@@ -4,7 +4,6 @@ Google's official emulator, with Google's own Python client as the peer."""
 from __future__ import annotations
 
 import datetime as dt
-import os
 import subprocess
 import sys
 import time
@@ -13,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 import pubsub_go
-from pubsub_go.client import Publisher, Subscriber
+from pubsub_go.client import Subscriber
 
 RAW_FIELDS = ["message_id", "publish_time", "attributes", "payload", "ordering_key", "delivery_attempt"]
 

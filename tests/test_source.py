@@ -204,15 +204,16 @@ def test_python_worker_killed_mid_task_loses_nothing(google, emulator, tmp_path,
 
 def test_auto_registration_needs_no_register_call(emulator, tmp_path):
     """PySpark registers pyspark_pubsub_go.DefaultSource by itself."""
+    tests_dir = str(Path(__file__).resolve().parent)
     code = (
-        "import sys; sys.path.insert(0, %r)\n"
+        f"import sys; sys.path.insert(0, {tests_dir!r})\n"
         "from sparkutil import spark_session\n"
         "s = spark_session(app='autoreg')\n"
         "df = s.readStream.format('pubsub-go').option('subscriptionId', 'projects/p/subscriptions/s')"
-        ".option('emulatorHost', %r).load()\n"
+        f".option('emulatorHost', {emulator.host_port!r}).load()\n"
         "print('COLUMNS', ','.join(df.columns))\n"
         "s.stop()\n"
-    ) % (str(Path(__file__).resolve().parent), emulator.host_port)
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert "COLUMNS message_id,publish_time,attributes,payload,ordering_key,delivery_attempt" in out.stdout, (
         out.stdout[-2000:] + out.stderr[-3000:])

@@ -88,7 +88,7 @@ class BatchLog:
             {STATS_KEY: json.dumps(stats).encode()})
         tmp = f"{final}.tmp-{uuid.uuid4().hex}"
         with self.fs.open_output_stream(tmp) as f, ipc.new_file(f, out_schema) as w:
-            for b, a in zip(batches, ack_ids):
+            for b, a in zip(batches, ack_ids, strict=True):
                 w.write_batch(pa.RecordBatch.from_arrays([*b.columns, a], schema=out_schema))
         return self._publish(tmp, final)
 
