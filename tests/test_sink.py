@@ -383,7 +383,7 @@ def test_emulator_killed_mid_write_loses_nothing_after_restart(spark, fresh_emul
        duplicates allowed, loss not) with the same id attribute, so a
        consumer can drop them.
     """
-    from conftest import GoogleClients
+    from google_peer import GoogleClients
 
     monkeypatch.setenv("PUBSUB_EMULATOR_HOST", os.environ.get("PUBSUB_EMULATOR_HOST", ""))  # restored after
     g = GoogleClients(fresh_emulator.host_port)

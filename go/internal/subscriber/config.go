@@ -38,6 +38,9 @@ type Config struct {
 	// NoPull opens no stream: the subscriber only acks, nacks and modacks
 	// ack ids pulled elsewhere (the Spark driver acking on commit).
 	NoPull bool `json:"no_pull"`
+	// Decoder, if set, decodes payloads in Next (schema mode, decoding.go).
+	// Ignored with NoPull.
+	Decoder *DecoderConfig `json:"decoder,omitempty"`
 }
 
 // Defaults and bounds of Config.
@@ -81,6 +84,9 @@ func (c *Config) Validate() error {
 		if err != nil {
 			return err
 		}
+	}
+	if c.Decoder != nil && !c.NoPull {
+		return c.Decoder.validate()
 	}
 	return nil
 }

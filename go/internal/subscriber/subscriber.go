@@ -43,6 +43,7 @@ type Subscriber struct {
 	fc     *flowController
 	res    *reservoir
 	seen   *seenSet
+	dec    *decoding // schema mode; nil for raw batches
 	stats  counters
 
 	closing     chan struct{}      // closed by Close: streams half-close and drain
@@ -60,8 +61,9 @@ type Subscriber struct {
 	closeErr  error
 }
 
-// Batch is one Next result: rows in the raw schema and their ack ids in
-// the same order. The caller releases both (or calls Release).
+// Batch is one Next result: rows in the raw schema (in schema mode: the
+// decoded columns, the raw ones and DecodeErrorColumn) and their ack ids
+// in the same order. The caller releases both (or calls Release).
 type Batch struct {
 	Record arrow.RecordBatch
 	AckIDs *array.String
@@ -104,13 +106,23 @@ func open(ctx context.Context, cfg Config, mem memory.Allocator, tune func(*sett
 			option.WithGRPCDialOption(grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 5 * time.Minute})))
 	}
 	opts = append(opts, extra...)
+	var dec *decoding
+	if cfg.Decoder != nil && !cfg.NoPull {
+		// Before any pulling: a module that does not load fails Open.
+		var err error
+		if dec, err = newDecoding(ctx, cfg.Decoder, mem); err != nil {
+			return nil, err
+		}
+	}
 	client, err := vkit.NewSubscriptionAdminClient(ctx, opts...)
 	if err != nil {
+		dec.close()
 		// The connection itself is made lazily; what fails here is finding
 		// or loading credentials.
 		return nil, conn.Errorf(codes.Unauthenticated, "creating the Pub/Sub client for %s: %v", endpoint(cfg.Options), err)
 	}
 	if err := verify(ctx, client, &cfg, &set); err != nil {
+		dec.close()
 		client.Close()
 		return nil, err
 	}
@@ -131,6 +143,7 @@ func open(ctx context.Context, cfg Config, mem memory.Allocator, tune func(*sett
 		fc:      fc,
 		res:     newReservoir(fc),
 		seen:    newSeenSet(set.seenCapacity),
+		dec:     dec,
 		closing: make(chan struct{}),
 	}
 	// The subscriber outlives Open's context; Close ends it.
@@ -228,7 +241,7 @@ func (s *Subscriber) Next(ctx context.Context, maxRows int, wait time.Duration) 
 			return nil, err
 		}
 		if wake == nil {
-			return s.build(msgs), nil
+			return s.decode(ctx, s.build(msgs))
 		}
 		select {
 		case <-wake:
@@ -251,6 +264,33 @@ func (s *Subscriber) build(msgs []*pb.ReceivedMessage) *Batch {
 	rec, ids := b.NewBatch()
 	s.stats.handedOut.Add(int64(len(msgs)))
 	return &Batch{Record: rec, AckIDs: ids}
+}
+
+// decode runs the schema-mode stage on a built batch. A batch that fails
+// as a whole (the decoder hit a limit or crashed) is nacked, so its
+// messages come back at once instead of after their lease.
+func (s *Subscriber) decode(ctx context.Context, b *Batch) (*Batch, error) {
+	if s.dec == nil {
+		return b, nil
+	}
+	defer b.Record.Release()
+	rec, nerr, err := s.dec.apply(ctx, b.Record)
+	if err != nil {
+		defer b.AckIDs.Release()
+		ids := make([]string, b.AckIDs.Len())
+		for i := range ids {
+			ids[i] = b.AckIDs.Value(i)
+		}
+		first := b.Record.Column(rawbatch.ColMessageID).(*array.String).Value(0)
+		what := fmt.Sprintf("decoding a batch of %d messages (the first is message_id %s)", len(ids), first)
+		note := "the batch was nacked for redelivery"
+		if nackErr := s.Nack(ids); nackErr != nil {
+			note = fmt.Sprintf("nacking the batch failed too: %v", nackErr)
+		}
+		return nil, decodeStatus(err, s.dec.cfg, what, note)
+	}
+	s.stats.decodeErrors.Add(int64(nerr))
+	return &Batch{Record: rec, AckIDs: b.AckIDs}, nil
 }
 
 // rpc runs f unless the subscriber is closed; Close waits for it.
@@ -365,6 +405,7 @@ func (s *Subscriber) Close() error {
 		if err := s.client.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close: %w", err))
 		}
+		s.dec.close()
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr

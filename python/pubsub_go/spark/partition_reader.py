@@ -16,9 +16,11 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..client import Subscriber, SubscriberConfig
+from ..client import Publisher, PublisherConfig, Subscriber, SubscriberConfig
+from ..errors import PubSubError
 from .batchlog import BatchLog
 from .options import SourceOptions
+from .schema_mode import SchemaPlan, dead_letter_batch, error_rows, fail_message, limit_hint
 
 log = logging.getLogger("pubsub_go.source")
 
@@ -35,7 +37,10 @@ class PubSubPartition:
     cutoff_us: int  # AvailableNow: hand out only messages published at or before this; 0: none
 
 
-def subscriber_config(opts: SourceOptions, pull: bool = True) -> SubscriberConfig:
+def subscriber_config(opts: SourceOptions, pull: bool = True, plan: SchemaPlan | None = None) -> SubscriberConfig:
+    extra: dict = {"no_pull": True} if not pull else {}
+    if pull and plan is not None:
+        extra["decoder"] = plan.decoder_config()
     return SubscriberConfig(
         subscription=opts.subscription,
         emulator_host=opts.emulator_host,
@@ -45,11 +50,12 @@ def subscriber_config(opts: SourceOptions, pull: bool = True) -> SubscriberConfi
         batch_size=opts.batch_size,
         max_wait_ms=opts.max_wait_ms,
         ack_deadline_seconds=opts.ack_deadline_seconds,
-        extra={} if pull else {"no_pull": True},
+        extra=extra,
     )
 
 
-def read_partition(opts: SourceOptions, part: PubSubPartition) -> Iterator[pa.RecordBatch]:
+def read_partition(opts: SourceOptions, part: PubSubPartition, plan: SchemaPlan | None = None
+                   ) -> Iterator[pa.RecordBatch]:
     batch_log = BatchLog(opts.batch_log_location)
     entry = batch_log.read(part.gen, part.batch, part.index)
     if entry is not None:
@@ -58,7 +64,7 @@ def read_partition(opts: SourceOptions, part: PubSubPartition) -> Iterator[pa.Re
             _renew_leases(opts, entry.ack_ids)
         yield from entry.data.to_batches(max_chunksize=opts.batch_size)
         return
-    yield from _pull_and_record(opts, part, batch_log)
+    yield from _pull_and_record(opts, part, batch_log, plan)
 
 
 def _renew_leases(opts: SourceOptions, ack_ids: pa.Array) -> None:
@@ -69,12 +75,15 @@ def _renew_leases(opts: SourceOptions, ack_ids: pa.Array) -> None:
         log.warning("could not renew leases of a replayed batch: %s", e)
 
 
-def _pull_and_record(opts: SourceOptions, part: PubSubPartition, batch_log: BatchLog) -> Iterator[pa.RecordBatch]:
-    sub = Subscriber(subscriber_config(opts))
+def _pull_and_record(opts: SourceOptions, part: PubSubPartition, batch_log: BatchLog,
+                     plan: SchemaPlan | None) -> Iterator[pa.RecordBatch]:
+    sub = Subscriber(subscriber_config(opts, plan=plan))
+    dlq = _DeadLetters(opts, plan) if plan is not None else None
     try:
-        batches, acks, schema, drained = _pull(sub, opts, part)
+        batches, acks, schema, drained = _pull(sub, opts, part, plan, dlq)
         all_acks = pa.concat_arrays(acks) if acks else pa.array([], pa.string())
-        stats = {**sub.stats(), "rows": int(len(all_acks)), "drained": drained}
+        stats = {**sub.stats(), "rows": int(len(all_acks)), "drained": drained,
+                 "dead_lettered": dlq.count if dlq else 0}
         if not batch_log.write_once(part.gen, part.batch, part.index, batches, acks, schema, stats):
             # Another attempt of this task won: its entry is the batch.
             if len(all_acks):
@@ -93,40 +102,104 @@ def _pull_and_record(opts: SourceOptions, part: PubSubPartition, batch_log: Batc
                 sub.ack(all_acks)
     finally:
         sub.close()  # nacks whatever was pulled but not handed out
+        if dlq:
+            dlq.close()
     yield from batches
 
 
-def _pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition
-          ) -> tuple[list[pa.RecordBatch], list[pa.Array], pa.Schema, bool]:
+def _pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: SchemaPlan | None,
+          dlq: _DeadLetters | None) -> tuple[list[pa.RecordBatch], list[pa.Array], pa.Schema, bool]:
     batches: list[pa.RecordBatch] = []
     acks: list[pa.Array] = []
     rows = nbytes = 0
     drained = False
-    schema: pa.Schema | None = None
+    schema: pa.Schema | None = plan.output if plan else None
     deadline = time.monotonic() + opts.max_batch_duration_ms / 1000
     cutoff = pa.scalar(part.cutoff_us, pa.timestamp("us", tz="UTC")) if part.cutoff_us else None
-    while True:
-        want = min(opts.batch_size, part.max_rows - rows)
-        if want <= 0:
-            break
-        b, a = sub.next_batch(max_rows=want, wait_ms=opts.max_wait_ms)
-        schema = b.schema
-        full = b.num_rows >= want
-        if cutoff is not None and b.num_rows:
-            keep = pc.less_equal(b.column("publish_time"), cutoff)
-            late = a.filter(pc.invert(keep))
-            if len(late):
-                sub.nack(late)  # published after AvailableNow started: not this query's run
-            b, a = b.filter(keep), a.filter(keep)
-        if b.num_rows:
-            batches.append(b)
-            acks.append(a)
-            rows += b.num_rows
-            nbytes += b.nbytes
-        if not full:
-            drained = True  # the backlog is empty for now: end the task, keep latency low
-            break
-        if time.monotonic() >= deadline or (part.max_bytes and nbytes >= part.max_bytes):
-            break
+    try:
+        while True:
+            want = min(opts.batch_size, part.max_rows - rows)
+            if want <= 0:
+                break
+            try:
+                b, a = sub.next_batch(max_rows=want, wait_ms=opts.max_wait_ms)
+            except PubSubError as e:
+                hint = limit_hint(plan.decode, e) if plan else ""
+                if hint:
+                    raise type(e)(e.code, e.message + hint) from None
+                raise
+            full = b.num_rows >= want
+            if cutoff is not None and b.num_rows:
+                keep = pc.less_equal(b.column("publish_time"), cutoff)
+                late = a.filter(pc.invert(keep))
+                if len(late):
+                    sub.nack(late)  # published after AvailableNow started: not this query's run
+                b, a = b.filter(keep), a.filter(keep)
+            if plan is not None:
+                b, a = _handle_decode_errors(sub, opts, plan, dlq, b, a)
+                b = plan.project(b)
+            schema = b.schema
+            if b.num_rows:
+                batches.append(b)
+                acks.append(a)
+                rows += b.num_rows
+                nbytes += b.nbytes
+            if not full:
+                drained = True  # the backlog is empty for now: end the task, keep latency low
+                break
+            if time.monotonic() >= deadline or (part.max_bytes and nbytes >= part.max_bytes):
+                break
+    except BaseException:
+        # The task fails: hand back at once what it took, rather than after the lease.
+        if acks:
+            try:
+                sub.nack(pa.concat_arrays(acks))
+            except Exception as e:
+                log.warning("nacking the messages of a failed task: %s", e)
+        raise
     assert schema is not None
     return batches, acks, schema, drained
+
+
+def _handle_decode_errors(sub: Subscriber, opts: SourceOptions, plan: SchemaPlan, dlq: _DeadLetters | None,
+                          b: pa.RecordBatch, a: pa.Array) -> tuple[pa.RecordBatch, pa.Array]:
+    """Applies onDecodeError to the rows that failed to decode."""
+    bad = error_rows(b)
+    if bad is None or plan.decode.on_error == "column":
+        return b, a
+    if plan.decode.on_error == "fail":
+        msg = fail_message(b, bad, opts.subscription)
+        sub.nack(a)
+        raise DecodeFailedError(msg)
+    assert dlq is not None
+    dlq.publish(b, bad)  # returns once Pub/Sub has them
+    sub.ack(a.filter(bad))
+    good = pc.invert(bad)
+    return b.filter(good), a.filter(good)
+
+
+class DecodeFailedError(RuntimeError):
+    """onDecodeError=fail: a record failed to decode."""
+
+
+class _DeadLetters:
+    """Publishes payloads that failed to decode to deadLetterTopicId."""
+
+    def __init__(self, opts: SourceOptions, plan: SchemaPlan) -> None:
+        self.opts, self.plan = opts, plan
+        self.count = 0
+        self._pub: Publisher | None = None
+
+    def publish(self, batch: pa.RecordBatch, bad: pa.Array) -> None:
+        if self._pub is None:
+            self._pub = Publisher(PublisherConfig(topic=self.plan.decode.dead_letter_topic,
+                                                  emulator_host=self.opts.emulator_host,
+                                                  credentials=self.opts.credentials))
+        out = dead_letter_batch(batch, bad, self.opts.subscription)
+        self._pub.publish(out)
+        self._pub.flush(timeout_ms=60_000)
+        self.count += out.num_rows
+
+    def close(self) -> None:
+        if self._pub is not None:
+            self._pub.close()

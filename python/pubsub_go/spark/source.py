@@ -25,13 +25,16 @@ from pyspark.sql.streaming.datasource import (
     ReadMaxRows,
     SupportsTriggerAvailableNow,
 )
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StructField, StructType
 
 from .batchlog import BatchLog
 from .options import RAW_SCHEMA_DDL, OptionError, SourceOptions
 from .partition_reader import PubSubPartition, read_partition, subscriber_config
+from .schema_mode import METADATA, SchemaPlan, derive_schema
 
 log = logging.getLogger("pubsub_go.source")
+
+RAW_SCHEMA = StructType([StructField(n, t, True) for n, t in METADATA.items()])
 
 
 class PubSubInputPartition(InputPartition):
@@ -47,10 +50,15 @@ class PubSubDataSource(DataSource):
     def name(cls) -> str:
         return "pubsub-go"
 
-    def schema(self) -> str:
+    def schema(self) -> str | StructType:
+        # Called at load() without a .schema(); with one, PySpark skips it
+        # and streamReader validates at query start, still before any task.
         opts = {k.lower(): v for k, v in self.options.items()}
-        if "topicid" not in opts:  # reading: validate before any data moves
-            SourceOptions.parse(self.options)
+        if "topicid" in opts:
+            return RAW_SCHEMA_DDL  # writing
+        parsed = SourceOptions.parse(self.options)
+        if parsed.decode is not None:
+            return derive_schema(parsed.decode)
         return RAW_SCHEMA_DDL
 
     def streamReader(self, schema: StructType) -> PubSubStreamReader:
@@ -78,13 +86,21 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         self.opts = SourceOptions.parse(options)
+        self.plan: SchemaPlan | None = None
+        if self.opts.decode is not None:
+            self.plan = SchemaPlan.build(self.opts.decode, schema)
+        elif schema != RAW_SCHEMA:
+            raise OptionError("a .schema(...) other than the raw schema needs schema mode: set option format "
+                              "(json or avro) or decoder (a .wasm module) to decode payloads into it")
         self._driver: _DriverState | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"opts": self.opts, "_driver": None}
+        return {"opts": self.opts, "plan": self.plan, "_driver": None}
 
     def _state(self) -> _DriverState:
         if self._driver is None:
+            if self.plan is not None:
+                self.plan.check_on_driver()
             self._driver = _DriverState(self.opts)
         return self._driver
 
@@ -147,7 +163,7 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, PubSubInputPartition)
-        return read_partition(self.opts, partition.spec)
+        return read_partition(self.opts, partition.spec, self.plan)
 
     # -- commit protocol ------------------------------------------------------
     def commit(self, end: dict) -> None:
@@ -180,7 +196,8 @@ class _DriverState:
         self.committed: tuple[str, int] | None = None
         self.summaries: dict[tuple[str, int], dict[str, Any]] = {}
         self.metrics = {"pulled": 0, "rows": 0, "acked": 0, "nacked": 0, "leaseExtensions": 0,
-                        "redeliveries": 0, "pendingAcks": 0, "ackFailures": 0}
+                        "redeliveries": 0, "pendingAcks": 0, "ackFailures": 0, "decodeErrors": 0,
+                        "deadLettered": 0}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._keeper = threading.Thread(target=self._keep_leases, name="pubsub-go-lease-keeper", daemon=True)
@@ -223,6 +240,8 @@ class _DriverState:
                     self.metrics["nacked"] += int(s.get("nacked", 0))
                     self.metrics["leaseExtensions"] += int(s.get("extended", 0))
                     self.metrics["redeliveries"] += int(s.get("redeliveries", 0))
+                    self.metrics["decodeErrors"] += int(s.get("decode_errors", 0))
+                    self.metrics["deadLettered"] += int(s.get("dead_lettered", 0))
                 self.log.remove_batch(gen, batch)
                 self.summaries.pop((gen, batch), None)
             self.committed = (gen, upto)

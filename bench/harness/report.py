@@ -1,0 +1,328 @@
+"""bench/results.md: the headline (ratios against the targets), one table
+per section, the commands and the machine. Every figure is the median
+over the repeated runs with [min–max]."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .stats import Spread, fmt, fmt_ratio, ratio
+
+DP_NAMES = {"pubsub-go": "pubsub-go Subscriber -> pyarrow",
+            "google-python": "Google Python client (streaming)",
+            "google-go": "Google Go client (Receive)"}
+E2E_NAMES = {"pubsub-go": "pubsub-go source (tuned options)",
+             "pubsub-go-defaults": "pubsub-go source (default options)",
+             "plain-python": "plain Python Data Source on google-cloud-pubsub",
+             "ceiling": "ceiling: in-memory Arrow source"}
+WRITE_NAMES = {"spark-sink": "pubsub-go Spark sink (writeStream)",
+               "spark-ceiling": "Spark ceiling (same source -> noop)",
+               "pubsub-go-publisher": "pubsub-go Publisher, no Spark", "google-python": "Google Python publisher",
+               "google-go": "Google Go publisher"}
+
+
+def _spread(rows: list[dict], key: str, **match) -> Spread | None:
+    return Spread.of([r[key] for r in rows if all(r.get(k) == v for k, v in match.items())
+                      and "error" not in r and r.get(key) is not None])
+
+
+def _errors(rows: list[dict], **match) -> list[str]:
+    return [r["error"] for r in rows if "error" in r and all(r.get(k) == v for k, v in match.items())]
+
+
+def _verdict(r: float | None, target: float, below: bool = False) -> str:
+    if r is None:
+        return "not measured"
+    ok = r < target if below else r >= target
+    return "**met**" if ok else "**missed**"
+
+
+def _size(b: int) -> str:
+    return f"{b // 1024} KB" if b >= 1024 else f"{b} B"
+
+
+class Report:
+    def __init__(self, res: dict) -> None:
+        self.r = res
+        self.lines: list[str] = []
+
+    def add(self, *ls: str) -> None:
+        self.lines.extend(ls)
+
+    def table(self, head: list[str], rows: list[list[str]]) -> None:
+        self.add("| " + " | ".join(head) + " |", "|" + "---|" * len(head))
+        for row in rows:
+            self.add("| " + " | ".join(row) + " |")
+        self.add("")
+
+    # -- headline -------------------------------------------------------------
+    def headline(self) -> None:
+        dp, e2e, wr = self.r.get("dataplane", []), self.r.get("spark", []), self.r.get("write", [])
+        ho, mem = self.r.get("handoff", {}), self.r.get("memory", {})
+        rows: list[list[str]] = []
+        pg = _spread(dp, "msgs_per_sec", client="pubsub-go", payload=1024)
+        gpy = _spread(dp, "msgs_per_sec", client="google-python", payload=1024)
+        r1 = ratio(pg, gpy)
+        rows.append(["Data plane 1 KB, msgs/s: pubsub-go / Google Python client", f"{fmt(pg)} / {fmt(gpy)}",
+                     fmt_ratio(r1), "≥ 5x", _verdict(r1, 5)])
+        pgc = _spread(dp, "per_core", client="pubsub-go", payload=1024)
+        gpc = _spread(dp, "per_core", client="google-python", payload=1024)
+        rows.append(["Data plane 1 KB, msgs/s per core: pubsub-go / Google Python client",
+                     f"{fmt(pgc)} / {fmt(gpc)}", fmt_ratio(ratio(pgc, gpc)), "(info)", ""])
+        ggc = _spread(dp, "per_core", client="google-go", payload=1024)
+        r2 = ratio(pgc, ggc)
+        rows.append(["Data plane 1 KB, msgs/s per core: pubsub-go / Google Go client", f"{fmt(pgc)} / {fmt(ggc)}",
+                     fmt_ratio(r2), "≥ 1.2x", _verdict(r2, 1.2)])
+        ggo = _spread(dp, "msgs_per_sec", client="google-go", payload=1024)
+        rows.append(["Data plane 1 KB, msgs/s: pubsub-go / Google Go client", f"{fmt(pg)} / {fmt(ggo)}",
+                     fmt_ratio(ratio(pg, ggo)), "(info)", ""])
+        s_pg = _spread(e2e, "rows_per_sec", source="pubsub-go", payload=1024)
+        s_def = _spread(e2e, "rows_per_sec", source="pubsub-go-defaults", payload=1024)
+        s_plain = _spread(e2e, "rows_per_sec", source="plain-python", payload=1024)
+        s_ceil = _spread(e2e, "rows_per_sec", source="ceiling", payload=1024)
+        r3, r4 = ratio(s_pg, s_plain), ratio(s_pg, s_ceil)
+        rows.append(["Spark e2e 1 KB, rows/s: pubsub-go (tuned) / plain Python Data Source",
+                     f"{fmt(s_pg)} / {fmt(s_plain)}", fmt_ratio(r3), "≥ 20x", _verdict(r3, 20)])
+        rows.append(["Spark e2e 1 KB, rows/s: pubsub-go (tuned) / Spark ceiling", f"{fmt(s_pg)} / {fmt(s_ceil)}",
+                     fmt_ratio(r4), "≥ 0.5x", _verdict(r4, 0.5)])
+        r3d = ratio(s_def, s_plain)
+        rows.append(["Spark e2e 1 KB, rows/s: pubsub-go (default options) / plain Python Data Source",
+                     f"{fmt(s_def)} / {fmt(s_plain)}", fmt_ratio(r3d), "≥ 20x", _verdict(r3d, 20)])
+        p99 = self._handoff_spread(ho, 1024, "1000", "p99_us")
+        v = p99.median if p99 else None
+        rows.append(["Hand-off, 1000-row batch of 1 KB messages, next_batch p99", fmt(p99, " µs"),
+                     "", "< 50 µs", _verdict(v, 50, below=True)])
+        w_sink = _spread(wr, "msgs_per_sec", client="spark-sink")
+        w_pub = _spread(wr, "msgs_per_sec", client="pubsub-go-publisher")
+        w_py = _spread(wr, "msgs_per_sec", client="google-python")
+        w_go = _spread(wr, "msgs_per_sec", client="google-go")
+        w_ceil = _spread(wr, "msgs_per_sec", client="spark-ceiling")
+        r5 = ratio(w_sink, w_py)
+        rows.append(["Write 1 KB, msgs/s: pubsub-go Spark sink / Google Python publisher",
+                     f"{fmt(w_sink)} / {fmt(w_py)}", fmt_ratio(r5), "≥ 10x", _verdict(r5, 10)])
+        r6 = ratio(w_pub, w_py)
+        rows.append(["Write 1 KB, msgs/s: pubsub-go Publisher (no Spark) / Google Python publisher",
+                     f"{fmt(w_pub)} / {fmt(w_py)}", fmt_ratio(r6), "≥ 10x", _verdict(r6, 10)])
+        rows.append(["Write 1 KB, msgs/s: pubsub-go Publisher (no Spark) / Google Go publisher",
+                     f"{fmt(w_pub)} / {fmt(w_go)}", fmt_ratio(ratio(w_pub, w_go)), "(info)", ""])
+        rows.append(["Write 1 KB, msgs/s: pubsub-go Spark sink / Spark ceiling (same source -> noop)",
+                     f"{fmt(w_sink)} / {fmt(w_ceil)}", fmt_ratio(ratio(w_sink, w_ceil)), "(info)", ""])
+        if mem.get("slope_mb_per_min") is not None:
+            rows.append([f"Memory: RSS drift of the pull loop over {mem['seconds'] / 60:.0f} min",
+                         f"{mem['rss_start_mb']:.0f} -> {mem['rss_end_mb']:.0f} MB", "",
+                         "flat", f"{mem['slope_mb_per_min']:+.2f} MB/min"])
+        self.add("## Headline", "")
+        self.table(["comparison (median [min–max] over runs)", "project / peer", "ratio", "target", "verdict"], rows)
+
+    @staticmethod
+    def _handoff_spread(ho: dict, payload: int, rows: str, key: str) -> Spread | None:
+        return Spread.of([p["next_batch"][rows][key] for p in ho.get("peer", [])
+                          if p["payload"] == payload and rows in p["next_batch"]])
+
+    # -- sections -------------------------------------------------------------
+    def dataplane(self, pngs: list[str]) -> None:
+        dp = self.r.get("dataplane", [])
+        self.add("## 1. Data plane, no Spark", "",
+                 "Each consumer runs in its own process against the same load server (synthetic messages "
+                 "with 2 attributes, one StreamingPull stream, flow control 10,000 messages / 1 GB for all), "
+                 "acks every message, and counts a fixed window after a warm-up. *cores* = the consumer "
+                 "process's user+system CPU seconds / wall seconds over the window (getrusage); "
+                 "*per core* = msgs/s / cores. Peak RSS is the process's maximum resident set (wait4).", "")
+        for size in sorted({r["payload"] for r in dp}):
+            rows = []
+            for c, name in DP_NAMES.items():
+                m = dict(client=c, payload=size)
+                rows.append([name, fmt(_spread(dp, "msgs_per_sec", **m)), fmt(_spread(dp, "cores", **m)),
+                             fmt(_spread(dp, "per_core", **m)), fmt(_spread(dp, "mb_per_sec", **m)),
+                             fmt(_spread(dp, "max_rss_mb", **m), " MB")])
+            self.add(f"**{_size(size)} payloads**", "")
+            self.table(["client", "msgs/s", "cores", "msgs/s per core", "MB/s", "peak RSS"], rows)
+        for p in pngs:
+            self.add(f"![{p}]({p})", "")
+
+    def spark(self) -> None:
+        e2e = self.r.get("spark", [])
+        self.add("## 2. Spark end to end (readStream -> noop sink, local[2])", "",
+                 "rows/s = sum of `numInputRows` of the micro-batches that started after the warm-up / time "
+                 "from the first one's start to the last one's end (query progress). 2 partitions each. "
+                 "pubsub-go tuned: `" + ", ".join(f"{k}={v}" for k, v in self.r.get("spark_tuned", {}).items())
+                 + "`; defaults: only subscriptionId, emulatorHost, numPartitions=2, batchLogLocation. The plain "
+                 "source (bench/peers/plain_source.py) pulls 1000 messages per synchronous Pull, yields tuples and "
+                 "acks after yielding, up to 100,000 rows or 2 s per task. The ceiling "
+                 "(bench/peers/arrow_source.py) yields a ready-made 1000-row Arrow batch of the raw schema "
+                 "100 times per task. Peak Python RSS: the largest Python process under the Spark JVM "
+                 "(executor workers, source runner), sampled every 0.5 s with psutil.", "")
+        for size in sorted({r["payload"] for r in e2e}):
+            rows = []
+            for s, name in E2E_NAMES.items():
+                m = dict(source=s, payload=size)
+                errs = _errors(e2e, **m)
+                rows.append([name, fmt(_spread(e2e, "rows_per_sec", **m)), fmt(_spread(e2e, "rows_per_batch", **m)),
+                             fmt(_spread(e2e, "peak_python_rss_mb", **m), " MB"),
+                             f"{len(errs)} failed: {errs[0][:200]}" if errs else ""])
+            self.add(f"**{_size(size)} payloads**", "")
+            self.table(["source", "rows/s", "rows per micro-batch", "peak Python worker RSS", "notes"], rows)
+
+    def write(self) -> None:
+        wr = self.r.get("write", [])
+        self.add("## 3. Write, 1 KB messages (payload only) to the load server", "",
+                 "Spark rows: the in-memory Arrow source (payload column, 2 x 100,000 rows per micro-batch) "
+                 "into the pubsub-go sink, measured from query progress like section 2; the same source into "
+                 "noop is the Spark ceiling. Peers: N messages published, timed until every one is "
+                 "acknowledged by the server. *server count* = messages the load server counted during the run "
+                 "(for the Spark sink: the whole query, warm-up included).", "")
+        rows = []
+        for c, name in WRITE_NAMES.items():
+            errs = _errors(wr, client=c)
+            rows.append([name, fmt(_spread(wr, "msgs_per_sec", client=c)), fmt(_spread(wr, "cores", client=c)),
+                         fmt(_spread(wr, "per_core", client=c)),
+                         fmt(_spread(wr, "server_published", client=c)) if c != "spark-ceiling" else "—",
+                         fmt(_spread(wr, "max_rss_mb", client=c), " MB"),
+                         f"{len(errs)} failed: {errs[0][:200]}" if errs else ""])
+        self.table(["writer", "msgs/s", "cores", "msgs/s per core", "server count", "peak RSS", "notes"], rows)
+
+    def handoff(self) -> None:
+        ho = self.r.get("handoff", {})
+        self.add("## 4. Hand-off: one batch from Go to Python", "",
+                 "`Subscriber.next_batch(rows)` timed on messages already buffered: the subscriber is filled to "
+                 "its flow-control limit (5 batches), so nothing arrives during the timed calls, then drained "
+                 "batch by batch (bench/peers/pghandoff.py). This is the whole call: taking the messages, "
+                 "building the Arrow batch in C memory in Go, exporting it and the ack ids through the C Data "
+                 "Interface and importing both into pyarrow. *pyarrow import* times only the import of an "
+                 "identical exported batch + ack ids (the Python-side floor); *native call* is `stats()`, a "
+                 "call that moves no Arrow data.", "")
+        rows = []
+        for size in sorted({p["payload"] for p in ho.get("peer", [])}):
+            for n in ("100", "1000", "10000"):
+                def sp(k: str, part: str = "next_batch", n: str = n, size: int = size) -> Spread | None:
+                    return Spread.of([p[part][n][k] for p in ho["peer"] if p["payload"] == size and n in p[part]])
+
+                if sp("p50_us") is None:
+                    continue
+                rows.append([_size(size), n, fmt(sp("p50_us"), " µs"), fmt(sp("p99_us"), " µs"),
+                             fmt(sp("p50_ns_per_row"), " ns"), fmt(sp("p99_ns_per_row"), " ns"),
+                             fmt(sp("p50_us", "pyarrow_import"), " µs"), fmt(sp("p99_us", "pyarrow_import"), " µs")])
+        self.table(["payload", "rows", "next_batch p50", "p99", "per row p50", "per row p99",
+                    "pyarrow import p50", "p99"], rows)
+        st = Spread.of([p["stats_call"]["p50_us"] for p in ho.get("peer", [])])
+        if st:
+            self.add(f"Native call overhead (`stats()`, JSON out, no Arrow): p50 {fmt(st, ' µs')}.", "")
+        go = ho.get("go", [])
+        if go:
+            self.add("Go-side benchmarks of the batch building (`go test -bench`):", "")
+            rows = []
+            for g in go:
+                s = Spread.of(g.get("ns_per_op", []))
+                per_row = Spread.of([x / g["rows_per_op"] for x in g.get("ns_per_op", [])])
+                rows.append([g["what"], fmt(s, " ns/op"), fmt(per_row, " ns/row"),
+                             "" if "error" not in g else f"failed: {' '.join(g['error'])[:200]}", f"`{g['command']}`"])
+            self.table(["benchmark", "time", "per row", "notes", "command"], rows)
+
+    def memory(self, pngs: list[str]) -> None:
+        mem = self.r.get("memory", {})
+        dp, e2e = self.r.get("dataplane", []), self.r.get("spark", [])
+        self.add("## 5. Memory", "")
+        if mem.get("samples"):
+            rate = mem["messages"] / max(mem["seconds"], 1)
+            self.add(f"Drift: the pubsub_go pull loop (next_batch 1000 + ack) in its own process, 1 KB messages "
+                     f"paced at {rate:,.0f} msg/s for {mem['seconds'] / 60:.1f} min ({mem['messages']:,} messages), "
+                     "running in the background while the other sections ran. It stands in for the executor's "
+                     "Python worker, which runs the same loop (plus Spark's own code) inside Spark.", "")
+            self.table(["RSS after warm-up", "RSS at the end", "max RSS", "slope after warm-up", "peak RSS (getrusage)",
+                        "CPU"],
+                       [[f"{mem['rss_start_mb']:.1f} MB", f"{mem['rss_end_mb']:.1f} MB", f"{mem['rss_max_mb']:.1f} MB",
+                         f"{mem['slope_mb_per_min']:+.3f} MB/min", f"{mem['max_rss_mb']:.1f} MB",
+                         f"{mem['cpu_seconds'] / mem['seconds']:.2f} cores"]])
+        elif mem.get("error"):
+            self.add(f"Drift run failed: {mem['error']}", "")
+        for p in pngs:
+            self.add(f"![{p}]({p})", "")
+        rows = []
+        for size in sorted({r["payload"] for r in dp}):
+            rows.append([_size(size)] + [fmt(_spread(dp, "max_rss_mb", client=c, payload=size), " MB")
+                                         for c in DP_NAMES])
+        if rows:
+            self.add("Peak RSS of each consumer process at full rate (section 1):", "")
+            self.table(["payload"] + list(DP_NAMES.values()), rows)
+        rows = [[E2E_NAMES[s], fmt(_spread(e2e, "peak_python_rss_mb", source=s)),
+                 fmt(_spread(e2e, "peak_python_rss_sum_mb", source=s))] for s in E2E_NAMES]
+        if e2e:
+            self.add("Spark's Python processes during section 2 (MB; largest single process, and all together):", "")
+            self.table(["source", "largest Python process", "sum of Python processes"], rows)
+
+    def commands(self) -> None:
+        self.add("## Commands", "", "The whole run: `" + self.r["command"] + "` (bench/run.py; `--report-only` "
+                 "rewrites this file from bench/results.json). It builds into a temp dir `$BUILD`:", "", "```",
+                 "go build -o $BUILD/loadserver ./bench/loadserver",
+                 "go build -o $BUILD/goreceive ./bench/peers/goreceive",
+                 "go build -o $BUILD/gopublish ./bench/peers/gopublish",
+                 "go build -buildmode=c-shared -trimpath -ldflags='-s -w' -o $BUILD/libpubsubgo.so ./go/capi",
+                 "$BUILD/loadserver --addr 127.0.0.1:0 --http 127.0.0.1:0 --payload-bytes N --attributes 2",
+                 "```", "", "and runs every Python process with `PYTHONPATH=python:bench/peers "
+                 "PUBSUB_GO_LIBRARY=$BUILD/libpubsubgo.so` (the Go peers with `PUBSUB_EMULATOR_HOST`). Peer "
+                 "commands, one of each kind (the others differ in payload size and subscription name):", "",
+                 "```")
+        seen = set()
+        rows = self.r.get("dataplane", []) + self.r.get("write", []) + self.r.get("handoff", {}).get("peer", [])[:1]
+        if self.r.get("memory", {}).get("command"):
+            rows.append({"command": self.r["memory"]["command"], "client": "drift"})
+        for r in rows:
+            c = r.get("command")
+            key = " ".join(c.split()[:2]) if c else None  # the program (and script)
+            if c and key not in seen:
+                seen.add(key)
+                self.add(_short(c, self.r.get("build_dir", "")))
+        self.add("```", "", "Spark (section 2, this process is the driver; `local[2]`, noop sink):", "", "```python",
+                 'spark.readStream.format("pubsub-go").option("subscriptionId", SUB).option("emulatorHost", HOST)',
+                 '    .option("numPartitions", "2").option("batchLogLocation", TMP)'
+                 + "".join(f'.option("{k}", "{v}")' for k, v in self.r.get("spark_tuned", {}).items())
+                 + '.load()',
+                 '    .writeStream.format("noop").option("checkpointLocation", TMP2).start()',
+                 'spark.readStream.format("bench-plain-pubsub").option("subscription", SUB)'
+                 '.option("emulatorHost", HOST).option("numPartitions", "2") ...',
+                 'spark.readStream.format("bench-arrow").option("numPartitions", "2").option("rowsPerPartition", '
+                 '"100000").option("payloadBytes", "1024") ...',
+                 '# section 3:',
+                 'spark.readStream.format("bench-arrow").option("schema", "publish") ... '
+                 '.writeStream.format("pubsub-go").option("topicId", TOPIC).option("emulatorHost", HOST).start()',
+                 "```", "")
+
+
+def _short(cmd: str, build_dir: str) -> str:
+    """A command as someone would type it from the repository root."""
+    import sys
+
+    from .procs import REPO
+
+    cmd = cmd.replace(sys.executable, "python").replace(str(REPO) + "/", "")
+    if build_dir:
+        cmd = cmd.replace(build_dir, "$BUILD")
+    return cmd
+
+
+def write(res: dict, out: Path, pngs: dict[str, list[str]], analysis: str) -> None:
+    rep = Report(res)
+    m = res["machine"]
+    rep.add("# Benchmarks: pubsub-go side by side", "",
+            f"Generated by `{res['command']}` on {res['date']} in {res['minutes']:.1f} min "
+            f"({res['plan']} plan: every figure is the median over {res['reps']} run(s) with [min–max]).", "",
+            f"Machine: {m['nproc']} cores, {m['cpu']}, {m['memory']}, Linux {m['kernel']}. Load average "
+            f"(1/5/15 min) at start {res['load_start']}, at end {res['load_end']}: **the machine is shared with "
+            "other agents' builds and test runs**, so absolute figures move by ±20% or more between runs; ratios "
+            "of interleaved runs are steadier.", "",
+            f"Software: Python {m['python']}, PySpark {m['pyspark']}, pyarrow {m['pyarrow']}, google-cloud-pubsub "
+            f"{m['google-cloud-pubsub']}, grpcio {m['grpcio']}, {m['go']}, {m['java']}. Source: commit "
+            f"{m['commit']}. Load server: bench/loadserver (synthetic messages at line rate, see README).", "")
+    rep.headline()
+    rep.dataplane(pngs.get("dataplane", []))
+    rep.spark()
+    rep.write()
+    rep.handoff()
+    rep.memory(pngs.get("memory", []))
+    if analysis:
+        rep.add(analysis.strip(), "")
+    rep.commands()
+    if res.get("failures"):
+        rep.add("## Failures during the run", "")
+        rep.add(*[f"- {f}" for f in res["failures"]], "")
+    out.write_text("\n".join(rep.lines))

@@ -1,0 +1,70 @@
+"""Section 2, Spark end to end: readStream into the noop sink, local[2].
+pubsub-go (tuned and with default options) vs a plain Python Data Source
+on google-cloud-pubsub vs the ceiling (an in-memory source yielding
+ready-made Arrow batches of the same schema)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+
+from .log import say
+from .plan import Plan
+from .procs import Build, LoadServer, create
+from .sparkrun import measure
+
+# pubsub-go's options for the "tuned" runs. The default flow control
+# (maxOutstandingMessages = 2 x batchSize) counts rows a task has handed to
+# Spark until the task ends, so a task stops at 2000 rows per micro-batch;
+# a large limit leaves the per-task 100 MiB byte bound as the cap instead.
+TUNED = {"maxOutstandingMessages": "1000000", "maxBatchDurationMs": "2000"}
+
+SOURCES = ("pubsub-go", "pubsub-go-defaults", "plain-python", "ceiling")
+
+
+def reader(spark, source: str, host: str, sub: str, size: int, batchlog: str):
+    if source.startswith("pubsub-go"):
+        r = (spark.readStream.format("pubsub-go").option("subscriptionId", sub).option("emulatorHost", host)
+             .option("numPartitions", "2").option("batchLogLocation", batchlog))
+        if source == "pubsub-go":
+            for k, v in TUNED.items():
+                r = r.option(k, v)
+        return r.load()
+    if source == "plain-python":
+        return (spark.readStream.format("bench-plain-pubsub").option("subscription", sub)
+                .option("emulatorHost", host).option("numPartitions", "2")
+                .option("maxRowsPerPartition", "100000").option("maxBatchDurationMs", "2000").load())
+    return (spark.readStream.format("bench-arrow").option("numPartitions", "2")
+            .option("rowsPerPartition", "100000").option("payloadBytes", str(size)).option("attributes", "2").load())
+
+
+def run(spark, build: Build, plan: Plan) -> list[dict]:
+    rows: list[dict] = []
+    say("2/5 Spark: JVM warm-up (ceiling source, not counted)")
+    measure(reader(spark, "ceiling", "", "", 1024, ""), warmup=2, window=plan.spark_window)
+    total = len(plan.spark_sizes) * plan.reps * len(SOURCES)
+    for size in plan.spark_sizes:
+        server = LoadServer(build, size)
+        try:
+            subs = {(s, r): f"projects/bench/subscriptions/e2e-{s}-{r}" for s in SOURCES for r in range(plan.reps)}
+            create(build, server, "projects/bench/topics/e2e", list(subs.values()))
+            for rep in range(plan.reps):
+                for source in SOURCES:
+                    batchlog = tempfile.mkdtemp(prefix="bench-batchlog-")
+                    try:
+                        m = measure(reader(spark, source, server.host, subs[(source, rep)], size, batchlog),
+                                    plan.spark_warmup, plan.spark_window)
+                    except Exception as e:  # one failed configuration must not sink the run
+                        say(f"2/5 Spark {size} B {source} run {rep + 1} FAILED: {e}")
+                        rows.append({"source": source, "payload": size, "rep": rep, "error": str(e)[:500]})
+                        continue
+                    finally:
+                        shutil.rmtree(batchlog, ignore_errors=True)
+                    rows.append({"source": source, "payload": size, "rep": rep, **m})
+                    say(f"2/5 Spark [{len(rows)}/{total}] {size} B {source} run {rep + 1}: "
+                        f"{m['rows_per_sec']:,.0f} rows/s over {m['batches']} micro-batches "
+                        f"({m['rows_per_batch']:,.0f} rows each), peak Python worker RSS "
+                        f"{m['peak_python_rss_mb']:.0f} MB")
+        finally:
+            server.stop()
+    return rows

@@ -1,0 +1,57 @@
+"""pubsub_go's Publisher (no Spark) publishing N messages of S bytes as
+Arrow batches and flushing; prints one JSON line (gopublish's fields plus
+max_rss_mb)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+
+
+def cpu_seconds() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--emulator-host", required=True)
+    ap.add_argument("--topic", required=True)
+    ap.add_argument("--messages", type=int, default=500_000)
+    ap.add_argument("--size", type=int, default=1024)
+    ap.add_argument("--batch-rows", type=int, default=1000)
+    ap.add_argument("--timeout", type=float, default=300)
+    a = ap.parse_args()
+
+    import pyarrow as pa
+
+    from pubsub_go.client import Publisher
+
+    data = bytes(97 + i % 26 for i in range(a.size))
+    batch = pa.RecordBatch.from_arrays([pa.array([data] * a.batch_rows, pa.binary())], names=["payload"])
+    pub = Publisher(topic=a.topic, emulator_host=a.emulator_host)
+    try:
+        pub.publish(batch.slice(0, 1))  # connect before the clock starts
+        pub.flush(60_000)
+        cpu0, t0 = cpu_seconds(), time.monotonic()
+        left = a.messages
+        while left > 0:
+            b = batch if left >= a.batch_rows else batch.slice(0, left)
+            pub.publish(b)
+            left -= b.num_rows
+        stats = pub.flush(int(a.timeout * 1000))
+        secs, cpu = time.monotonic() - t0, cpu_seconds() - cpu0
+    finally:
+        pub.close()
+    n = a.messages
+    print(json.dumps({"peer": "pubsub-go-publish", "messages": n, "bytes": n * a.size, "seconds": secs,
+                      "msgs_per_sec": n / secs, "cpu_seconds": cpu, "errors": 0, "flush": stats,
+                      "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

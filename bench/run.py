@@ -1,0 +1,113 @@
+"""Runs the side-by-side benchmarks and writes bench/results.md (+ PNG
+plots and bench/results.json with every raw figure).
+
+    python bench/run.py            # full run, ~15 min on 2 cores
+    python bench/run.py --quick    # smoke check, ~3 min, single runs
+
+Sections: 1 data plane without Spark, 2 Spark end to end, 3 write,
+4 Go -> Python hand-off, 5 memory (its long drift run goes on in the
+background from the start). Every server and peer listens on 127.0.0.1
+and is stopped by its own pid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import traceback
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path[:0] = [str(BENCH), str(BENCH / "peers"), str(BENCH.parent / "python")]
+
+from harness import dataplane, handoff, machine, plots, report, spark_e2e, write  # noqa: E402
+from harness.log import elapsed, say  # noqa: E402
+from harness.memory import Drift  # noqa: E402
+from harness.plan import FULL, QUICK  # noqa: E402
+from harness.procs import Build  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="smoke check: ~3 min, single runs")
+    ap.add_argument("--lib", help="use this libpubsubgo.so instead of building one from the tree")
+    ap.add_argument("--out", default=str(BENCH), help="directory for results.md, results.json and PNGs")
+    ap.add_argument("--report-only", action="store_true",
+                    help="rewrite results.md and the PNGs from an earlier run's results.json")
+    ap.add_argument("--skip", default="", help="comma-separated sections to skip: dataplane,spark,write,handoff,memory")
+    a = ap.parse_args()
+    plan = QUICK if a.quick else FULL
+    skip = set(filter(None, a.skip.split(",")))
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if a.report_only:
+        res = json.loads((out / "results.json").read_text())
+        write_report(res, out, quick=res["plan"] == "quick")
+        return 0
+
+    res: dict = {"command": "python bench/run.py" + (" --quick" if a.quick else ""), "plan": plan.name,
+                 "reps": plan.reps, "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                 "machine": machine.describe(), "load_start": machine.load(), "failures": [],
+                 "spark_tuned": spark_e2e.TUNED}
+    say(f"{plan.name} run: {res['machine']['nproc']} cores, {res['machine']['cpu']}, load {res['load_start']}")
+    say("building the load server, the Go peers and libpubsubgo.so from this tree")
+    build = Build.make(a.lib)
+    res["build_dir"] = str(build.dir)
+
+    def section(name: str, fn):
+        if name in skip:
+            return None
+        try:
+            return fn()
+        except Exception as e:
+            say(f"section {name} FAILED: {e}")
+            traceback.print_exc()
+            res["failures"].append(f"section {name}: {str(e)[:1000]}")
+            return None
+
+    drift = section("memory", lambda: Drift(build, plan))
+    spark = None
+    try:
+        res["dataplane"] = section("dataplane", lambda: dataplane.run(build, plan)) or []
+        if not {"spark", "write"} <= skip:
+            say("starting Spark (local[2])")
+            from harness.sparkrun import session
+
+            spark = session(build)
+        res["spark"] = section("spark", lambda: spark_e2e.run(spark, build, plan)) or []
+        res["write"] = section("write", lambda: write.run(spark, build, plan)) or []
+        if spark is not None:
+            spark.stop()
+            spark = None
+        res["handoff"] = section("handoff", lambda: handoff.run(build, plan)) or {}
+        if drift is not None:
+            res["memory"] = section("memory", drift.finish) or {}
+            drift = None
+    finally:
+        if spark is not None:
+            spark.stop()
+        if drift is not None:
+            drift.stop()
+
+    res["load_end"] = machine.load()
+    res["minutes"] = elapsed() / 60
+    (out / "results.json").write_text(json.dumps(res, indent=1, default=str))
+    write_report(res, out, a.quick)
+    say(f"done in {res['minutes']:.1f} min: {out / 'results.md'}")
+    return 1 if res["failures"] else 0
+
+
+def write_report(res: dict, out: Path, quick: bool) -> None:
+    pngs = {"dataplane": plots.dataplane(res.get("dataplane", []), out),
+            "memory": plots.drift(res.get("memory", {}), out)}
+    # Where the time goes: written from profiles of the full run (see the
+    # file); a quick run's figures are too rough to pair with it.
+    analysis_file = BENCH / "harness" / "analysis.md"
+    analysis = analysis_file.read_text() if analysis_file.exists() and not quick else ""
+    report.write(res, out / "results.md", pngs, analysis)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

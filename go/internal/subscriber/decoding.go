@@ -1,0 +1,203 @@
+package subscriber
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc/codes"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/decode"
+	"github.com/pubsub-go/pubsub-go/go/internal/rawbatch"
+)
+
+// DecodeErrorColumn is the last column of a decoded batch: null where the
+// row decoded, the decoder's message where it did not (the decoded
+// columns of that row are then null).
+const DecodeErrorColumn = "__decode_error"
+
+// DecoderConfig turns on schema mode: Next decodes each batch's payloads
+// with a WebAssembly decoder (docs/decoder-abi.md), one call per batch, and
+// returns the decoded columns, then the raw columns, then
+// DecodeErrorColumn.
+type DecoderConfig struct {
+	// Wasm is the path of the decoder module (e.g. the built-in json.wasm).
+	Wasm string `json:"wasm"`
+	// Format names the decoder in error messages ("json", "avro", ...).
+	Format string `json:"format"`
+	// Schema is the target schema as base64 of Arrow IPC schema bytes
+	// (pyarrow's Schema.serialize()). Empty: the module's own schema (the
+	// Avro decoder derives one from the avro_schema option).
+	Schema string `json:"schema"`
+	// Options are passed to the module (e.g. "avro_schema", "timezone").
+	Options map[string]string `json:"options"`
+	// MemoryLimitMB caps the module's memory; default 256.
+	MemoryLimitMB int `json:"memory_limit_mb"`
+	// TimeoutMs bounds decoding one batch; default 10000.
+	TimeoutMs int `json:"timeout_ms"`
+
+	target *arrow.Schema // Schema, parsed by validate
+}
+
+// Defaults of DecoderConfig.
+const (
+	DefaultDecoderMemoryLimitMB = decode.DefaultMemoryLimitMB
+	DefaultDecoderTimeoutMs     = int(decode.DefaultTimeout / time.Millisecond)
+)
+
+// validate fills defaults and checks the fields; errors name the JSON key.
+func (d *DecoderConfig) validate() error {
+	if d.Wasm == "" {
+		return invalid("decoder.wasm is required: the path of a decoder module (.wasm)")
+	}
+	if st, err := os.Stat(d.Wasm); err != nil || st.IsDir() {
+		return invalid("decoder.wasm %q is not a readable file: %v", d.Wasm, statErr(err))
+	}
+	if err := intField("decoder.memory_limit_mb", &d.MemoryLimitMB, DefaultDecoderMemoryLimitMB, 1, 4096); err != nil {
+		return err
+	}
+	if err := intField("decoder.timeout_ms", &d.TimeoutMs, DefaultDecoderTimeoutMs, 1, 3_600_000); err != nil {
+		return err
+	}
+	d.target = nil
+	if d.Schema != "" {
+		raw, err := base64.StdEncoding.DecodeString(d.Schema)
+		if err != nil {
+			return invalid("decoder.schema is not base64: %v", err)
+		}
+		r, err := ipc.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			return invalid("decoder.schema is not an Arrow IPC schema: %v", err)
+		}
+		d.target = r.Schema()
+		r.Release()
+		if err := checkNames(d.target); err != nil {
+			return invalid("decoder.schema: %v", err)
+		}
+	}
+	return nil
+}
+
+func statErr(err error) error {
+	if err == nil {
+		return errors.New("is a directory")
+	}
+	return err
+}
+
+// checkNames rejects decoded fields named like an output column of their own.
+func checkNames(s *arrow.Schema) error {
+	for _, f := range s.Fields() {
+		if f.Name == DecodeErrorColumn || len(rawbatch.Schema().FieldIndices(f.Name)) > 0 {
+			return fmt.Errorf("field %q collides with a raw column or %s of the decoded batch; rename it", f.Name, DecodeErrorColumn)
+		}
+	}
+	return nil
+}
+
+// decoding is the schema-mode stage of Next.
+type decoding struct {
+	cfg    *DecoderConfig
+	dec    *decode.Decoder
+	mem    memory.Allocator
+	schema *arrow.Schema // decoded fields, raw fields, DecodeErrorColumn
+}
+
+// newDecoding compiles (or finds cached) and starts the module. cfg has
+// been validated.
+func newDecoding(ctx context.Context, cfg *DecoderConfig, mem memory.Allocator) (*decoding, error) {
+	dec, err := decode.NewDecoder(ctx, decode.Spec{
+		WasmPath:      cfg.Wasm,
+		Format:        cfg.Format,
+		Schema:        cfg.target,
+		Options:       cfg.Options,
+		MemoryLimitMB: cfg.MemoryLimitMB,
+		Timeout:       time.Duration(cfg.TimeoutMs) * time.Millisecond,
+		MaxInstances:  1, // Next runs one batch at a time
+	}, mem)
+	if err != nil {
+		return nil, decodeStatus(err, cfg, "starting the decoder "+cfg.Wasm, "")
+	}
+	if err := checkNames(dec.Schema()); err != nil {
+		dec.Close()
+		return nil, invalid("decoder %s: its schema: %v", cfg.Wasm, err)
+	}
+	fields := append(append([]arrow.Field{}, dec.Schema().Fields()...), rawbatch.Schema().Fields()...)
+	fields = append(fields, arrow.Field{Name: DecodeErrorColumn, Type: arrow.BinaryTypes.String, Nullable: true})
+	return &decoding{cfg: cfg, dec: dec, mem: mem, schema: arrow.NewSchema(fields, nil)}, nil
+}
+
+// apply decodes raw's payloads and returns the decoded batch and its
+// number of rows that failed to decode. raw is not released.
+func (d *decoding) apply(ctx context.Context, raw arrow.RecordBatch) (arrow.RecordBatch, int, error) {
+	n := int(raw.NumRows())
+	var decoded []arrow.Array
+	var errs arrow.Array
+	if n == 0 {
+		// No call into the module for the many empty batches of an idle
+		// subscription.
+		for _, f := range d.dec.Schema().Fields() {
+			decoded = append(decoded, array.MakeArrayOfNull(d.mem, f.Type, 0))
+		}
+		errs = array.MakeArrayOfNull(d.mem, arrow.BinaryTypes.String, 0)
+	} else {
+		rec, rowErrs, err := d.dec.Decode(ctx, raw.Column(rawbatch.ColPayload).(*array.Binary))
+		if err != nil {
+			return nil, 0, err
+		}
+		defer rec.Release()
+		decoded = rec.Columns()
+		for _, c := range decoded {
+			c.Retain()
+		}
+		errs = rowErrs
+	}
+	cols := append(decoded, raw.Columns()...)
+	cols = append(cols, errs)
+	out := array.NewRecordBatch(d.schema, cols, int64(n))
+	for _, c := range decoded {
+		c.Release()
+	}
+	nerr := errs.Len() - errs.NullN()
+	errs.Release()
+	return out, nerr, nil
+}
+
+// close is a no-op on nil (a subscriber without a decoder).
+func (d *decoding) close() {
+	if d != nil {
+		d.dec.Close()
+	}
+}
+
+// decodeStatus gives a decoder failure a status code and says which limit
+// or part failed; note, if any, ends the message.
+func decodeStatus(err error, cfg *DecoderConfig, what, note string) error {
+	code := codes.InvalidArgument // the module rejected its config (ErrDecoder), or a file error
+	limit := ""
+	switch {
+	case errors.Is(err, decode.ErrTimeLimit):
+		code, limit = codes.DeadlineExceeded, fmt.Sprintf(" (decoder.timeout_ms=%d)", cfg.TimeoutMs)
+	case errors.Is(err, decode.ErrMemoryLimit):
+		code, limit = codes.ResourceExhausted, fmt.Sprintf(" (decoder.memory_limit_mb=%d)", cfg.MemoryLimitMB)
+	case errors.Is(err, decode.ErrCrashed):
+		code = codes.Aborted
+	case errors.Is(err, context.Canceled):
+		code = codes.Canceled
+	case errors.Is(err, context.DeadlineExceeded):
+		code = codes.DeadlineExceeded
+	}
+	if note != "" {
+		note = "; " + note
+	}
+	return conn.Errorf(code, "%s: %v%s%s", what, err, limit, note)
+}

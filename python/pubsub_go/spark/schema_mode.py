@@ -1,0 +1,215 @@
+"""Schema mode: the output schema, what the Go data plane decodes, and what
+happens to records that fail to decode.
+
+The user's `.schema(...)` is the output. Columns named like a raw column
+(message_id, publish_time, attributes, payload, ordering_key,
+delivery_attempt) are filled from the message, the error column (column
+mode) gets the decode error, and every other column is decoded from the
+payload: those form the decoder's target schema. The subscriber decodes in
+`Next` and returns decoded columns + raw columns + `__decode_error`; this
+module picks the output columns from that batch without copying.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.types import (
+    BinaryType,
+    IntegerType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from .options import DecodeOptions, OptionError
+
+log = logging.getLogger("pubsub_go.source")
+
+GO_ERROR_COLUMN = "__decode_error"  # subscriber.DecodeErrorColumn
+DEAD_LETTER_ERROR_ATTRIBUTE = "pubsub_go_decode_error"
+_ATTRIBUTE_MAX = 1024  # Pub/Sub's limit on an attribute value, in bytes
+
+# Raw columns a schema-mode output may contain, with their Spark types.
+METADATA: dict[str, Any] = {
+    "message_id": StringType(),
+    "publish_time": TimestampType(),
+    "attributes": MapType(StringType(), StringType()),
+    "payload": BinaryType(),
+    "ordering_key": StringType(),
+    "delivery_attempt": IntegerType(),
+}
+# Added to a schema derived from the decoder (no .schema() given).
+DERIVED_METADATA = ("message_id", "publish_time", "attributes")
+
+
+def _arrow(schema: StructType) -> pa.Schema:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    # Exactly what PySpark expects of a Python data source's Arrow batches.
+    return to_arrow_schema(schema, timezone="UTC")
+
+
+@dataclass(frozen=True)
+class SchemaPlan:
+    """Picklable: built on the driver, used by the tasks."""
+
+    decode: DecodeOptions
+    output: pa.Schema  # the batches handed to Spark
+    target: pa.Schema  # the decoded columns: the decoder's target schema
+
+    @staticmethod
+    def build(dec: DecodeOptions, schema: StructType) -> SchemaPlan:
+        names = [f.name for f in schema.fields]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise OptionError(f"the schema has duplicate columns: {', '.join(dupes)}")
+        if dec.error_column and dec.error_column not in names:
+            raise OptionError(f"onDecodeError=column writes the decode error to column {dec.error_column!r} "
+                              f"(option errorColumn): add `{dec.error_column} STRING` to the schema")
+        decoded = []
+        for f in schema.fields:
+            if f.name in METADATA:
+                want = METADATA[f.name]
+                if f.dataType != want or not f.nullable:
+                    raise OptionError(f"column {f.name} is filled from the message and must be a nullable "
+                                      f"{want.simpleString().upper()}, not {f.dataType.simpleString().upper()}"
+                                      f"{'' if f.nullable else ' NOT NULL'}")
+            elif f.name == dec.error_column:
+                if f.dataType != StringType() or not f.nullable:
+                    raise OptionError(f"the error column {f.name} (option errorColumn) must be a nullable STRING")
+            else:
+                if not f.nullable:
+                    raise OptionError(f"decoded column {f.name} is NOT NULL; decoded columns must be nullable "
+                                      "(a null value or a record that fails to decode gives null)")
+                decoded.append(f)
+        if not decoded:
+            raise OptionError(f"the schema has no column to decode (all of {', '.join(names)} are filled from "
+                              "the message); add the payload's fields")
+        return SchemaPlan(decode=dec, output=_arrow(schema), target=_arrow(StructType(decoded)))
+
+    def decoder_config(self) -> dict[str, Any]:
+        """The subscriber config's `decoder` object (go/internal/subscriber.DecoderConfig)."""
+        path = self.decode.module_path()
+        return {
+            "wasm": path,
+            "format": os.path.basename(path) if self.decode.decoder_path else self.decode.format,
+            "schema": base64.b64encode(self.target.serialize().to_pybytes()).decode(),
+            "options": self.decode.module_options(),
+            "memory_limit_mb": self.decode.memory_limit_mb,
+            "timeout_ms": self.decode.timeout_ms,
+        }
+
+    def project(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """The output columns of a decoded batch (no copy)."""
+        cols = []
+        for name in self.output.names:
+            cols.append(batch.column(GO_ERROR_COLUMN if name == self.decode.error_column else name))
+        return pa.RecordBatch.from_arrays(cols, schema=self.output)
+
+    def check_on_driver(self) -> None:
+        """Loads the decoder with the Python host, when installed, so that a
+        schema the decoder rejects fails the query at its start instead of
+        in every task attempt."""
+        try:
+            from ..decoders import Decoder, DecoderError
+        except ImportError:
+            return  # wasmtime is optional; the tasks report the same error
+        try:
+            Decoder(self.decode.module_path(), self.target, self.decode.module_options(),
+                    memory_limit_mb=self.decode.memory_limit_mb, timeout=self.decode.timeout_ms / 1000).close()
+        except DecoderError as e:
+            raise OptionError(f"the {self.decode.format} decoder rejects the schema or options: {e}") from None
+
+
+def derive_schema(dec: DecodeOptions) -> StructType:
+    """The output schema when no .schema() is given: the decoder's own
+    (Avro: from avroSchema, as Spark's from_avro), top-level columns
+    nullable, plus message_id, publish_time, attributes (and the error
+    column in column mode)."""
+    if dec.format == "json":
+        raise OptionError("format=json needs a schema: spark.readStream.format('pubsub-go').schema("
+                          "'id BIGINT, name STRING, ...'); columns named like message_id, publish_time or "
+                          "attributes are filled from the message")
+    try:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        from ..decoders import Decoder, DecoderError
+    except ImportError as e:
+        raise OptionError(f"deriving the schema of format={dec.format} needs wasmtime on the driver "
+                          f"(pip install 'pubsub-go[wasm]'), or give a .schema(...): {e}") from None
+    what = "option avroSchema" if dec.format == "avro" else f"decoder {dec.decoder_path}"
+    try:
+        with Decoder(dec.module_path(), None, dec.module_options(), memory_limit_mb=dec.memory_limit_mb,
+                     timeout=dec.timeout_ms / 1000) as d:
+            derived = d.schema
+    except DecoderError as e:
+        raise OptionError(f"{what}: {e}") from None
+    reserved = set(METADATA) | {dec.error_column}
+    clash = [n for n in derived.names if n in reserved]
+    if clash:
+        raise OptionError(f"{what}: field {clash[0]!r} is also a column filled from the message; give a "
+                          ".schema(...) that leaves it out")
+    fields = [StructField(f.name, f.dataType, True) for f in from_arrow_schema(derived).fields]
+    fields += [StructField(n, METADATA[n], True) for n in DERIVED_METADATA]
+    if dec.error_column:
+        fields.append(StructField(dec.error_column, StringType(), True))
+    return StructType(fields)
+
+
+def limit_hint(dec: DecodeOptions, err: Exception) -> str:
+    """A hint naming the source options behind a decoder limit error."""
+    text = str(err)
+    if "decoder exceeded its time limit" in text:
+        return f" (source option decoderTimeoutMs={dec.timeout_ms})"
+    if "decoder exceeded its memory limit" in text:
+        return f" (source option decoderMemoryLimitMB={dec.memory_limit_mb})"
+    return ""
+
+
+def error_rows(batch: pa.RecordBatch) -> pa.Array | None:
+    """A boolean mask of the rows that failed to decode, or None if none did."""
+    errs = batch.column(GO_ERROR_COLUMN)
+    if errs.null_count == len(errs):
+        return None
+    return pc.is_valid(errs)
+
+
+def fail_message(batch: pa.RecordBatch, bad: pa.Array, subscription: str) -> str:
+    rows = batch.filter(bad)
+    ids, errs = rows.column("message_id").to_pylist(), rows.column(GO_ERROR_COLUMN).to_pylist()
+    shown = "; ".join(f"message_id {i}: {e}" for i, e in list(zip(ids, errs, strict=True))[:5])
+    more = f" (and {len(ids) - 5} more)" if len(ids) > 5 else ""
+    return (f"{len(ids)} message(s) of {subscription} failed to decode (onDecodeError=fail): {shown}{more}. "
+            "They were nacked. Use onDecodeError=deadletter with deadLetterTopicId, or column with errorColumn, "
+            "to keep the query running")
+
+
+def _truncate_utf8(s: str, limit: int) -> str:
+    b = s.encode()
+    return s if len(b) <= limit else b[:limit].decode("utf-8", "ignore")
+
+
+def dead_letter_batch(batch: pa.RecordBatch, bad: pa.Array, subscription: str) -> pa.RecordBatch:
+    """The failed rows as a publishable batch: the original payload and
+    attributes, plus the error, the source subscription and message id."""
+    rows = batch.filter(bad)
+    attrs = []
+    for kv, err, mid in zip(rows.column("attributes").to_pylist(), rows.column(GO_ERROR_COLUMN).to_pylist(),
+                            rows.column("message_id").to_pylist(), strict=True):
+        d = dict(kv or [])
+        d[DEAD_LETTER_ERROR_ATTRIBUTE] = _truncate_utf8(err, _ATTRIBUTE_MAX)
+        d["pubsub_go_message_id"] = mid
+        d["pubsub_go_subscription"] = subscription
+        attrs.append(list(d.items()))
+    return pa.RecordBatch.from_arrays(
+        [rows.column("payload"), pa.array(attrs, type=pa.map_(pa.string(), pa.string()))],
+        names=["payload", "attributes"])

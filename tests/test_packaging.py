@@ -1,0 +1,38 @@
+"""`pip install .` builds a platform wheel that carries the Go library and
+the built-in WASM decoders; users never set LD_LIBRARY_PATH."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.timeout(900)
+def test_wheel_is_a_platform_wheel_with_the_library(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "-w", str(tmp_path), "-q"],
+        capture_output=True, text=True, timeout=900,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    wheels = list(tmp_path.glob("pubsub_go-*.whl"))
+    assert len(wheels) == 1, wheels
+    name = wheels[0].name
+    assert "none-any" not in name and "linux" in name, f"{name} is not a platform wheel"
+    names = zipfile.ZipFile(wheels[0]).namelist()
+    for want in ("pubsub_go/_lib/libpubsubgo.so", "pubsub_go/_lib/pubsubgo.h", "pubsub_go/wasm/json.wasm",
+                 "pubsub_go/wasm/avro.wasm", "pyspark_pubsub_go.py"):
+        assert want in names, f"{want} missing from {name}"
+
+
+def test_installed_library_loads_without_ld_library_path():
+    code = "from pubsub_go.client import version; print(version()['abi'])"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(Path.home())}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env,
+                         cwd="/")
+    assert out.stdout.strip() == "1", out.stderr
