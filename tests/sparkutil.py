@@ -31,6 +31,19 @@ def spark_session(master: str = "local[2]", app: str = "pubsub-go-tests", **conf
     return spark
 
 
+def run_until(query, predicate, timeout: float = 120.0) -> None:
+    """Drives a streaming query until predicate() holds (bounded)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if query.exception():
+            raise query.exception()
+        query.processAllAvailable()
+        if predicate():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"condition not reached within {timeout}s; last progress: {query.lastProgress}")
+
+
 def spark_home() -> Path:
     import pyspark
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import pubsub_go
-from sparkutil import spark_session
+from sparkutil import run_until, spark_session
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,18 +83,6 @@ def run_failing(df, name, tmp_path, timeout=150) -> str:
     finally:
         q.stop()
     return str(e.value)
-
-
-def run_until(query, predicate, timeout=120.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if query.exception():
-            raise query.exception()
-        query.processAllAvailable()
-        if predicate():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"condition not reached within {timeout}s; last progress: {query.lastProgress}")
 
 
 def latest_metrics(query) -> list[dict]:

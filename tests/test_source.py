@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import pubsub_go
-from sparkutil import StandaloneCluster, spark_session
+from sparkutil import StandaloneCluster, run_until, spark_session
 
 pytestmark = pytest.mark.spark
 JOBS = Path(__file__).resolve().parent / "jobs"
@@ -44,18 +44,6 @@ def read_stream(spark, emulator, sub, tmp_path, **opts):
     for k, v in opts.items():
         r = r.option(k, str(v))
     return r.load()
-
-
-def run_until(query, predicate, timeout=120.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if query.exception():
-            raise query.exception()
-        query.processAllAvailable()
-        if predicate():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"condition not reached within {timeout}s; last progress: {query.lastProgress}")
 
 
 def test_pass_through_count_and_sum_then_drained(spark, google, emulator, tmp_path):

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass, field
-from types import TracebackType
 from typing import Any
 
 import pyarrow as pa
@@ -49,6 +48,52 @@ def _conn(emulator_host: str | None, endpoint: str | None, credentials: str | No
     return out
 
 
+def _config_json(cfg: Any) -> str:
+    """A config dataclass as the library's JSON: connection keys renamed,
+    zero values left out (the library default), `extra` merged last."""
+    d = {k: v for k, v in asdict(cfg).items() if v and k not in ("emulator_host", "endpoint", "credentials", "extra")}
+    d.update(_conn(cfg.emulator_host, cfg.endpoint, cfg.credentials))
+    d.update(getattr(cfg, "extra", {}))
+    return json.dumps(d)
+
+
+class _Handle:
+    """A native handle owned by the process that opened it."""
+
+    _close_fn = ""
+    _what = ""
+
+    def _open(self, fn: str, config_json: str) -> None:
+        h = _native.ffi().new("uint64_t*")
+        _native.call(fn, config_json.encode(), h)
+        self._h: int = h[0]
+        self._pid = os.getpid()
+
+    def _handle(self) -> int:
+        if getattr(self, "_h", 0) == 0:
+            raise _native.error_for(9, f"FAILED_PRECONDITION: {self._what} is closed")
+        return self._h
+
+    def close(self) -> None:
+        if getattr(self, "_h", 0):
+            h, self._h = self._h, 0
+            _native.call(self._close_fn, h)
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # Best effort only in the owning process; never across a fork.
+        if getattr(self, "_h", 0) and getattr(self, "_pid", None) == os.getpid():
+            try:
+                self.close()
+            except Exception:
+                pass
+
+
 def _ptr(cdata: Any) -> int:
     return int(_native.ffi().cast("uintptr_t", cdata))
 
@@ -72,14 +117,10 @@ class SubscriberConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
-        d = {k: v for k, v in asdict(self).items() if k not in ("emulator_host", "endpoint", "credentials", "extra")}
-        d = {k: v for k, v in d.items() if v}
-        d.update(_conn(self.emulator_host, self.endpoint, self.credentials))
-        d.update(self.extra)
-        return json.dumps(d)
+        return _config_json(self)
 
 
-class Subscriber:
+class Subscriber(_Handle):
     """A StreamingPull subscriber in the native data plane.
 
     `next_batch()` returns `(batch, ack_ids)`: a pyarrow RecordBatch in the
@@ -88,18 +129,11 @@ class Subscriber:
     released; `close()` nacks what was pulled but never handed out.
     """
 
-    def __init__(self, config: SubscriberConfig | None = None, /, **kwargs: Any) -> None:
-        cfg = config or SubscriberConfig(**kwargs)
-        f = _native.ffi()
-        h = f.new("uint64_t*")
-        _native.call("pg_subscriber_open", cfg.to_json().encode(), h)
-        self._h: int = h[0]
-        self._pid = os.getpid()
+    _close_fn = "pg_subscriber_close"
+    _what = "subscriber"
 
-    def _handle(self) -> int:
-        if self._h == 0:
-            raise _native.error_for(9, "FAILED_PRECONDITION: subscriber is closed")
-        return self._h
+    def __init__(self, config: SubscriberConfig | None = None, /, **kwargs: Any) -> None:
+        self._open("pg_subscriber_open", (config or SubscriberConfig(**kwargs)).to_json())
 
     def next_batch(self, max_rows: int = 0, wait_ms: int = 0) -> tuple[pa.RecordBatch, pa.Array]:
         f = _native.ffi()
@@ -137,25 +171,6 @@ class Subscriber:
         _native.call("pg_subscriber_stats", self._handle(), out)
         return json.loads(_native.take_string(out[0]))
 
-    def close(self) -> None:
-        if self._h:
-            h, self._h = self._h, 0
-            _native.call("pg_subscriber_close", h)
-
-    def __enter__(self) -> Subscriber:
-        return self
-
-    def __exit__(self, *exc: tuple[type[BaseException] | None, BaseException | None, TracebackType | None]) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        # Best effort only in the owning process; never across a fork.
-        if getattr(self, "_h", 0) and getattr(self, "_pid", None) == os.getpid():
-            try:
-                self.close()
-            except Exception:
-                pass
-
 
 @dataclass
 class PublisherConfig:
@@ -179,28 +194,19 @@ class PublisherConfig:
     open_timeout_ms: int = 0
 
     def to_json(self) -> str:
-        d = {k: v for k, v in asdict(self).items() if k not in ("emulator_host", "endpoint", "credentials")}
-        d = {k: v for k, v in d.items() if v}
-        d.update(_conn(self.emulator_host, self.endpoint, self.credentials))
-        return json.dumps(d)
+        return _config_json(self)
 
 
-class Publisher:
+class Publisher(_Handle):
     """Publishes Arrow record batches (`payload` binary/string, optional
     `attributes` map<string,string> and `ordering_key` string).
     `flush()` returns once the server acknowledged every message."""
 
-    def __init__(self, config: PublisherConfig | None = None, /, **kwargs: Any) -> None:
-        cfg = config or PublisherConfig(**kwargs)
-        h = _native.ffi().new("uint64_t*")
-        _native.call("pg_publisher_open", cfg.to_json().encode(), h)
-        self._h: int = h[0]
-        self._pid = os.getpid()
+    _close_fn = "pg_publisher_close"
+    _what = "publisher"
 
-    def _handle(self) -> int:
-        if self._h == 0:
-            raise _native.error_for(9, "FAILED_PRECONDITION: publisher is closed")
-        return self._h
+    def __init__(self, config: PublisherConfig | None = None, /, **kwargs: Any) -> None:
+        self._open("pg_publisher_open", (config or PublisherConfig(**kwargs)).to_json())
 
     def publish(self, batch: pa.RecordBatch | pa.Table) -> None:
         batches = batch.to_batches() if isinstance(batch, pa.Table) else [batch]
@@ -217,24 +223,6 @@ class Publisher:
         finally:
             text = _native.take_string(out[0])
         return json.loads(text) if text else {}
-
-    def close(self) -> None:
-        if self._h:
-            h, self._h = self._h, 0
-            _native.call("pg_publisher_close", h)
-
-    def __enter__(self) -> Publisher:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        if getattr(self, "_h", 0) and getattr(self, "_pid", None) == os.getpid():
-            try:
-                self.close()
-            except Exception:
-                pass
 
 
 class Emulator:

@@ -46,6 +46,14 @@ class DeadlineExceededError(PubSubError, TimeoutError):
     """A bounded wait ran out (DEADLINE_EXCEEDED)."""
 
 
+class ResourceExhaustedError(PubSubError):
+    """A quota or a limit was hit, e.g. a decoder's memory cap (RESOURCE_EXHAUSTED)."""
+
+
+class AbortedError(PubSubError):
+    """The operation was aborted, e.g. a decoder module crashed (ABORTED)."""
+
+
 class ClosedError(PubSubError, RuntimeError):
     """The handle was closed (FAILED_PRECONDITION)."""
 
@@ -56,7 +64,8 @@ class InternalError(PubSubError, RuntimeError):
 
 _BY_CODE: dict[int, type[PubSubError]] = {
     3: InvalidArgumentError, 4: DeadlineExceededError, 5: NotFoundError, 6: AlreadyExistsError,
-    7: PermissionDeniedError, 16: PermissionDeniedError, 9: ClosedError, 13: InternalError,
+    7: PermissionDeniedError, 16: PermissionDeniedError, 8: ResourceExhaustedError, 9: ClosedError,
+    10: AbortedError, 13: InternalError,
     14: UnavailableError,
 }
 

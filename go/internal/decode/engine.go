@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/tetratelabs/wazero"
@@ -36,6 +38,9 @@ func compiled(ctx context.Context, wasm []byte, pages uint32) (wazero.Runtime, w
 		cfg := wazero.NewRuntimeConfig().
 			WithMemoryLimitPages(pages).
 			WithCloseOnContextDone(true)
+		if cache := diskCache(); cache != nil {
+			cfg = cfg.WithCompilationCache(cache)
+		}
 		rt = wazero.NewRuntimeWithConfig(context.Background(), cfg)
 		// WASI with nothing granted: the module config gives no files,
 		// environment, arguments or network; clocks and randomness are
@@ -56,3 +61,26 @@ func compiled(ctx context.Context, wasm []byte, pages uint32) (wazero.Runtime, w
 	engines.compiles++
 	return rt, cm, nil
 }
+
+// diskCache keeps compiled machine code across processes: every fresh
+// Spark Python worker would otherwise spend 1-2 s compiling the built-in
+// modules. The directory is private to the user (0700); without one the
+// runtime compiles in memory as before.
+var diskCache = sync.OnceValue(func() wazero.CompilationCache {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return nil
+	}
+	dir := filepath.Join(base, "pubsub-go", "wazero")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm()&0o077 != 0 {
+		return nil // shared or unreadable: don't trust machine code from it
+	}
+	cache, err := wazero.NewCompilationCacheWithDir(dir)
+	if err != nil {
+		return nil
+	}
+	return cache
+})

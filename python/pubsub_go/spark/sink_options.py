@@ -4,7 +4,6 @@ option (or column) and say what would be right."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -12,7 +11,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql.types import BinaryType, MapType, StringType, StructType
 
 from ..client import topic_path
-from .options import OptionError
+from .optparse import OptionError, bool_option, connection_options, int_option
 
 if TYPE_CHECKING:
     from ..client import PublisherConfig
@@ -36,33 +35,6 @@ ACCEPTED_COLUMNS = (
     "accepted columns: payload (binary or string, required), "
     "attributes (map<string,string>, optional), ordering_key (string, optional)"
 )
-
-
-def _int(opts: Mapping[str, str], name: str, default: int, lo: int, hi: int | None = None,
-         why: str = "") -> int:
-    raw = opts.get(name.lower())
-    if raw is None or str(raw).strip() == "":
-        return default
-    try:
-        v = int(str(raw).strip())
-    except ValueError:
-        raise OptionError(f"option {name}={raw!r} is not an integer; expected an integer >= {lo}") from None
-    if v < lo or (hi is not None and v > hi):
-        rng = f"between {lo} and {hi}" if hi is not None else f">= {lo}"
-        raise OptionError(f"option {name}={v} is out of range; expected {rng}{why}")
-    return v
-
-
-def _bool(opts: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = opts.get(name.lower())
-    if raw is None or str(raw).strip() == "":
-        return default
-    s = str(raw).strip().lower()
-    if s in ("true", "1", "yes"):
-        return True
-    if s in ("false", "0", "no"):
-        return False
-    raise OptionError(f"option {name}={raw!r} is not a boolean; expected true or false")
 
 
 @dataclass(frozen=True)
@@ -106,15 +78,7 @@ class SinkOptions:
             raise OptionError(f"option projectId={project!r} disagrees with topicId={topic!r}; "
                               "drop projectId or make them match")
 
-        emulator = (opts.get("emulatorhost") or os.environ.get("PUBSUB_EMULATOR_HOST") or "").strip() or None
-        if emulator and (":" not in emulator or not emulator.rsplit(":", 1)[1].isdigit()):
-            raise OptionError(f"option emulatorHost={emulator!r} (or PUBSUB_EMULATOR_HOST) must be "
-                              "host:port, e.g. 127.0.0.1:8085")
-        creds = (opts.get("credentials") or "").strip() or None
-        if creds and not os.path.isfile(creds):
-            raise OptionError(f"option credentials={creds!r}: no such file; expected the path of a "
-                              "service-account key JSON (or leave it unset for Application Default "
-                              "Credentials)")
+        emulator, creds = connection_options(opts)
 
         id_attr = (opts.get("idattribute") or "").strip() or None
         if id_attr is not None:
@@ -129,17 +93,17 @@ class SinkOptions:
             topic=path,
             emulator_host=emulator,
             credentials=creds,
-            batch_max_messages=_int(opts, "batchMaxMessages", 1000, 1, MAX_BATCH_MESSAGES,
+            batch_max_messages=int_option(opts, "batchMaxMessages", 1000, 1, MAX_BATCH_MESSAGES,
                                     " (the service takes at most 1000 messages per Publish request)"),
-            batch_max_bytes=_int(opts, "batchMaxBytes", 4 << 20, 1, MAX_BATCH_BYTES,
+            batch_max_bytes=int_option(opts, "batchMaxBytes", 4 << 20, 1, MAX_BATCH_BYTES,
                                  " (a Publish request must stay under the 10 MB limit, with room for "
                                  "overhead)"),
-            linger_ms=_int(opts, "lingerMs", 5, 1, 60_000),
-            max_in_flight_bytes=_int(opts, "maxInFlightBytes", 128 << 20, 1),
-            enable_message_ordering=_bool(opts, "enableMessageOrdering", False),
+            linger_ms=int_option(opts, "lingerMs", 5, 1, 60_000),
+            max_in_flight_bytes=int_option(opts, "maxInFlightBytes", 128 << 20, 1),
+            enable_message_ordering=bool_option(opts, "enableMessageOrdering", False),
             id_attribute=id_attr,
-            publish_timeout_ms=_int(opts, "publishTimeoutMs", 600_000, 1),
-            retry_timeout_ms=_int(opts, "retryTimeoutMs", 300_000, 1),
+            publish_timeout_ms=int_option(opts, "publishTimeoutMs", 600_000, 1),
+            retry_timeout_ms=int_option(opts, "retryTimeoutMs", 300_000, 1),
         )
 
     def publisher_config(self, id_prefix: str = "") -> PublisherConfig:
