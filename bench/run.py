@@ -15,7 +15,9 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import shutil
 import sys
+import tempfile
 import traceback
 from pathlib import Path
 
@@ -69,6 +71,7 @@ def main() -> int:
 
     drift = section("memory", lambda: Drift(build, plan))
     spark = None
+    scratch = tempfile.mkdtemp(prefix="pubsub-go-bench-scratch-")  # Spark checkpoints and batch logs
     try:
         res["dataplane"] = section("dataplane", lambda: dataplane.run(build, plan)) or []
         if not {"spark", "write"} <= skip:
@@ -76,8 +79,8 @@ def main() -> int:
             from harness.sparkrun import session
 
             spark = session(build)
-        res["spark"] = section("spark", lambda: spark_e2e.run(spark, build, plan)) or []
-        res["write"] = section("write", lambda: write.run(spark, build, plan)) or []
+        res["spark"] = section("spark", lambda: spark_e2e.run(spark, build, plan, scratch)) or []
+        res["write"] = section("write", lambda: write.run(spark, build, plan, scratch)) or []
         if spark is not None:
             spark.stop()
             spark = None
@@ -90,11 +93,16 @@ def main() -> int:
             spark.stop()
         if drift is not None:
             drift.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
 
     res["load_end"] = machine.load()
     res["minutes"] = elapsed() / 60
     (out / "results.json").write_text(json.dumps(res, indent=1, default=str))
     write_report(res, out, a.quick)
+    if res["failures"]:
+        say(f"Spark's log is in {build.dir / 'spark.log'}")
+    else:
+        shutil.rmtree(build.dir, ignore_errors=True)
     say(f"done in {res['minutes']:.1f} min: {out / 'results.md'}")
     return 1 if res["failures"] else 0
 

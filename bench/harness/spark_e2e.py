@@ -5,7 +5,6 @@ ready-made Arrow batches of the same schema)."""
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 
 from .log import say
@@ -38,10 +37,13 @@ def reader(spark, source: str, host: str, sub: str, size: int, batchlog: str):
             .option("rowsPerPartition", "100000").option("payloadBytes", str(size)).option("attributes", "2").load())
 
 
-def run(spark, build: Build, plan: Plan) -> list[dict]:
+def run(spark, build: Build, plan: Plan, scratch: str) -> list[dict]:
+    """scratch holds checkpoints and batch logs; the caller removes it
+    after Spark stops (a task of a stopped query may still write its
+    batch-log entry)."""
     rows: list[dict] = []
     say("2/5 Spark: JVM warm-up (ceiling source, not counted)")
-    measure(reader(spark, "ceiling", "", "", 1024, ""), warmup=2, window=plan.spark_window)
+    measure(reader(spark, "ceiling", "", "", 1024, ""), scratch, warmup=2, window=plan.spark_window)
     total = len(plan.spark_sizes) * plan.reps * len(SOURCES)
     for size in plan.spark_sizes:
         server = LoadServer(build, size)
@@ -50,16 +52,14 @@ def run(spark, build: Build, plan: Plan) -> list[dict]:
             create(build, server, "projects/bench/topics/e2e", list(subs.values()))
             for rep in range(plan.reps):
                 for source in SOURCES:
-                    batchlog = tempfile.mkdtemp(prefix="bench-batchlog-")
+                    batchlog = tempfile.mkdtemp(prefix="batchlog-", dir=scratch)
                     try:
                         m = measure(reader(spark, source, server.host, subs[(source, rep)], size, batchlog),
-                                    plan.spark_warmup, plan.spark_window)
+                                    scratch, plan.spark_warmup, plan.spark_window)
                     except Exception as e:  # one failed configuration must not sink the run
                         say(f"2/5 Spark {size} B {source} run {rep + 1} FAILED: {e}")
                         rows.append({"source": source, "payload": size, "rep": rep, "error": str(e)[:500]})
                         continue
-                    finally:
-                        shutil.rmtree(batchlog, ignore_errors=True)
                     rows.append({"source": source, "payload": size, "rep": rep, **m})
                     say(f"2/5 Spark [{len(rows)}/{total}] {size} B {source} run {rep + 1}: "
                         f"{m['rows_per_sec']:,.0f} rows/s over {m['batches']} micro-batches "

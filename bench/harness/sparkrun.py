@@ -95,10 +95,11 @@ def _ts(p: dict) -> float:
     return datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00")).timestamp()
 
 
-def measure(reader, warmup: float, window: float, sink: str = "noop",
+def measure(reader, scratch: str, warmup: float, window: float, sink: str = "noop",
             sink_options: dict[str, str] | None = None, timeout: float = 240) -> dict:
-    """Runs reader (a streaming DataFrame) into sink and measures it."""
-    ckpt = tempfile.mkdtemp(prefix="bench-ckpt-")
+    """Runs reader (a streaming DataFrame) into sink and measures it; its
+    checkpoint goes below scratch."""
+    ckpt = tempfile.mkdtemp(prefix="ckpt-", dir=scratch)
     w = reader.writeStream.format(sink).option("checkpointLocation", ckpt)
     for k, v in (sink_options or {}).items():
         w = w.option(k, v)

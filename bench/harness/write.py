@@ -32,7 +32,7 @@ def _peer(client: str, build: Build, host: str, plan: Plan) -> list[str]:
             "--size", str(SIZE)]
 
 
-def run(spark, build: Build, plan: Plan) -> list[dict]:
+def run(spark, build: Build, plan: Plan, scratch: str) -> list[dict]:
     rows: list[dict] = []
     total = plan.reps * len(CLIENTS)
     server = LoadServer(build, SIZE)
@@ -44,12 +44,12 @@ def run(spark, build: Build, plan: Plan) -> list[dict]:
                 before = server.stats()["published"]
                 try:
                     if client == "spark-sink":
-                        m = measure(_source(spark), plan.spark_warmup, plan.spark_window, sink="pubsub-go",
+                        m = measure(_source(spark), scratch, plan.spark_warmup, plan.spark_window, sink="pubsub-go",
                                     sink_options={"topicId": TOPIC, "emulatorHost": server.host})
                         row = {"msgs_per_sec": m["rows_per_sec"], "messages": m["rows"], "seconds": m["seconds"],
                                "peak_python_rss_mb": m["peak_python_rss_mb"]}
                     elif client == "spark-ceiling":
-                        m = measure(_source(spark), plan.spark_warmup, plan.spark_window)
+                        m = measure(_source(spark), scratch, plan.spark_warmup, plan.spark_window)
                         row = {"msgs_per_sec": m["rows_per_sec"], "messages": m["rows"], "seconds": m["seconds"]}
                     else:
                         cmd = _peer(client, build, server.host, plan)

@@ -68,29 +68,26 @@ class BatchLog:
         if self._local:
             # Memory-mapped: the driver reading only ack ids touches only their pages.
             with pa.memory_map(path) as f:
-                table = ipc.open_file(f).read_all()
+                table, stats = _read_entry(ipc.open_file(f))
         else:
             with self.fs.open_input_file(path) as f:
-                table = ipc.open_file(f).read_all()
-        meta = table.schema.metadata or {}
-        stats = json.loads(meta.get(STATS_KEY, b"{}"))
+                table, stats = _read_entry(ipc.open_file(f))
         idx = table.schema.get_field_index(ACK_COLUMN)
         acks = table.column(idx).combine_chunks() if table.num_rows else pa.array([], pa.string())
         data = table.remove_column(idx).replace_schema_metadata(None)
         return Entry(data=data, ack_ids=acks, stats=stats)
 
+    def writer(self, gen: str, batch: int, part: int) -> EntryWriter:
+        """An entry written batch by batch, invisible until published."""
+        return EntryWriter(self, gen, batch, part)
+
     def write_once(self, gen: str, batch: int, part: int, batches: list[pa.RecordBatch],
                    ack_ids: list[pa.Array], schema: pa.Schema, stats: dict[str, Any]) -> bool:
-        """Writes the entry unless one exists; False if another attempt won."""
-        final = self.entry_path(gen, batch, part)
-        self.fs.create_dir(self.batch_dir(gen, batch), recursive=True)
-        out_schema = schema.append(pa.field(ACK_COLUMN, pa.string())).with_metadata(
-            {STATS_KEY: json.dumps(stats).encode()})
-        tmp = f"{final}.tmp-{uuid.uuid4().hex}"
-        with self.fs.open_output_stream(tmp) as f, ipc.new_file(f, out_schema) as w:
-            for b, a in zip(batches, ack_ids, strict=True):
-                w.write_batch(pa.RecordBatch.from_arrays([*b.columns, a], schema=out_schema))
-        return self._publish(tmp, final)
+        """Writes a whole entry unless one exists; False if another attempt won."""
+        w = self.writer(gen, batch, part)
+        for b, a in zip(batches, ack_ids, strict=True):
+            w.write(b, a)
+        return w.publish(schema, stats)
 
     def _publish(self, tmp: str, final: str) -> bool:
         if self._local:
@@ -110,6 +107,12 @@ class BatchLog:
         self.fs.move(tmp, final)
         return True
 
+    def _discard(self, tmp: str) -> None:
+        try:
+            self.fs.delete_file(tmp)
+        except (FileNotFoundError, OSError):
+            pass
+
     # -- driver --------------------------------------------------------------
     def entries(self, gen: str, batch: int) -> list[Entry]:
         sel = pafs.FileSelector(self.batch_dir(gen, batch), allow_not_found=True)
@@ -125,3 +128,63 @@ class BatchLog:
         d = self.batch_dir(gen, batch)
         if self.fs.get_file_info(d).type != pafs.FileType.NotFound:
             self.fs.delete_dir(d)
+
+
+def _read_entry(reader: ipc.RecordBatchFileReader) -> tuple[pa.Table, dict[str, Any]]:
+    table = reader.read_all()
+    stats: dict[str, Any] = {}
+    if reader.num_record_batches:
+        last = reader.get_batch_with_custom_metadata(reader.num_record_batches - 1)
+        meta = last.custom_metadata or {}
+        if STATS_KEY in meta:
+            stats = json.loads(meta[STATS_KEY])
+    return table, stats
+
+
+class EntryWriter:
+    """Appends a task's batches to a temporary file as they are handed out;
+    publish() makes the entry visible in one step (first writer wins). The
+    counters go last, as the custom metadata of a final empty batch."""
+
+    def __init__(self, log: BatchLog, gen: str, batch: int, part: int) -> None:
+        self.log = log
+        self.final = log.entry_path(gen, batch, part)
+        self._dir = log.batch_dir(gen, batch)
+        self.tmp = f"{self.final}.tmp-{uuid.uuid4().hex}"
+        self._sink: Any = None
+        self._w: ipc.RecordBatchFileWriter | None = None
+        self._schema: pa.Schema | None = None
+
+    def _open(self, schema: pa.Schema) -> None:
+        self.log.fs.create_dir(self._dir, recursive=True)
+        self._schema = schema.append(pa.field(ACK_COLUMN, pa.string()))
+        self._sink = self.log.fs.open_output_stream(self.tmp)
+        self._w = ipc.new_file(self._sink, self._schema)
+
+    def write(self, batch: pa.RecordBatch, ack_ids: pa.Array) -> None:
+        if self._w is None:
+            self._open(batch.schema)
+        assert self._w is not None and self._schema is not None
+        self._w.write_batch(pa.RecordBatch.from_arrays([*batch.columns, ack_ids], schema=self._schema))
+
+    def publish(self, schema: pa.Schema, stats: dict[str, Any]) -> bool:
+        """Closes and publishes the entry; False if another attempt's entry exists."""
+        if self._w is None:
+            self._open(schema)
+        assert self._w is not None and self._schema is not None
+        empty = pa.RecordBatch.from_arrays([pa.array([], f.type) for f in self._schema], schema=self._schema)
+        self._w.write_batch(empty, custom_metadata={STATS_KEY: json.dumps(stats).encode()})
+        self._w.close()
+        self._sink.close()
+        self._w = None
+        return self.log._publish(self.tmp, self.final)
+
+    def abort(self) -> None:
+        if self._w is not None:
+            try:
+                self._w.close()
+                self._sink.close()
+            except Exception:
+                pass
+            self._w = None
+        self.log._discard(self.tmp)

@@ -24,6 +24,7 @@ DOCUMENTED = [
     "projectId", "subscriptionId", "emulatorHost", "credentials", "numPartitions", "parallelism",
     "batchSize", "maxWaitTimeMs", "maxRecordsPerTrigger", "maxBytesPerTrigger", "maxRecordsPerPartition",
     "maxBatchDurationMs", "ackOnCommit", "batchLogLocation", "streamsPerPartition", "maxOutstandingMessages",
+    "maxBytesPerPartition",
     "ackDeadlineSeconds", "commitLeaseSeconds", "format", "decoder", "avroSchema", "deadLetterTopicId",
     "onDecodeError", "errorColumn", "decoderOptions", "decoderTimeoutMs", "decoderMemoryLimitMB", "path",
 ]
@@ -178,6 +179,7 @@ class SourceOptions:
     batch_log_location: str
     streams_per_partition: int
     max_outstanding_messages: int
+    max_bytes_per_partition: int
     ack_deadline_seconds: int
     commit_lease_seconds: int
     decode: DecodeOptions | None = None  # schema mode
@@ -223,6 +225,7 @@ class SourceOptions:
             batch_log_location=str(opts.get("batchloglocation") or log_default),
             streams_per_partition=int_option(opts, "streamsPerPartition", 1, 1, 32),
             max_outstanding_messages=int_option(opts, "maxOutstandingMessages", 0, 0),
+            max_bytes_per_partition=int_option(opts, "maxBytesPerPartition", 128 << 20, 1 << 20),
             ack_deadline_seconds=int_option(opts, "ackDeadlineSeconds", 60, 10, 600),
             commit_lease_seconds=int_option(opts, "commitLeaseSeconds", 600, 10, 600),
             decode=_parse_decode(opts, sub_path.split("/")[1]),

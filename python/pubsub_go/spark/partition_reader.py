@@ -37,7 +37,8 @@ class PubSubPartition:
     cutoff_us: int  # AvailableNow: hand out only messages published at or before this; 0: none
 
 
-def subscriber_config(opts: SourceOptions, pull: bool = True, plan: SchemaPlan | None = None) -> SubscriberConfig:
+def subscriber_config(opts: SourceOptions, pull: bool = True, plan: SchemaPlan | None = None,
+                      part: PubSubPartition | None = None) -> SubscriberConfig:
     extra: dict = {"no_pull": True} if not pull else {}
     if pull and plan is not None:
         extra["decoder"] = plan.decoder_config()
@@ -46,12 +47,23 @@ def subscriber_config(opts: SourceOptions, pull: bool = True, plan: SchemaPlan |
         emulator_host=opts.emulator_host,
         credentials=opts.credentials,
         streams=opts.streams_per_partition,
-        max_outstanding_messages=opts.max_outstanding_messages or max(2 * opts.batch_size, 1000),
+        max_outstanding_messages=_flow_control_messages(opts, part),
+        max_outstanding_bytes=opts.max_bytes_per_partition,
         batch_size=opts.batch_size,
         max_wait_ms=opts.max_wait_ms,
         ack_deadline_seconds=opts.ack_deadline_seconds,
         extra=extra,
     )
+
+
+def _flow_control_messages(opts: SourceOptions, part: PubSubPartition | None) -> int:
+    """Handed-out messages stay outstanding until the task ends, so flow
+    control is sized to what the task may hand out, plus one batch ahead."""
+    if opts.max_outstanding_messages:
+        return opts.max_outstanding_messages
+    if part is None:
+        return max(2 * opts.batch_size, 1000)
+    return min(part.max_rows, 1_000_000) + opts.batch_size
 
 
 def read_partition(opts: SourceOptions, part: PubSubPartition, plan: SchemaPlan | None = None
@@ -75,23 +87,44 @@ def _renew_leases(opts: SourceOptions, ack_ids: pa.Array) -> None:
         log.warning("could not renew leases of a replayed batch: %s", e)
 
 
+class LostRaceError(RuntimeError):
+    """Another attempt of this task recorded the batch first; this attempt
+    must fail so that Spark keeps only that attempt's version."""
+
+
 def _pull_and_record(opts: SourceOptions, part: PubSubPartition, batch_log: BatchLog,
                      plan: SchemaPlan | None) -> Iterator[pa.RecordBatch]:
-    sub = Subscriber(subscriber_config(opts, plan=plan))
+    """Pulls, records each batch in the log's temporary entry, then yields it
+    (so Spark works while the streams keep pulling). The entry is published
+    when the task has handed out everything; until then no re-run can see it,
+    and a failed attempt's output is discarded by Spark anyway."""
+    sub = Subscriber(subscriber_config(opts, plan=plan, part=part))
     dlq = _DeadLetters(opts, plan) if plan is not None else None
+    entry = batch_log.writer(part.gen, part.batch, part.index)
+    acks: list[pa.Array] = []
+    published = False
     try:
-        batches, acks, schema, drained = _pull(sub, opts, part, plan, dlq)
+        schema: pa.Schema | None = plan.output if plan else None
+        drained = False
+        for item in _pull(sub, opts, part, plan, dlq):
+            if isinstance(item, bool):
+                drained = item
+                continue
+            b, a = item
+            schema = b.schema
+            if b.num_rows:
+                entry.write(b, a)
+                acks.append(a)
+                yield b
+        assert schema is not None
         all_acks = pa.concat_arrays(acks) if acks else pa.array([], pa.string())
         stats = {**sub.stats(), "rows": int(len(all_acks)), "drained": drained,
                  "dead_lettered": dlq.count if dlq else 0}
-        if not batch_log.write_once(part.gen, part.batch, part.index, batches, acks, schema, stats):
-            # Another attempt of this task won: its entry is the batch.
-            if len(all_acks):
-                sub.nack(all_acks)
-            entry = batch_log.read(part.gen, part.batch, part.index)
-            assert entry is not None
-            batches = entry.data.to_batches(max_chunksize=opts.batch_size)
-        elif len(all_acks):
+        published = entry.publish(schema, stats)
+        if not published:
+            raise LostRaceError(f"batch {part.batch} partition {part.index} was recorded by another attempt "
+                                "first; failing this attempt so that Spark keeps that version")
+        if len(all_acks):
             if opts.ack_on_commit:
                 # Hand the leases to the driver, which acks on commit and keeps
                 # them alive meanwhile. Release first: otherwise this
@@ -100,65 +133,65 @@ def _pull_and_record(opts: SourceOptions, part: PubSubPartition, batch_log: Batc
                 sub.modack(all_acks, opts.commit_lease_seconds)
             else:
                 sub.ack(all_acks)
+    except BaseException:
+        # The attempt fails (or Spark stopped consuming it): its output is
+        # discarded, so hand back at once what it took, rather than after the lease.
+        if not published:
+            entry.abort()
+            if acks:
+                try:
+                    sub.nack(pa.concat_arrays(acks))
+                except Exception as e:
+                    log.warning("nacking the messages of a failed task: %s", e)
+        raise
     finally:
         sub.close()  # nacks whatever was pulled but not handed out
         if dlq:
             dlq.close()
-    yield from batches
 
 
 def _pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: SchemaPlan | None,
-          dlq: _DeadLetters | None) -> tuple[list[pa.RecordBatch], list[pa.Array], pa.Schema, bool]:
-    batches: list[pa.RecordBatch] = []
-    acks: list[pa.Array] = []
+          dlq: _DeadLetters | None) -> Iterator[tuple[pa.RecordBatch, pa.Array] | bool]:
+    """Yields (batch, ack ids) until a cap, the time budget or an empty
+    backlog ends the task; last, whether the backlog was seen drained."""
     rows = nbytes = 0
-    drained = False
-    schema: pa.Schema | None = plan.output if plan else None
+    flow_messages = _flow_control_messages(opts, part)
     deadline = time.monotonic() + opts.max_batch_duration_ms / 1000
     cutoff = pa.scalar(part.cutoff_us, pa.timestamp("us", tz="UTC")) if part.cutoff_us else None
-    try:
-        while True:
-            want = min(opts.batch_size, part.max_rows - rows)
-            if want <= 0:
-                break
-            try:
-                b, a = sub.next_batch(max_rows=want, wait_ms=opts.max_wait_ms)
-            except PubSubError as e:
-                hint = limit_hint(plan.decode, e) if plan else ""
-                if hint:
-                    raise type(e)(e.code, e.message + hint) from None
-                raise
-            full = b.num_rows >= want
-            if cutoff is not None and b.num_rows:
-                keep = pc.less_equal(b.column("publish_time"), cutoff)
-                late = a.filter(pc.invert(keep))
-                if len(late):
-                    sub.nack(late)  # published after AvailableNow started: not this query's run
-                b, a = b.filter(keep), a.filter(keep)
-            if plan is not None:
-                b, a = _handle_decode_errors(sub, opts, plan, dlq, b, a)
-                b = plan.project(b)
-            schema = b.schema
-            if b.num_rows:
-                batches.append(b)
-                acks.append(a)
-                rows += b.num_rows
-                nbytes += b.nbytes
-            if not full:
-                drained = True  # the backlog is empty for now: end the task, keep latency low
-                break
-            if time.monotonic() >= deadline or (part.max_bytes and nbytes >= part.max_bytes):
-                break
-    except BaseException:
-        # The task fails: hand back at once what it took, rather than after the lease.
-        if acks:
-            try:
-                sub.nack(pa.concat_arrays(acks))
-            except Exception as e:
-                log.warning("nacking the messages of a failed task: %s", e)
-        raise
-    assert schema is not None
-    return batches, acks, schema, drained
+    while True:
+        want = min(opts.batch_size, part.max_rows - rows)
+        if want <= 0:
+            yield False
+            return
+        try:
+            b, a = sub.next_batch(max_rows=want, wait_ms=opts.max_wait_ms)
+        except PubSubError as e:
+            hint = limit_hint(plan.decode, e) if plan else ""
+            if hint:
+                raise type(e)(e.code, e.message + hint) from None
+            raise
+        full = b.num_rows >= want
+        if cutoff is not None and b.num_rows:
+            keep = pc.less_equal(b.column("publish_time"), cutoff)
+            late = a.filter(pc.invert(keep))
+            if len(late):
+                sub.nack(late)  # published after AvailableNow started: not this query's run
+            b, a = b.filter(keep), a.filter(keep)
+        if plan is not None:
+            b, a = _handle_decode_errors(sub, opts, plan, dlq, b, a)
+            b = plan.project(b)
+        rows += b.num_rows
+        nbytes += b.nbytes
+        yield b, a
+        if not full:
+            # Short batch: the backlog is empty for now -- unless flow control
+            # (what this task holds) is what stopped the streams.
+            stalled = rows + opts.batch_size > flow_messages or nbytes >= 0.9 * opts.max_bytes_per_partition
+            yield not stalled
+            return
+        if time.monotonic() >= deadline or (part.max_bytes and nbytes >= part.max_bytes):
+            yield False
+            return
 
 
 def _handle_decode_errors(sub: Subscriber, opts: SourceOptions, plan: SchemaPlan, dlq: _DeadLetters | None,
