@@ -55,3 +55,46 @@ def test_batches_listing_and_removal(tmp_path):
     assert log.batches("g") == [1, 10]
     assert log.read("g", 2, 0) is None
     assert log.batches("other-generation") == []
+
+
+def test_attempt_that_loses_the_race_fails_and_hands_its_messages_back(tmp_path):
+    """Speculation: another attempt published this (batch, partition) first.
+    This attempt has yielded rows already, so it must fail (Spark then keeps
+    the winner's output) and nack what it took, so nothing is lost."""
+    import pytest
+
+    from pubsub_go.client import Emulator, Publisher, Subscriber, admin
+    from pubsub_go.spark.options import SourceOptions
+    from pubsub_go.spark.partition_reader import LostRaceError, PubSubPartition, _pull_and_record
+
+    with Emulator() as emu:
+        topic, sub = "projects/r/topics/t", "projects/r/subscriptions/s"
+        admin("create_topic", emulator_host=emu.host_port, topic=topic)
+        admin("create_subscription", emulator_host=emu.host_port, topic=topic, subscription=sub,
+              ack_deadline_seconds=600)
+        with Publisher(topic=topic, emulator_host=emu.host_port) as pub:
+            pub.publish(pa.record_batch({"payload": pa.array([b"m%d" % i for i in range(5)])}))
+            pub.flush(timeout_ms=30_000)
+        opts = SourceOptions.parse({"subscriptionId": sub, "emulatorHost": emu.host_port,
+                                    "batchLogLocation": str(tmp_path), "maxWaitTimeMs": "2000"})
+        log = BatchLog(str(tmp_path))
+        b, a = entry("winner-", 2)
+        assert log.write_once("g", 1, 0, b, a, SCHEMA, {"rows": 2})
+        part = PubSubPartition(gen="g", batch=1, index=0, max_rows=5, max_bytes=0, cutoff_us=0)
+        yielded = []
+        with pytest.raises(LostRaceError):
+            for batch in _pull_and_record(opts, part, log, None):
+                yielded.append(batch.num_rows)
+        assert sum(yielded) >= 1, "the attempt should have yielded rows before publishing"
+        assert log.read("g", 1, 0).data.column("message_id").to_pylist() == ["winner-0", "winner-1"]
+        # The loser's messages were nacked: they come back at once, not after 600 s.
+        with Subscriber(subscription=sub, emulator_host=emu.host_port, streams=4) as again:
+            got = 0
+            for _ in range(20):
+                bb, aa = again.next_batch(max_rows=10, wait_ms=500)
+                got += bb.num_rows
+                again.ack(aa)
+                if got >= sum(yielded):
+                    break
+        assert got >= sum(yielded)
+        assert not [p for p in tmp_path.rglob("*.tmp-*")], "the loser's temporary entry was left behind"
