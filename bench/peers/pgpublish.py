@@ -5,15 +5,10 @@ max_rss_mb)."""
 from __future__ import annotations
 
 import argparse
-import json
-import resource
 import sys
 import time
 
-
-def cpu_seconds() -> float:
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime
+from peerlib import cpu_seconds, report
 
 
 def main() -> int:
@@ -47,9 +42,7 @@ def main() -> int:
     finally:
         pub.close()
     n = a.messages
-    print(json.dumps({"peer": "pubsub-go-publish", "messages": n, "bytes": n * a.size, "seconds": secs,
-                      "msgs_per_sec": n / secs, "cpu_seconds": cpu, "errors": 0, "flush": stats,
-                      "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+    report("pubsub-go-publish", n, n * a.size, secs, cpu, errors=0, flush=stats)
     return 0
 
 

@@ -9,15 +9,10 @@ batch, measured over a fixed window after a warm-up; prints one JSON line
 from __future__ import annotations
 
 import argparse
-import json
-import resource
 import sys
 import time
 
-
-def cpu_seconds() -> float:
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime
+from peerlib import cpu_seconds, report
 
 
 def payload_bytes(batch) -> int:
@@ -67,9 +62,7 @@ def main() -> int:
     finally:
         sub.close()
     n, b = msgs - edge[0], nbytes - edge[1]
-    print(json.dumps({"peer": "pubsub-go", "messages": n, "bytes": b, "seconds": secs,
-                      "msgs_per_sec": n / secs, "cpu_seconds": cpu,
-                      "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+    report("pubsub-go", n, b, secs, cpu)
     return 0
 
 

@@ -5,16 +5,11 @@ prints one JSON line (gopublish's fields plus max_rss_mb)."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import resource
 import sys
 import time
 
-
-def cpu_seconds() -> float:
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime
+from peerlib import cpu_seconds, report
 
 
 def main() -> int:
@@ -42,9 +37,7 @@ def main() -> int:
             errors += 1
     secs, cpu = time.monotonic() - t0, cpu_seconds() - cpu0
     ok = a.messages - errors
-    print(json.dumps({"peer": "google-python-publish", "messages": ok, "bytes": ok * a.size, "seconds": secs,
-                      "msgs_per_sec": ok / secs, "cpu_seconds": cpu, "errors": errors,
-                      "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+    report("google-python-publish", ok, ok * a.size, secs, cpu, errors=errors)
     client.stop()
     return 1 if errors else 0
 

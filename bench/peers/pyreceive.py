@@ -8,17 +8,12 @@ max_rss_mb). Honours --emulator-host (sets PUBSUB_EMULATOR_HOST).
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import resource
 import sys
 import threading
 import time
 
-
-def cpu_seconds() -> float:
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime
+from peerlib import cpu_seconds, report
 
 
 def main() -> int:
@@ -70,9 +65,7 @@ def main() -> int:
             pass
         client.close()
     n, b, secs = s1[0] - s0[0], s1[1] - s0[1], s1[3] - s0[3]
-    print(json.dumps({"peer": "google-python", "messages": n, "bytes": b, "seconds": secs,
-                      "msgs_per_sec": n / secs, "cpu_seconds": s1[2] - s0[2],
-                      "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+    report("google-python", n, b, secs, s1[2] - s0[2])
     return 0
 
 

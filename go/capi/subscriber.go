@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/cdata"
 	"google.golang.org/grpc/codes"
@@ -170,5 +169,3 @@ func pg_subscriber_close(h C.uint64_t, errOut **C.char) C.int {
 		return s.Close()
 	})
 }
-
-var _ arrow.RecordBatch // keep the import explicit for readers of the signature above

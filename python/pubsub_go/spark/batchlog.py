@@ -114,10 +114,16 @@ class BatchLog:
             pass
 
     # -- driver --------------------------------------------------------------
-    def entries(self, gen: str, batch: int) -> list[Entry]:
+    def entry_paths(self, gen: str, batch: int) -> list[str]:
+        """The published entries of a batch (temporary files excluded)."""
         sel = pafs.FileSelector(self.batch_dir(gen, batch), allow_not_found=True)
-        paths = sorted(i.path for i in self.fs.get_file_info(sel) if i.path.endswith(".arrow"))
-        return [self._read_path(p) for p in paths]
+        return sorted(i.path for i in self.fs.get_file_info(sel) if i.path.endswith(".arrow"))
+
+    def read_path(self, path: str) -> Entry:
+        return self._read_path(path)
+
+    def entries(self, gen: str, batch: int) -> list[Entry]:
+        return [self._read_path(p) for p in self.entry_paths(gen, batch)]
 
     def batches(self, gen: str) -> list[int]:
         sel = pafs.FileSelector(f"{self.root}/{gen}", allow_not_found=True)

@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -180,6 +181,15 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._driver = None
 
 
+@dataclass(frozen=True)
+class _EntryInfo:
+    """What the driver needs of a published log entry, which never changes."""
+
+    ack_ids: pa.Array
+    rows: int
+    stats: dict[str, Any]
+
+
 class _DriverState:
     """Lives in the driver's source runner: the acker (a subscriber that
     never pulls), the lease keeper and the live counters."""
@@ -193,8 +203,7 @@ class _DriverState:
         self.cutoff_us = 0
         self.idle_reported = -1
         self.latest: dict[str, Any] | None = None
-        self.committed: tuple[str, int] | None = None
-        self.summaries: dict[tuple[str, int], dict[str, Any]] = {}
+        self._read: dict[str, _EntryInfo] = {}  # entry path -> info: each entry is read once
         self.metrics = {"pulled": 0, "rows": 0, "acked": 0, "nacked": 0, "leaseExtensions": 0,
                         "redeliveries": 0, "pendingAcks": 0, "ackFailures": 0, "decodeErrors": 0,
                         "deadLettered": 0}
@@ -203,26 +212,32 @@ class _DriverState:
         self._keeper = threading.Thread(target=self._keep_leases, name="pubsub-go-lease-keeper", daemon=True)
         self._keeper.start()
 
+    def _entries(self, gen: str, batch: int) -> list[_EntryInfo]:
+        out = []
+        for path in self.log.entry_paths(gen, batch):
+            info = self._read.get(path)
+            if info is None:
+                e = self.log.read_path(path)
+                # Concatenating copies the ack ids out of the entry's buffers,
+                # so the cache does not keep the rows alive.
+                acks = pa.concat_arrays([e.ack_ids, e.ack_ids.slice(0, 0)])
+                info = self._read[path] = _EntryInfo(acks, e.data.num_rows, e.stats)
+            out.append(info)
+        return out
+
     def batch_summary(self, gen: str, batch: int) -> dict[str, Any] | None:
-        key = (gen, batch)
-        if key not in self.summaries:
-            entries = self.log.entries(gen, batch)
-            if not entries:
-                return None
-            self.summaries[key] = {
-                "rows": sum(e.data.num_rows for e in entries),
-                "drained": all(e.stats.get("drained", False) for e in entries),
-                "stats": [e.stats for e in entries],
-            }
-        return self.summaries[key]
+        entries = self._entries(gen, batch)
+        if not entries:
+            return None
+        return {"rows": sum(e.rows for e in entries),
+                "drained": all(e.stats.get("drained", False) for e in entries)}
 
     def commit(self, gen: str, upto: int) -> None:
         with self._lock:
             for batch in self.log.batches(gen):
                 if batch > upto:
                     continue
-                summary = self.batch_summary(gen, batch)
-                entries = self.log.entries(gen, batch)
+                entries = self._entries(gen, batch)
                 ids = [e.ack_ids for e in entries if len(e.ack_ids)]
                 try:
                     if ids and self.opts.ack_on_commit:
@@ -234,7 +249,7 @@ class _DriverState:
                     self.metrics["ackFailures"] += 1
                     log.warning("acking batch %d failed, will retry at the next commit: %s", batch, e)
                     continue
-                for s in (summary or {}).get("stats", []):
+                for s in (e.stats for e in entries):
                     self.metrics["pulled"] += int(s.get("pulled", 0))
                     self.metrics["rows"] += int(s.get("rows", 0))
                     self.metrics["nacked"] += int(s.get("nacked", 0))
@@ -242,20 +257,15 @@ class _DriverState:
                     self.metrics["redeliveries"] += int(s.get("redeliveries", 0))
                     self.metrics["decodeErrors"] += int(s.get("decode_errors", 0))
                     self.metrics["deadLettered"] += int(s.get("dead_lettered", 0))
+                for path in self.log.entry_paths(gen, batch):
+                    self._read.pop(path, None)
                 self.log.remove_batch(gen, batch)
-                self.summaries.pop((gen, batch), None)
-            self.committed = (gen, upto)
-            # Entries of older generations belong to abandoned queries.
-            self.summaries = {k: v for k, v in self.summaries.items() if k[0] == gen}
 
     def _pending_ack_ids(self) -> list[pa.Array]:
         if self.latest is None:
             return []
         gen = self.latest["gen"]
-        out = []
-        for batch in self.log.batches(gen):
-            out.extend(e.ack_ids for e in self.log.entries(gen, batch) if len(e.ack_ids))
-        return out
+        return [e.ack_ids for batch in self.log.batches(gen) for e in self._entries(gen, batch) if len(e.ack_ids)]
 
     def _keep_leases(self) -> None:
         period = max(5.0, self.opts.commit_lease_seconds / 4)
