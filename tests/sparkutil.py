@@ -12,8 +12,13 @@ from pathlib import Path
 
 from emulators import free_port, wait_for_port
 
+# Maven Central has no spark-avro 4.3.0 yet; 4.1.1's from_avro/to_avro run on Spark 4.3.
+SPARK_AVRO = os.environ.get("PUBSUB_GO_SPARK_AVRO", "org.apache.spark:spark-avro_2.13:4.1.1")
+
 
 def spark_session(master: str = "local[2]", app: str = "pubsub-go-tests", **conf: str):
+    """A session on loopback. spark-avro is always on the classpath: packages
+    only apply when the JVM starts, whichever test starts it first."""
     from pyspark.sql import SparkSession
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -23,12 +28,23 @@ def spark_session(master: str = "local[2]", app: str = "pubsub-go-tests", **conf
          .config("spark.sql.shuffle.partitions", "2")
          .config("spark.driver.host", "127.0.0.1")
          .config("spark.driver.bindAddress", "127.0.0.1")
-         .config("spark.sql.streaming.stopTimeout", "60s"))
+         .config("spark.sql.streaming.stopTimeout", "60s")
+         .config("spark.jars.packages", SPARK_AVRO))
     for k, v in conf.items():
         b = b.config(k.replace("__", "."), v)
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def stop_spark() -> None:
+    """Stops any SparkContext of this process, so the next session gets the
+    context settings it asks for (getOrCreate would reuse the old one)."""
+    from pyspark import SparkContext
+
+    sc = SparkContext._active_spark_context
+    if sc is not None:
+        sc.stop()
 
 
 def run_until(query, predicate, timeout: float = 120.0) -> None:

@@ -17,24 +17,18 @@ from pathlib import Path
 import pytest
 
 import pubsub_go
-from sparkutil import run_until, spark_session
+from sparkutil import run_until, spark_session, stop_spark
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[1]
-# Maven Central has no spark-avro 4.3.0 yet; 4.1.1's from_avro/to_avro run on Spark 4.3.
-SPARK_AVRO = os.environ.get("PUBSUB_GO_SPARK_AVRO", "org.apache.spark:spark-avro_2.13:4.1.1")
 META = ("message_id", "publish_time", "attributes")
 
 
 @pytest.fixture(scope="module")
 def spark():
-    from pyspark.sql import SparkSession
-
-    active = SparkSession.getActiveSession()
-    if active is not None:  # jars.packages is a SparkContext setting
-        active.stop()
+    stop_spark()  # a fresh context with this module's settings
     # 2 task attempts: a failing decoder fails the query quickly.
-    s = spark_session(master="local[2,2]", app="schema-mode", spark__jars__packages=SPARK_AVRO,
+    s = spark_session(master="local[2,2]", app="schema-mode",
                       spark__sql__session__timeZone="UTC")
     pubsub_go.register(s)
     yield s

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import pubsub_go
-from sparkutil import StandaloneCluster, run_until, spark_session
+from sparkutil import StandaloneCluster, run_until, spark_session, stop_spark
 
 pytestmark = pytest.mark.spark
 JOBS = Path(__file__).resolve().parent / "jobs"
@@ -27,14 +27,6 @@ def spark():
     s = spark_session(master="local[2,4]")  # 4 task attempts: retries are part of the contract
     pubsub_go.register(s)
     return s
-
-
-def stop_active_session() -> None:
-    from pyspark.sql import SparkSession
-
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        active.stop()
 
 
 def read_stream(spark, emulator, sub, tmp_path, **opts):
@@ -157,7 +149,7 @@ def test_foreach_batch_evaluated_twice_sees_one_version(spark, google, emulator,
 def test_python_worker_killed_mid_task_loses_nothing(google, emulator, tmp_path, reuse):
     """A UDF SIGKILLs its Python worker on the first attempt of the first
     task; Spark retries; the batch replays from the log: exactly once."""
-    stop_active_session()  # worker reuse is a SparkContext setting
+    stop_spark()  # worker reuse is a SparkContext setting
     s = spark_session(master="local[2,4]", app=f"kill-worker-{reuse}", spark__python__worker__reuse=reuse)
     try:
         pubsub_go.register(s)
@@ -265,7 +257,7 @@ def test_unknown_subscription_fails_the_query_with_not_found(spark, emulator, tm
 
 @pytest.mark.cluster
 def test_standalone_cluster_with_two_workers(google, emulator, tmp_path):
-    stop_active_session()
+    stop_spark()
     cluster = StandaloneCluster(workers=2, cores=1)
     try:
         s = spark_session(master=cluster.url, app="cluster", spark__executor__memory="1g",
