@@ -9,7 +9,6 @@ import (
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 const defaultStreamAckDeadline = 10 * time.Second
@@ -68,14 +67,11 @@ func streamAckDeadline(secs int32) time.Duration {
 	return time.Duration(min(secs, maxAckDeadlineSeconds)) * time.Second
 }
 
-// send is the stream's delivery loop. The response and its messages are
-// reused from batch to batch: Send marshals before it returns, and this
-// server installs no stats handler that could read them later.
+// send is the stream's delivery loop. Responses are encoded straight to
+// wire format (wire.go) and sent through the codec as they are.
 func (s *server) send(ctx context.Context, stream pubsubpb.Subscriber_StreamingPullServer, sub *subscription, l *lease, closeAfter time.Duration) error {
 	limit := s.batchLimit()
-	rms := s.synth.newReceived(limit)
-	resp := &pubsubpb.StreamingPullResponse{SubscriptionProperties: sub.props}
-	var sc idScratch
+	enc := newResponseEncoder(s.synth, sub.props, &s.bufs)
 	ps := make([]pending, 0, limit)
 
 	var closeC <-chan time.Time
@@ -108,8 +104,7 @@ func (s *server) send(ctx context.Context, stream pubsubpb.Subscriber_StreamingP
 			case <-heartbeat.C:
 				// Clients reopen streams they think are dead.
 				if !sent {
-					resp.ReceivedMessages = rms[:0]
-					if err := stream.Send(resp); err != nil {
+					if err := stream.SendMsg(enc.encode(nil, l.id, 0, time.Now())); err != nil {
 						return err
 					}
 				}
@@ -119,9 +114,7 @@ func (s *server) send(ctx context.Context, stream pubsubpb.Subscriber_StreamingP
 		}
 		now := time.Now()
 		first := l.record(ps, now)
-		s.synth.fill(rms, ps, l.id, first, timestamppb.New(now), &sc)
-		resp.ReceivedMessages = rms[:len(ps)]
-		if err := stream.Send(resp); err != nil {
+		if err := stream.SendMsg(enc.encode(ps, l.id, first, now)); err != nil {
 			return err
 		}
 		sent = true

@@ -15,6 +15,7 @@ import (
 type synth struct {
 	payload []byte
 	attrs   map[string]string
+	fixed   []byte   // payload and attributes in wire format (see wire.go)
 	keys    []string // ordering keys; message n gets keys[n%len(keys)]
 	size    int64    // flow-control size of one message
 }
@@ -30,6 +31,7 @@ func newSynth(payloadBytes, attributes, orderingKeys int) *synth {
 			s.attrs[fmt.Sprintf("attr-%03d", i)] = fmt.Sprintf("value-%03d", i)
 		}
 	}
+	s.fixed = encodeFixed(s.payload, s.attrs)
 	for i := range orderingKeys {
 		s.keys = append(s.keys, fmt.Sprintf("key-%06d", i))
 	}

@@ -15,7 +15,8 @@ func TestAckIDRoundTrip(t *testing.T) {
 			t.Errorf("parseAckID(%q) = %d, %d, %v; want %d, %d", id, l, s, ok, c[0], c[1])
 		}
 	}
-	for _, bad := range []string{"", "1", "-1", "1-", "x!-1", "1-zzzzzzzzzzzzzzzzzzzzz"} {
+	// 3w5e11264sgsg is 2^64 in base 36.
+	for _, bad := range []string{"", "1", "-1", "1-", "x!-1", "1-zzzzzzzzzzzzzzzzzzzzz", "1-3w5e11264sgsg", "A-1", "1-1-1", "1-+1"} {
 		if _, _, ok := parseAckID(bad); ok {
 			t.Errorf("parseAckID(%q) accepted", bad)
 		}

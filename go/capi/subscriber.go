@@ -50,8 +50,8 @@ func pg_subscriber_next(h C.uint64_t, maxRows C.int64_t, waitMs C.int64_t,
 		if !ok {
 			return closedHandle("subscriber", h)
 		}
-		if outBatch == nil || outSchema == nil || outAckIDs == nil || outAckSchema == nil {
-			return conn.Errorf(codes.InvalidArgument, "pg_subscriber_next: output ArrowArray/ArrowSchema pointers must not be NULL")
+		if outBatch == nil || outAckIDs == nil {
+			return conn.Errorf(codes.InvalidArgument, "pg_subscriber_next: the output ArrowArray pointers must not be NULL")
 		}
 		wait := time.Duration(waitMs) * time.Millisecond
 		ctx, cancel := context.WithTimeout(context.Background(), wait+nextSafetyMargin)
@@ -62,6 +62,7 @@ func pg_subscriber_next(h C.uint64_t, maxRows C.int64_t, waitMs C.int64_t,
 		}
 		defer b.Record.Release()
 		defer b.AckIDs.Release()
+		// A NULL schema pointer is not exported (the caller has it).
 		cdata.ExportArrowRecordBatch(b.Record, carray(outBatch), cschema(outSchema))
 		cdata.ExportArrowArray(b.AckIDs, carray(outAckIDs), cschema(outAckSchema))
 		return nil

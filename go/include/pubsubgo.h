@@ -93,7 +93,10 @@ int pg_subscriber_open(char* config_json, uint64_t* handle_out, char** err);
  * The ack ids of the same rows, in the same order, come back as a separate
  * utf8 array (out_ack_ids/out_ack_schema). A batch may have zero rows.
  * Every message handed out stays leased (its deadline extended) until it
- * is acked, nacked or released. */
+ * is acked, nacked or released. The batch was built in C memory as the
+ * messages arrived, so this call only hands it over. out_schema and
+ * out_ack_schema may be NULL: the schema is the same on every call of a
+ * subscriber, so a caller can import it once and skip it afterwards. */
 int pg_subscriber_next(uint64_t handle, int64_t max_rows, int64_t wait_ms,
                        struct ArrowArray* out_batch, struct ArrowSchema* out_schema,
                        struct ArrowArray* out_ack_ids, struct ArrowSchema* out_ack_schema,

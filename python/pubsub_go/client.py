@@ -133,16 +133,20 @@ class Subscriber(_Handle):
     _what = "subscriber"
 
     def __init__(self, config: SubscriberConfig | None = None, /, **kwargs: Any) -> None:
+        self._schema: pa.Schema | None = None
         self._open("pg_subscriber_open", (config or SubscriberConfig(**kwargs)).to_json())
 
     def next_batch(self, max_rows: int = 0, wait_ms: int = 0) -> tuple[pa.RecordBatch, pa.Array]:
         f = _native.ffi()
-        arr, sch = f.new("struct ArrowArray*"), f.new("struct ArrowSchema*")
-        ack, ack_sch = f.new("struct ArrowArray*"), f.new("struct ArrowSchema*")
-        _native.call("pg_subscriber_next", self._handle(), max_rows, wait_ms, arr, sch, ack, ack_sch)
-        batch = pa.RecordBatch._import_from_c(_ptr(arr), _ptr(sch))
-        ack_ids = pa.Array._import_from_c(_ptr(ack), _ptr(ack_sch))
-        return batch, ack_ids
+        arr, ack = f.new("struct ArrowArray*"), f.new("struct ArrowArray*")
+        # A subscriber's schema never changes: import it from the first
+        # batch only, and skip its export and parsing afterwards.
+        schema = self._schema
+        sch = f.new("struct ArrowSchema*") if schema is None else f.NULL
+        _native.call("pg_subscriber_next", self._handle(), max_rows, wait_ms, arr, sch, ack, f.NULL)
+        if schema is None:
+            schema = self._schema = pa.Schema._import_from_c(_ptr(sch))
+        return pa.RecordBatch._import_from_c(_ptr(arr), schema), pa.Array._import_from_c(_ptr(ack), pa.string())
 
     def _with_ids(self, fn: str, ack_ids: pa.Array | list[str], *extra: Any) -> None:
         ids = ack_ids if isinstance(ack_ids, pa.Array) else pa.array(ack_ids, type=pa.string())

@@ -1,16 +1,14 @@
-// Package rawbatch decodes Pub/Sub ReceivedMessages straight into Arrow
-// builders, producing record batches in the connector's raw schema plus the
-// matching ack ids as a separate array.
+// Package rawbatch appends received messages (wire views, see package wire)
+// straight into Arrow builders, producing record batches in the connector's
+// raw schema plus the matching ack ids as a separate array.
 package rawbatch
 
 import (
-	"slices"
-	"unsafe"
-
-	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/wire"
 )
 
 // Column positions in the raw schema.
@@ -60,9 +58,16 @@ type Builder struct {
 	attempt *array.Int32Builder
 	ackIDs  *array.StringBuilder
 
-	bytes   int
-	keyBuf  []string // scratch for sorting attribute keys
-	nextCap int      // rows to reserve when a batch starts without ReserveFor
+	bytes int
+	cur   shape // of the rows appended since the last NewBatch
+	prev  shape // of the last non-empty batch: what the next one reserves
+}
+
+// shape is what a batch needs from each buffer: rows, attribute entries
+// and the value bytes of every variable-width column.
+type shape struct {
+	rows, attrs                          int
+	id, keys, vals, payload, okey, ackID int
 }
 
 // NewBuilder returns a Builder whose buffers come from mem (in production
@@ -97,144 +102,104 @@ func (b *Builder) Len() int { return b.ackIDs.Len() }
 // Bytes approximates the Arrow memory the pending rows will occupy.
 func (b *Builder) Bytes() int { return b.bytes }
 
-// ReserveFor sizes every buffer for msgs exactly, so appending them
-// allocates once per buffer instead of growing by doubling (each growth is
-// a realloc and copy in C memory).
-func (b *Builder) ReserveFor(msgs []*pubsubpb.ReceivedMessage) {
-	var idBytes, payloadBytes, okeyBytes, ackBytes, nAttrs, keyBytes, valBytes int
-	for _, m := range msgs {
-		pm := m.GetMessage()
-		idBytes += len(pm.GetMessageId())
-		payloadBytes += len(pm.GetData())
-		okeyBytes += len(pm.GetOrderingKey())
-		ackBytes += len(m.GetAckId())
-		for k, v := range pm.GetAttributes() {
-			keyBytes += len(k)
-			valBytes += len(v)
-		}
-		nAttrs += len(pm.GetAttributes())
+// reserve sizes every buffer of a fresh batch like the previous batch plus
+// an eighth, so a steady stream of similar batches appends without growing
+// buffers by doubling (each growth is a realloc and copy in C memory, and
+// the rounding up to a power of two wastes up to half).
+func (b *Builder) reserve() {
+	p := b.prev
+	if p.rows == 0 {
+		return
 	}
-	b.reserveRows(len(msgs))
-	grow(b.entries, nAttrs)
-	b.id.ReserveData(idBytes)
-	b.keys.ReserveData(keyBytes)
-	b.vals.ReserveData(valBytes)
-	b.payload.ReserveData(payloadBytes)
-	b.okey.ReserveData(okeyBytes)
-	b.ackIDs.ReserveData(ackBytes)
+	more := func(n int) int { return n + n/8 }
+	rows := more(p.rows)
+	grow(b.id, rows)
+	grow(b.ts, rows)
+	grow(b.attrs, rows+1) // the list offsets take one more entry
+	grow(b.payload, rows)
+	grow(b.okey, rows)
+	grow(b.attempt, rows)
+	grow(b.ackIDs, rows)
+	grow(b.entries, more(p.attrs)) // the struct's own validity only
+	grow(b.keys, more(p.attrs))
+	grow(b.vals, more(p.attrs))
+	b.id.ReserveData(more(p.id))
+	b.keys.ReserveData(more(p.keys))
+	b.vals.ReserveData(more(p.vals))
+	b.payload.ReserveData(more(p.payload))
+	b.okey.ReserveData(more(p.okey))
+	b.ackIDs.ReserveData(more(p.ackID))
 }
 
-// reserveRows makes room for n more rows. It resizes to exact lengths
-// rather than calling Reserve: Reserve rounds up to a power of two, which
-// NewBatch then trims with another realloc.
-func (b *Builder) reserveRows(n int) {
-	grow(b.id, n)
-	grow(b.ts, n)
-	grow(b.attrs, n+1) // the list offsets take one more entry
-	grow(b.payload, n)
-	grow(b.okey, n)
-	grow(b.attempt, n)
-	grow(b.ackIDs, n)
-}
-
-// grow makes room for n more rows in bl.
+// grow makes room for n rows in bl. It resizes to the exact length rather
+// than calling Reserve, which rounds up to a power of two.
 func grow(bl array.Builder, n int) {
-	if want := bl.Len() + n; bl.Cap() < want {
-		bl.Resize(want)
+	if bl.Cap() < n {
+		bl.Resize(n)
 	}
 }
 
 // Append adds one message as a row. Absent parts follow the raw schema:
 // no ordering key and delivery attempt 0 (no dead-letter policy) are null,
-// no attributes is an empty map, no data is an empty payload.
-func (b *Builder) Append(m *pubsubpb.ReceivedMessage) {
-	if b.Len() == 0 && b.nextCap > 0 {
-		// A fresh batch without ReserveFor: start at the previous batch's
-		// row count instead of doubling up from a handful of rows.
-		b.reserveRows(b.nextCap)
+// no attributes is an empty map, no data is an empty payload. The bytes
+// are copied; m may be reused afterwards.
+func (b *Builder) Append(m *wire.Message) {
+	if b.cur.rows == 0 {
+		b.reserve()
 	}
-	pm := m.GetMessage()
-	id, data, okey, ack := pm.GetMessageId(), pm.GetData(), pm.GetOrderingKey(), m.GetAckId()
-	b.bytes += rowOverhead + len(id) + len(data) + len(okey) + len(ack)
+	c := &b.cur
+	c.rows++
+	c.id += len(m.MessageID)
+	c.payload += len(m.Data)
+	c.okey += len(m.OrderingKey)
+	c.ackID += len(m.AckID)
+	b.bytes += rowOverhead + len(m.MessageID) + len(m.Data) + len(m.OrderingKey) + len(m.AckID)
 
-	b.id.BinaryBuilder.Append(bytesOf(id))
-
-	if t := pm.GetPublishTime(); t != nil {
+	b.id.BinaryBuilder.Append(m.MessageID)
+	if m.HasPublishTime {
 		// Exact for any Timestamp with microsecond precision; sub-microsecond
 		// nanos are truncated (nanos is never negative, so this floors).
-		b.ts.Append(arrow.Timestamp(t.GetSeconds()*1_000_000 + int64(t.GetNanos())/1_000))
+		b.ts.Append(arrow.Timestamp(m.PublishSeconds*1_000_000 + int64(m.PublishNanos)/1_000))
 	} else {
 		b.ts.AppendNull()
 	}
 
-	b.appendAttributes(pm.GetAttributes())
+	// Entries are appended to the struct builder as we go: left to the map
+	// builder, it catches up at NewBatch with a Reserve that regrows the
+	// already full key and value buffers.
+	b.attrs.Append(true)
+	for _, a := range m.Attributes {
+		b.entries.Append(true)
+		b.keys.BinaryBuilder.Append(a.Key)
+		b.vals.BinaryBuilder.Append(a.Value)
+		c.attrs++
+		c.keys += len(a.Key)
+		c.vals += len(a.Value)
+		b.bytes += 8 + len(a.Key) + len(a.Value)
+	}
 
-	b.payload.Append(data) // nil appends a valid empty value
-
-	if okey != "" {
-		b.okey.BinaryBuilder.Append(bytesOf(okey))
+	b.payload.Append(m.Data) // nil appends a valid empty value
+	if len(m.OrderingKey) > 0 {
+		b.okey.BinaryBuilder.Append(m.OrderingKey)
 	} else {
 		b.okey.AppendNull()
 	}
-
-	if a := m.GetDeliveryAttempt(); a > 0 {
-		b.attempt.Append(a)
+	if m.DeliveryAttempt > 0 {
+		b.attempt.Append(m.DeliveryAttempt)
 	} else {
 		b.attempt.AppendNull()
 	}
-
-	b.ackIDs.BinaryBuilder.Append(bytesOf(ack))
-}
-
-// appendAttributes writes the map with keys sorted, so equal messages give
-// equal rows whatever Go's map iteration order. Entries are appended to the
-// struct builder as we go: left to the map builder, it catches up at
-// NewBatch with a Reserve that regrows the already full key and value
-// buffers.
-func (b *Builder) appendAttributes(attrs map[string]string) {
-	b.attrs.Append(true)
-	switch len(attrs) {
-	case 0:
-		return
-	case 1:
-		for k, v := range attrs {
-			b.entries.Append(true)
-			b.keys.BinaryBuilder.Append(bytesOf(k))
-			b.vals.BinaryBuilder.Append(bytesOf(v))
-			b.bytes += 8 + len(k) + len(v)
-		}
-		return
-	}
-	keys := b.keyBuf[:0]
-	for k := range attrs {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		v := attrs[k]
-		b.entries.Append(true)
-		b.keys.BinaryBuilder.Append(bytesOf(k))
-		b.vals.BinaryBuilder.Append(bytesOf(v))
-		b.bytes += 8 + len(k) + len(v)
-	}
-	clear(keys)
-	b.keyBuf = keys
+	b.ackIDs.BinaryBuilder.Append(m.AckID)
 }
 
 // NewBatch returns the rows appended so far as a record batch in the raw
 // schema and their ack ids, in the same order, as a separate utf8 array.
 // The caller releases both. The builder is reset for the next batch.
 func (b *Builder) NewBatch() (rec arrow.RecordBatch, ackIDs *array.String) {
-	if n := b.Len(); n > 0 {
-		b.nextCap = n
+	if b.cur.rows > 0 {
+		b.prev = b.cur
 	}
+	b.cur = shape{}
 	b.bytes = 0
 	return b.rb.NewRecordBatch(), b.ackIDs.NewStringArray()
-}
-
-// bytesOf views s as bytes without copying. Only for builder Append calls,
-// which copy the bytes and never write through the slice; it avoids the
-// allocation a []byte(s) conversion costs for strings over 32 bytes.
-func bytesOf(s string) []byte {
-	return unsafe.Slice(unsafe.StringData(s), len(s))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"google.golang.org/protobuf/proto"
 	"io"
 	"runtime"
 	"strings"
@@ -303,7 +304,13 @@ func (s *faultStream) RecvMsg(m any) error {
 		return err
 	}
 	// Deliver this response, then nothing more.
-	s.silent = silence != nil && silence(s.n, m.(*pb.StreamingPullResponse))
+	if silence != nil {
+		var res pb.StreamingPullResponse
+		if err := proto.Unmarshal(m.(*rawResponse).b, &res); err != nil {
+			return err
+		}
+		s.silent = silence(s.n, &res)
+	}
 	return nil
 }
 

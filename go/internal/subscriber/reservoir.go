@@ -2,101 +2,272 @@ package subscriber
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
-	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/rawbatch"
+	"github.com/pubsub-go/pubsub-go/go/internal/wire"
 )
 
 // entry is one held message: received and not yet acked, nacked, released
 // or expired.
 type entry struct {
 	ackID     string
-	msg       *pb.ReceivedMessage // nil once handed out: the batch has the data
 	size      int64
 	received  time.Time
 	expires   time.Time // the server's deadline for it, as far as we know
 	handedOut bool
-	gone      bool // no longer held; a queued entry is skipped
+	gone      bool // no longer held
 }
 
-// reservoir holds received messages: a queue of those not yet handed out,
-// in arrival order, and an index by ack id of every held message, handed
-// out or not, for lease extension and for ack/nack/release.
-type reservoir struct {
-	fc *flowController
+// lot is a finished batch waiting to be handed out, with the entries of
+// its rows in order.
+type lot struct {
+	rec     arrow.RecordBatch
+	ids     *array.String
+	entries []*entry
+}
 
-	mu       sync.Mutex
-	queue    []*entry // buffered, arrival order; may contain gone entries
-	buffered int      // live entries in queue
-	held     map[string]*entry
-	closed   bool
-	err      error // permanent failure, reported by take
+func (l *lot) release() {
+	l.rec.Release()
+	l.ids.Release()
+}
+
+// split cuts l after k rows; both halves share l's buffers.
+func (l *lot) split(k int) (head, tail *lot) {
+	n := int64(len(l.entries))
+	head = &lot{rec: l.rec.NewSlice(0, int64(k)), ids: array.NewSlice(l.ids, 0, int64(k)).(*array.String), entries: l.entries[:k]}
+	tail = &lot{rec: l.rec.NewSlice(int64(k), n), ids: array.NewSlice(l.ids, int64(k), n).(*array.String), entries: l.entries[k:]}
+	l.release()
+	return head, tail
+}
+
+// reservoir holds received messages. They are appended to an Arrow
+// builder as they arrive (by the stream goroutines, off the caller's
+// path), so handing out a batch is taking a finished lot, not building
+// one. It also indexes every held message by ack id, handed out or not,
+// for lease extension and for ack/nack/release.
+//
+// A message acked, nacked or expired while still waiting in a lot is no
+// longer held, but stays in its lot and is handed out: taking it out would
+// mean rebuilding the batch, and a message may always come twice.
+type reservoir struct {
+	fc  *flowController
+	mem memory.Allocator
+
+	// bmu guards the builder and the rows in it. Lock order: bmu, then mu.
+	bmu      sync.Mutex
+	b        *rawbatch.Builder
+	open     []*entry     // entries of the rows in b
+	openRows atomic.Int64 // len(open), readable without bmu
+	target   atomic.Int64 // rows per lot: the last size asked for
+
+	mu      sync.Mutex
+	lots    []*lot // finished, arrival order
+	lotRows int
+	held    map[string]*entry
+	closed  bool
+	err     error // permanent failure, reported by take
 
 	arrived signal // messages arrived, or closed, or failed
 }
 
-func newReservoir(fc *flowController) *reservoir {
-	return &reservoir{fc: fc, held: map[string]*entry{}}
+func newReservoir(fc *flowController, mem memory.Allocator, batchSize int) *reservoir {
+	r := &reservoir{fc: fc, mem: mem, b: rawbatch.NewBuilder(mem), held: map[string]*entry{}}
+	r.target.Store(int64(batchSize))
+	return r
 }
 
-// add buffers received messages; sizes[i] is msgs[i]'s size for flow
-// control. deadline is the ack deadline they were delivered with.
-func (r *reservoir) add(msgs []*pb.ReceivedMessage, sizes []int64, now time.Time, deadline time.Duration) {
+// add appends received messages to the batch being built and holds them.
+// deadline is the ack deadline they were delivered with. It returns their
+// total size for flow control.
+func (r *reservoir) add(msgs []wire.Message, now time.Time, deadline time.Duration) int64 {
+	if len(msgs) == 0 {
+		return 0
+	}
+	// One allocation each for the entries and for all their ack ids.
+	slab := make([]entry, len(msgs))
+	n := 0
+	for i := range msgs {
+		n += len(msgs[i].AckID)
+	}
+	buf := make([]byte, 0, n)
+	for i := range msgs {
+		buf = append(buf, msgs[i].AckID...)
+	}
+	ids := unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is never written again
+
 	var total int64
+	var done []*lot
+	r.bmu.Lock()
+	target := int(r.target.Load())
+	off := 0
+	for i := range msgs {
+		m := &msgs[i]
+		e := &slab[i]
+		*e = entry{ackID: ids[off : off+len(m.AckID)], size: m.Size(), received: now, expires: now.Add(deadline)}
+		off += len(m.AckID)
+		total += e.size
+		r.b.Append(m)
+		r.open = append(r.open, e)
+		if len(r.open) >= target {
+			done = append(done, r.finish())
+		}
+	}
+	r.openRows.Store(int64(len(r.open)))
 	// Also after close: Close drains (and nacks) what arrived until the
 	// streams stopped.
-	slab := make([]entry, len(msgs)) // one allocation per response
 	r.mu.Lock()
-	for i, m := range msgs {
-		e := &slab[i]
-		*e = entry{ackID: m.GetAckId(), msg: m, size: sizes[i], received: now, expires: now.Add(deadline)}
-		r.queue = append(r.queue, e)
-		r.held[e.ackID] = e
-		total += e.size
+	for i := range slab {
+		r.held[slab[i].ackID] = &slab[i]
 	}
-	r.buffered += len(msgs)
-	r.fc.add(len(msgs), total)
+	r.queue(done)
 	r.mu.Unlock()
+	r.bmu.Unlock()
+	r.fc.add(len(msgs), total)
 	r.arrived.broadcast()
+	return total
 }
 
-// take hands out up to max buffered messages in arrival order. Unless
+// finish turns the rows in the builder into a lot; the caller holds bmu.
+func (r *reservoir) finish() *lot {
+	rec, ids := r.b.NewBatch()
+	l := &lot{rec: rec, ids: ids, entries: r.open}
+	r.open = make([]*entry, 0, cap(r.open))
+	return l
+}
+
+// queue appends finished lots; the caller holds mu.
+func (r *reservoir) queue(done []*lot) {
+	for _, l := range done {
+		r.lots = append(r.lots, l)
+		r.lotRows += len(l.entries)
+	}
+}
+
+// flush finishes the rows in the builder early, for a take that wants
+// them now.
+func (r *reservoir) flush() {
+	r.bmu.Lock()
+	defer r.bmu.Unlock()
+	if len(r.open) == 0 {
+		return
+	}
+	l := r.finish()
+	r.openRows.Store(0)
+	r.mu.Lock()
+	r.queue([]*lot{l})
+	r.mu.Unlock()
+}
+
+// take hands out up to max rows in arrival order, as one batch. Unless
 // partial, it takes nothing until max are buffered and returns a channel
 // to wait on instead. It fails once the reservoir is closed or failed.
-func (r *reservoir) take(max int, partial bool) ([]*pb.ReceivedMessage, <-chan struct{}, error) {
+// Lots are built max rows at a time from now on, so a caller that keeps
+// asking for the same size gets whole lots: no copy, no rebuilding.
+func (r *reservoir) take(max int, partial bool) (*Batch, <-chan struct{}, error) {
 	wake := r.arrived.wait()
+	r.target.Store(int64(max))
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return nil, nil, errClosed
+	if err := r.unusable(); err != nil {
+		r.mu.Unlock()
+		return nil, nil, err
 	}
-	if r.err != nil {
-		return nil, nil, r.err
+	open := int(r.openRows.Load())
+	flush := r.lotRows < max && open > 0 && (partial || r.lotRows+open >= max)
+	r.mu.Unlock()
+	if flush {
+		r.flush()
 	}
-	if r.buffered < max && !partial {
+
+	r.mu.Lock()
+	if err := r.unusable(); err != nil {
+		r.mu.Unlock()
+		return nil, nil, err
+	}
+	if r.lotRows == 0 || (r.lotRows < max && !partial) {
+		r.mu.Unlock()
+		if partial {
+			return nil, nil, nil
+		}
 		return nil, wake, nil
 	}
-	n := min(max, r.buffered)
-	msgs := make([]*pb.ReceivedMessage, 0, n)
-	for len(msgs) < n {
-		e := r.queue[0]
-		r.queue[0] = nil
-		r.queue = r.queue[1:]
-		if e.gone {
-			continue
+	var parts []*lot
+	rows := 0
+	for rows < max && len(r.lots) > 0 {
+		l := r.lots[0]
+		if k := max - rows; len(l.entries) > k {
+			l, r.lots[0] = l.split(k)
+		} else {
+			r.lots[0] = nil
+			r.lots = r.lots[1:]
 		}
-		e.handedOut = true
-		msgs = append(msgs, e.msg)
-		e.msg = nil
+		for _, e := range l.entries {
+			e.handedOut = true
+		}
+		parts = append(parts, l)
+		rows += len(l.entries)
 	}
-	r.buffered -= n
-	if r.buffered == 0 {
-		// Drop gone entries left at the tail, so the queue's memory does
-		// not grow with messages acked before they were handed out.
-		clear(r.queue)
-		r.queue = r.queue[:0]
+	r.lotRows -= rows
+	r.mu.Unlock()
+	return r.join(parts), nil, nil
+}
+
+// unusable is the error take reports; the caller holds mu.
+func (r *reservoir) unusable() error {
+	if r.closed {
+		return errClosed
 	}
-	return msgs, nil, nil
+	return r.err
+}
+
+// join makes one batch of lots; one lot is passed through as is.
+func (r *reservoir) join(parts []*lot) *Batch {
+	if len(parts) == 1 {
+		return &Batch{Record: parts[0].rec, AckIDs: parts[0].ids}
+	}
+	recs := make([]arrow.RecordBatch, len(parts))
+	ids := make([]arrow.Array, len(parts))
+	for i, l := range parts {
+		recs[i], ids[i] = l.rec, l.ids
+	}
+	b := &Batch{Record: concatRecords(r.mem, recs), AckIDs: concat(r.mem, ids).(*array.String)}
+	for _, l := range parts {
+		l.release()
+	}
+	return b
+}
+
+func concatRecords(mem memory.Allocator, recs []arrow.RecordBatch) arrow.RecordBatch {
+	cols := make([]arrow.Array, recs[0].NumCols())
+	var rows int64
+	for _, rec := range recs {
+		rows += rec.NumRows()
+	}
+	for c := range cols {
+		parts := make([]arrow.Array, len(recs))
+		for i, rec := range recs {
+			parts[i] = rec.Column(c)
+		}
+		cols[c] = concat(mem, parts)
+		defer cols[c].Release()
+	}
+	return array.NewRecordBatch(recs[0].Schema(), cols, rows)
+}
+
+// concat concatenates arrays of one type. It cannot fail for arrays built
+// here (same type, well within the 2 GiB offset range of a batch).
+func concat(mem memory.Allocator, parts []arrow.Array) arrow.Array {
+	a, err := array.Concatenate(parts, mem)
+	if err != nil {
+		panic(err)
+	}
+	return a
 }
 
 // remove stops holding the given ack ids (acked, nacked or released).
@@ -121,10 +292,6 @@ func (r *reservoir) remove(ids []string) {
 func (r *reservoir) forget(e *entry) {
 	delete(r.held, e.ackID)
 	e.gone = true
-	e.msg = nil
-	if !e.handedOut {
-		r.buffered--
-	}
 }
 
 // touch records a deadline set by the user for held ids, so the lease
@@ -164,31 +331,52 @@ func (r *reservoir) close() {
 	r.arrived.broadcast()
 }
 
-// drain forgets every held message and returns the ack ids of those never
-// handed out, in arrival order, for Close to nack.
+// drain forgets every held message, frees the batches not handed out and
+// returns the ack ids of their messages still held, in arrival order, for
+// Close to nack.
 func (r *reservoir) drain() []string {
-	r.mu.Lock()
-	ids := make([]string, 0, r.buffered)
-	for _, e := range r.queue {
-		if !e.gone {
-			ids = append(ids, e.ackID)
-		}
+	r.bmu.Lock()
+	defer r.bmu.Unlock()
+	if len(r.open) > 0 {
+		l := r.finish()
+		r.openRows.Store(0)
+		r.mu.Lock()
+		r.queue([]*lot{l})
+		r.mu.Unlock()
 	}
+	r.mu.Lock()
+	ids := make([]string, 0, r.lotRows)
+	for _, l := range r.lots {
+		for _, e := range l.entries {
+			if !e.gone {
+				ids = append(ids, e.ackID)
+			}
+		}
+		l.release()
+	}
+	r.lots, r.lotRows = nil, 0
 	var bytes int64
 	n := len(r.held)
 	for _, e := range r.held {
 		bytes += e.size
 		r.forget(e)
 	}
-	r.queue = nil
 	r.mu.Unlock()
 	r.fc.release(n, bytes)
 	return ids
 }
 
-// len is the number of held and of buffered messages.
+// releaseBuilder frees the builder; after Close has drained for the last
+// time.
+func (r *reservoir) releaseBuilder() {
+	r.bmu.Lock()
+	defer r.bmu.Unlock()
+	r.b.Release()
+}
+
+// len is the number of held messages and of rows not yet handed out.
 func (r *reservoir) len() (held, buffered int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.held), r.buffered
+	return len(r.held), r.lotRows + int(r.openRows.Load())
 }

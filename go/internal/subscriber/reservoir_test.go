@@ -5,33 +5,44 @@ import (
 	"testing"
 	"time"
 
-	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
 
 	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/rawbatch"
+	"github.com/pubsub-go/pubsub-go/go/internal/wire"
 )
 
-func received(ids ...string) ([]*pb.ReceivedMessage, []int64) {
-	msgs := make([]*pb.ReceivedMessage, len(ids))
-	sizes := make([]int64, len(ids))
+// received makes messages with message ids ids and ack ids "ack-<id>".
+func received(ids ...string) []wire.Message {
+	msgs := make([]wire.Message, len(ids))
 	for i, id := range ids {
-		msgs[i] = &pb.ReceivedMessage{AckId: "ack-" + id, Message: &pb.PubsubMessage{MessageId: id, Data: []byte("data")}}
-		sizes[i] = 10
+		msgs[i] = wire.Message{AckID: []byte("ack-" + id), MessageID: []byte(id), Data: []byte("data")}
 	}
-	return msgs, sizes
+	return msgs
 }
 
-func takenIDs(msgs []*pb.ReceivedMessage) string {
+func testReservoir(fc *flowController, batchSize int) *reservoir {
+	return newReservoir(fc, memory.NewGoAllocator(), batchSize)
+}
+
+// takenIDs lists the message ids of a batch (empty for none) and releases it.
+func takenIDs(b *Batch) string {
 	var s []string
-	for _, m := range msgs {
-		s = append(s, m.GetMessage().GetMessageId())
+	if b != nil {
+		ids := b.Record.Column(rawbatch.ColMessageID).(*array.String)
+		for i := range ids.Len() {
+			s = append(s, ids.Value(i))
+		}
+		b.Release()
 	}
 	return fmt.Sprint(s)
 }
 
 func TestReservoirHandsOutInArrivalOrder(t *testing.T) {
 	fc := newFlowController(100, 1<<20)
-	r := newReservoir(fc)
+	r := testReservoir(fc, 1000)
 	r.addIDs("a", "b", "c")
 	r.addIDs("d", "e")
 
@@ -43,11 +54,12 @@ func TestReservoirHandsOutInArrivalOrder(t *testing.T) {
 	if got := takenIDs(msgs); got != "[a b]" {
 		t.Errorf("first take = %s, want [a b]", got)
 	}
-	// A buffered message acked (by id, from elsewhere) is skipped.
+	// A buffered message acked (by id, from elsewhere) is no longer held,
+	// but it is already in the built batch: it is still handed out.
 	r.remove([]string{"ack-c"})
 	msgs, _, _ = r.take(10, true)
-	if got := takenIDs(msgs); got != "[d e]" {
-		t.Errorf("partial take = %s, want [d e]", got)
+	if got := takenIDs(msgs); got != "[c d e]" {
+		t.Errorf("partial take = %s, want [c d e]", got)
 	}
 	if held, buffered := r.len(); held != 4 || buffered != 0 {
 		t.Errorf("held=%d buffered=%d, want 4 0", held, buffered)
@@ -56,18 +68,17 @@ func TestReservoirHandsOutInArrivalOrder(t *testing.T) {
 		t.Errorf("flow control counts %d, want 4", fc.held())
 	}
 	msgs, wake, err = r.take(1, true)
-	if err != nil || len(msgs) != 0 || wake != nil {
+	if err != nil || msgs != nil || wake != nil {
 		t.Errorf("partial take of nothing = %v %v %v, want empty", msgs, wake, err)
 	}
 }
 
 func (r *reservoir) addIDs(ids ...string) {
-	msgs, sizes := received(ids...)
-	r.add(msgs, sizes, time.Now(), time.Minute)
+	r.add(received(ids...), time.Now(), time.Minute)
 }
 
 func TestReservoirWakesWaiters(t *testing.T) {
-	r := newReservoir(newFlowController(100, 1<<20))
+	r := testReservoir(newFlowController(100, 1<<20), 1000)
 	_, wake, _ := r.take(1, false)
 	r.addIDs("a")
 	select {
@@ -93,7 +104,7 @@ func TestReservoirWakesWaiters(t *testing.T) {
 
 func TestReservoirDrainReturnsOnlyBuffered(t *testing.T) {
 	fc := newFlowController(100, 1<<20)
-	r := newReservoir(fc)
+	r := testReservoir(fc, 1000)
 	r.addIDs("a", "b", "c", "d")
 	r.take(1, false)            // a handed out
 	r.remove([]string{"ack-c"}) // c acked while buffered
@@ -109,17 +120,87 @@ func TestReservoirDrainReturnsOnlyBuffered(t *testing.T) {
 
 func TestReservoirRemoveReleasesFlowControl(t *testing.T) {
 	fc := newFlowController(2, 1<<20)
-	r := newReservoir(fc)
+	r := testReservoir(fc, 1000)
 	r.addIDs("a", "b")
 	if !fc.full() {
 		t.Fatal("2 of 2 held: not full")
 	}
 	msgs, _, _ := r.take(2, false)
-	if len(msgs) != 2 || !fc.full() {
+	if takenIDs(msgs) != "[a b]" || !fc.full() {
 		t.Fatal("handed-out messages must still count as held")
 	}
 	r.remove([]string{"ack-a", "unknown"})
 	if fc.full() || fc.held() != 1 {
 		t.Errorf("after removing one: held=%d full=%v", fc.held(), fc.full())
 	}
+}
+
+// allocCounter counts allocations, to prove a hand-over copies nothing.
+type allocCounter struct {
+	memory.Allocator
+	n int
+}
+
+func (a *allocCounter) Allocate(size int) []byte {
+	a.n++
+	return a.Allocator.Allocate(size)
+}
+
+func TestReservoirHandsOverWholeLotsWithoutCopying(t *testing.T) {
+	mem := &allocCounter{Allocator: memory.NewGoAllocator()}
+	r := newReservoir(newFlowController(100, 1<<20), mem, 2)
+	r.addIDs("a", "b", "c")
+	r.addIDs("d", "e")
+	if held, buffered := r.len(); held != 5 || buffered != 5 {
+		t.Fatalf("held=%d buffered=%d, want 5 5", held, buffered)
+	}
+	before := mem.n
+	b, _, _ := r.take(2, false)
+	if mem.n != before {
+		t.Errorf("taking a whole lot allocated %d buffers, want none", mem.n-before)
+	}
+	if got := takenIDs(b); got != "[a b]" {
+		t.Errorf("first lot = %s, want [a b]", got)
+	}
+	// Smaller than a lot: the lot is split, the rest handed out next.
+	b, _, _ = r.take(1, false)
+	if got := takenIDs(b); got != "[c]" {
+		t.Errorf("split take = %s, want [c]", got)
+	}
+	// Larger than what is queued: waits unless partial, then takes the
+	// rest, including the rows still in the builder.
+	r.addIDs("f")
+	if b, wake, _ := r.take(4, false); b != nil || wake == nil {
+		t.Fatalf("take(4) of 3 buffered should wait")
+	}
+	b, _, _ = r.take(4, true)
+	if got := takenIDs(b); got != "[d e f]" {
+		t.Errorf("partial take = %s, want [d e f]", got)
+	}
+	r.close()
+	if ids := r.drain(); len(ids) != 0 {
+		t.Errorf("drain after everything was handed out = %v", ids)
+	}
+	r.releaseBuilder()
+}
+
+func TestReservoirJoinsLotsForALargerTake(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	r := newReservoir(newFlowController(100, 1<<20), mem, 2)
+	r.addIDs("a", "b", "c", "d", "e") // lots [a b] [c d], e in the builder
+	b, _, _ := r.take(5, false)
+	if b == nil {
+		t.Fatal("take(5) of 5 buffered waited")
+	}
+	acks := b.AckIDs
+	if acks.Len() != 5 || acks.Value(0) != "ack-a" || acks.Value(4) != "ack-e" {
+		t.Errorf("ack ids %v do not match the rows", acks)
+	}
+	if got := takenIDs(b); got != "[a b c d e]" {
+		t.Errorf("joined take = %s", got)
+	}
+	r.close()
+	r.drain()
+	r.releaseBuilder()
 }

@@ -4,28 +4,28 @@ import (
 	"fmt"
 	"testing"
 
-	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"github.com/pubsub-go/pubsub-go/go/internal/wire"
 )
 
 func TestSeenSetIsBounded(t *testing.T) {
 	s := newSeenSet(3)
 	for _, id := range []string{"a", "b", "c"} {
-		if s.add(id) {
+		if s.add([]byte(id)) {
 			t.Errorf("%s seen before it was added", id)
 		}
 	}
-	if !s.add("a") {
+	if !s.add([]byte("a")) {
 		t.Error("a not remembered")
 	}
-	s.add("d") // evicts the oldest, a
+	s.add([]byte("d")) // evicts the oldest, a
 	if len(s.ids) != 3 {
 		t.Errorf("set holds %d ids, capacity 3", len(s.ids))
 	}
-	if s.add("a") {
+	if s.add([]byte("a")) {
 		t.Error("a still remembered past capacity")
 	}
 	for i := range 1000 {
-		s.add(fmt.Sprint(i))
+		s.add([]byte(fmt.Sprint(i)))
 	}
 	if len(s.ids) != 3 {
 		t.Errorf("set grew to %d ids", len(s.ids))
@@ -34,8 +34,8 @@ func TestSeenSetIsBounded(t *testing.T) {
 
 func TestRedelivered(t *testing.T) {
 	s := newSeenSet(10)
-	msg := func(id string, attempt int32) *pb.ReceivedMessage {
-		return &pb.ReceivedMessage{Message: &pb.PubsubMessage{MessageId: id}, DeliveryAttempt: attempt}
+	msg := func(id string, attempt int32) *wire.Message {
+		return &wire.Message{MessageID: []byte(id), DeliveryAttempt: attempt}
 	}
 	if s.redelivered(msg("a", 0)) {
 		t.Error("first delivery counted as a redelivery")

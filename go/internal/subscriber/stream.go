@@ -11,9 +11,11 @@ import (
 
 	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	gax "github.com/googleapis/gax-go/v2"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
 	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/wire"
 )
 
 // stream is one StreamingPull stream of a subscriber. It reconnects with
@@ -89,7 +91,7 @@ func (st *stream) session(ctx context.Context, closing <-chan struct{}) (receive
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ctx = gax.InsertMetadataIntoOutgoingContext(ctx, "x-goog-request-params", "subscription="+url.QueryEscape(st.s.cfg.Subscription))
-	spc, err := st.s.client.StreamingPull(ctx, noRetry)
+	spc, err := st.s.client.StreamingPull(ctx, noRetry, gax.WithGRPCOptions(grpc.ForceCodecV2(pullCodec{})))
 	if err != nil {
 		return false, err
 	}
@@ -111,21 +113,25 @@ func (st *stream) session(ctx context.Context, closing <-chan struct{}) (receive
 		<-done
 	}()
 
+	var raw rawResponse
+	var res wire.Response
 	for {
 		ka.recvSince.Store(time.Now().UnixNano())
-		res, err := spc.Recv()
+		err := spc.RecvMsg(&raw)
 		ka.recvSince.Store(0)
 		if err != nil {
 			return received, err
 		}
+		if err := res.Parse(raw.b); err != nil {
+			return received, conn.Errorf(codes.Internal, "%v", err)
+		}
 		received = true
 		ka.lastResponse.Store(time.Now().UnixNano())
-		msgs := res.GetReceivedMessages()
-		if len(msgs) == 0 {
+		if len(res.Messages) == 0 {
 			ka.pongs.Store(true)
 			continue
 		}
-		st.s.deliver(msgs)
+		st.s.deliver(res.Messages)
 		// Stop reading while the subscriber is full; gRPC flow control
 		// then holds the server back.
 		if err := st.s.fc.wait(ctx); err != nil {
@@ -176,29 +182,15 @@ func (ka *keepAlive) run(ctx context.Context, closing <-chan struct{}, cancel co
 }
 
 // deliver records received messages and buffers them.
-func (s *Subscriber) deliver(msgs []*pb.ReceivedMessage) {
-	sizes := make([]int64, len(msgs))
-	var total, redelivered int64
-	for i, m := range msgs {
-		sizes[i] = messageSize(m)
-		total += sizes[i]
-		if s.seen.redelivered(m) {
+func (s *Subscriber) deliver(msgs []wire.Message) {
+	var redelivered int64
+	for i := range msgs {
+		if s.seen.redelivered(&msgs[i]) {
 			redelivered++
 		}
 	}
+	total := s.res.add(msgs, time.Now(), s.set.ackDeadline)
 	s.stats.pulled.Add(int64(len(msgs)))
 	s.stats.bytesPulled.Add(total)
 	s.stats.redeliveries.Add(redelivered)
-	s.res.add(msgs, sizes, time.Now(), s.set.ackDeadline)
-}
-
-// messageSize approximates a message's size as the server counts it for
-// flow control: data, attributes, ordering key and ids.
-func messageSize(m *pb.ReceivedMessage) int64 {
-	pm := m.GetMessage()
-	n := len(pm.GetData()) + len(pm.GetMessageId()) + len(pm.GetOrderingKey()) + len(m.GetAckId())
-	for k, v := range pm.GetAttributes() {
-		n += len(k) + len(v)
-	}
-	return int64(n)
 }

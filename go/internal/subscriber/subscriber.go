@@ -141,7 +141,7 @@ func open(ctx context.Context, cfg Config, mem memory.Allocator, tune func(*sett
 			retry:        set.retry,
 		},
 		fc:      fc,
-		res:     newReservoir(fc),
+		res:     newReservoir(fc, mem, cfg.BatchSize),
 		seen:    newSeenSet(set.seenCapacity),
 		dec:     dec,
 		closing: make(chan struct{}),
@@ -224,7 +224,8 @@ func (s *Subscriber) fail(err error) {
 // Next waits up to wait for maxRows buffered messages and returns them,
 // or fewer (possibly none) when wait runs out. maxRows <= 0 and wait <= 0
 // mean the configured defaults. The messages stay leased until acked,
-// nacked or released.
+// nacked or released. The batch was built as the messages arrived, so
+// this is a hand-over, not a build.
 func (s *Subscriber) Next(ctx context.Context, maxRows int, wait time.Duration) (*Batch, error) {
 	if maxRows <= 0 {
 		maxRows = s.cfg.BatchSize
@@ -232,16 +233,23 @@ func (s *Subscriber) Next(ctx context.Context, maxRows int, wait time.Duration) 
 	if wait <= 0 {
 		wait = time.Duration(s.cfg.MaxWaitMs) * time.Millisecond
 	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
+	var timer *time.Timer // only when there is something to wait for
 	partial := false
 	for {
-		msgs, wake, err := s.res.take(maxRows, partial)
+		b, wake, err := s.res.take(maxRows, partial)
 		if err != nil {
 			return nil, err
 		}
+		if b != nil {
+			s.stats.handedOut.Add(b.Record.NumRows())
+			return s.decode(ctx, b)
+		}
 		if wake == nil {
-			return s.decode(ctx, s.build(msgs))
+			return s.decode(ctx, s.emptyBatch())
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
+			defer timer.Stop()
 		}
 		select {
 		case <-wake:
@@ -253,16 +261,11 @@ func (s *Subscriber) Next(ctx context.Context, maxRows int, wait time.Duration) 
 	}
 }
 
-// build converts handed-out messages into a batch.
-func (s *Subscriber) build(msgs []*pb.ReceivedMessage) *Batch {
+// emptyBatch is a batch of no rows in the raw schema.
+func (s *Subscriber) emptyBatch() *Batch {
 	b := rawbatch.NewBuilder(s.mem)
 	defer b.Release()
-	b.ReserveFor(msgs)
-	for _, m := range msgs {
-		b.Append(m)
-	}
 	rec, ids := b.NewBatch()
-	s.stats.handedOut.Add(int64(len(msgs)))
 	return &Batch{Record: rec, AckIDs: ids}
 }
 
@@ -405,6 +408,7 @@ func (s *Subscriber) Close() error {
 		if err := s.client.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close: %w", err))
 		}
+		s.res.releaseBuilder()
 		s.dec.close()
 		s.closeErr = errors.Join(errs...)
 	})

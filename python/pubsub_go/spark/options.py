@@ -24,7 +24,7 @@ DOCUMENTED = [
     "projectId", "subscriptionId", "emulatorHost", "credentials", "numPartitions", "parallelism",
     "batchSize", "maxWaitTimeMs", "maxRecordsPerTrigger", "maxBytesPerTrigger", "maxRecordsPerPartition",
     "maxBatchDurationMs", "ackOnCommit", "batchLogLocation", "streamsPerPartition", "maxOutstandingMessages",
-    "maxBytesPerPartition",
+    "maxBytesPerPartition", "subscriberIdleMs",
     "ackDeadlineSeconds", "commitLeaseSeconds", "format", "decoder", "avroSchema", "deadLetterTopicId",
     "onDecodeError", "errorColumn", "decoderOptions", "decoderTimeoutMs", "decoderMemoryLimitMB", "path",
 ]
@@ -182,6 +182,7 @@ class SourceOptions:
     max_bytes_per_partition: int
     ack_deadline_seconds: int
     commit_lease_seconds: int
+    subscriber_idle_ms: int
     decode: DecodeOptions | None = None  # schema mode
 
     @staticmethod
@@ -228,5 +229,6 @@ class SourceOptions:
             max_bytes_per_partition=int_option(opts, "maxBytesPerPartition", 128 << 20, 1 << 20),
             ack_deadline_seconds=int_option(opts, "ackDeadlineSeconds", 60, 10, 600),
             commit_lease_seconds=int_option(opts, "commitLeaseSeconds", 600, 10, 600),
+            subscriber_idle_ms=int_option(opts, "subscriberIdleMs", 10_000, 0, 3_600_000),
             decode=_parse_decode(opts, sub_path.split("/")[1]),
         )

@@ -1,9 +1,10 @@
 """Executor side of the source: one task = one virtual partition.
 
 A task either replays its batch-log entry (a re-run of a batch Spark already
-saw) or pulls fresh messages through its own StreamingPull streams, records
-them in the batch log, hands their leases over to the driver, and yields the
-Go-built Arrow batches to Spark with zero copies.
+saw) or pulls fresh messages through the worker's subscriber for the query
+(its StreamingPull streams stay open between tasks), records them in the
+batch log, hands their leases over to the driver, and yields the Go-built
+Arrow batches to Spark with zero copies.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..errors import PubSubError
 from .batchlog import BatchLog
 from .options import SourceOptions
 from .schema_mode import SchemaPlan, dead_letter_batch, error_rows, fail_message, limit_hint
+from .subscriber_pool import POOL
 
 log = logging.getLogger("pubsub_go.source")
 
@@ -94,11 +96,25 @@ class LostRaceError(RuntimeError):
 
 def _pull_and_record(opts: SourceOptions, part: PubSubPartition, batch_log: BatchLog,
                      plan: SchemaPlan | None) -> Iterator[pa.RecordBatch]:
-    """Pulls, records each batch in the log's temporary entry, then yields it
-    (so Spark works while the streams keep pulling). The entry is published
-    when the task has handed out everything; until then no re-run can see it,
-    and a failed attempt's output is discarded by Spark anyway."""
-    sub = Subscriber(subscriber_config(opts, plan=plan, part=part))
+    """Pulls through this worker's subscriber for the query (kept between
+    tasks, see subscriber_pool), records each batch, then yields it."""
+    config = subscriber_config(opts, plan=plan, part=part)
+    with POOL.lease(config, opts.subscriber_idle_ms / 1000) as sub:
+        yield from _record(sub, opts, part, batch_log, plan)
+
+
+# Counters of Subscriber.stats() that a task reports as its own share.
+_TASK_COUNTERS = ("pulled", "handed_out", "acked", "nacked", "extended", "redeliveries", "decode_errors",
+                  "bytes_pulled", "streams_restarted")
+
+
+def _record(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, batch_log: BatchLog,
+            plan: SchemaPlan | None) -> Iterator[pa.RecordBatch]:
+    """Records each batch in the log's temporary entry, then yields it (so
+    Spark works while the streams keep pulling). The entry is published when
+    the task has handed out everything; until then no re-run can see it, and
+    a failed attempt's output is discarded by Spark anyway."""
+    before = sub.stats()
     dlq = _DeadLetters(opts, plan) if plan is not None else None
     entry = batch_log.writer(part.gen, part.batch, part.index)
     acks: list[pa.Array] = []
@@ -118,8 +134,9 @@ def _pull_and_record(opts: SourceOptions, part: PubSubPartition, batch_log: Batc
                 yield b
         assert schema is not None
         all_acks = pa.concat_arrays(acks) if acks else pa.array([], pa.string())
-        stats = {**sub.stats(), "rows": int(len(all_acks)), "drained": drained,
-                 "dead_lettered": dlq.count if dlq else 0}
+        after = sub.stats()
+        stats = {**{k: after.get(k, 0) - before.get(k, 0) for k in _TASK_COUNTERS}, "held": after.get("held", 0),
+                 "rows": int(len(all_acks)), "drained": drained, "dead_lettered": dlq.count if dlq else 0}
         published = entry.publish(schema, stats)
         if not published:
             raise LostRaceError(f"batch {part.batch} partition {part.index} was recorded by another attempt "
@@ -145,7 +162,6 @@ def _pull_and_record(opts: SourceOptions, part: PubSubPartition, batch_log: Batc
                     log.warning("nacking the messages of a failed task: %s", e)
         raise
     finally:
-        sub.close()  # nacks whatever was pulled but not handed out
         if dlq:
             dlq.close()
 
