@@ -12,9 +12,10 @@ from .plan import Plan
 from .procs import REPO, Build, LoadServer, create, py, run_peer
 
 GO_BENCHES = [
-    ("rawbatch: Append of one 1 KiB message (C memory, reserved)", "./go/internal/rawbatch/",
-     "BenchmarkAppend1KB/reserve=true", 1),
-    ("subscriber: deliver + Next (build a 1000 x 1 KiB batch) + Release", "./go/internal/subscriber/",
+    ("rawbatch: Append of one decoded 1 KiB message (C memory)", "./go/internal/rawbatch/",
+     "BenchmarkAppend1KB$", 1),
+    ("wire: decode a StreamingPullResponse of 1000 x 1 KiB", "./go/internal/wire/", "BenchmarkParse1KB$", 1000),
+    ("subscriber: decode + append (as a stream does) + Next + Release, 1000 x 1 KiB", "./go/internal/subscriber/",
      "BenchmarkNext$", 1000),
 ]
 

@@ -87,7 +87,8 @@ int64_t pg_debug_c_bytes(void);
 int pg_subscriber_open(char* config_json, uint64_t* handle_out, char** err);
 
 /* Waits up to wait_ms for up to max_rows messages (<= 0: the configured
- * defaults) and exports them as one record batch in the raw schema
+ * defaults; fewer may come back early at the end of a batch built for
+ * another size, see docs/c-api.md) and exports them as one record batch in the raw schema
  * (message_id, publish_time, attributes, payload, ordering_key,
  * delivery_attempt), or the decoded schema when a decoder is configured.
  * The ack ids of the same rows, in the same order, come back as a separate

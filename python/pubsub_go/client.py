@@ -125,8 +125,12 @@ class Subscriber(_Handle):
 
     `next_batch()` returns `(batch, ack_ids)`: a pyarrow RecordBatch in the
     raw (or decoded) schema and a pyarrow string array of the ack ids of the
-    same rows. Every message handed out stays leased until acked, nacked or
-    released; `close()` nacks what was pulled but never handed out.
+    same rows: up to `max_rows`, fewer when `wait_ms` ran out first, or at
+    the end of a batch the library built for another size (batches are
+    built as messages arrive and handed over without copying, so keep
+    asking for the same size). Every message handed out stays leased until
+    acked, nacked or released; `close()` nacks what was pulled but never
+    handed out.
     """
 
     _close_fn = "pg_subscriber_close"

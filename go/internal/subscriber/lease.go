@@ -38,7 +38,7 @@ func (r *reservoir) due(now time.Time, deadline, maxExtension time.Duration) []s
 	var expired int
 	var expiredBytes int64
 	r.mu.Lock()
-	for id, e := range r.held {
+	for _, e := range r.held {
 		if now.Sub(e.received) >= maxExtension {
 			expired++
 			expiredBytes += e.size
@@ -46,7 +46,7 @@ func (r *reservoir) due(now time.Time, deadline, maxExtension time.Duration) []s
 			continue
 		}
 		if e.expires.Sub(now) <= deadline/2 {
-			ids = append(ids, id)
+			ids = append(ids, e.ackID)
 			e.expires = now.Add(deadline)
 		}
 	}

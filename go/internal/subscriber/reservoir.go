@@ -1,6 +1,7 @@
 package subscriber
 
 import (
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +19,7 @@ import (
 // or expired.
 type entry struct {
 	ackID     string
+	key       uint64 // in reservoir.held
 	size      int64
 	received  time.Time
 	expires   time.Time // the server's deadline for it, as far as we know
@@ -57,8 +59,7 @@ func (l *lot) split(k int) (head, tail *lot) {
 // longer held, but stays in its lot and is handed out: taking it out would
 // mean rebuilding the batch, and a message may always come twice.
 type reservoir struct {
-	fc  *flowController
-	mem memory.Allocator
+	fc *flowController
 
 	// bmu guards the builder and the rows in it. Lock order: bmu, then mu.
 	bmu      sync.Mutex
@@ -70,7 +71,8 @@ type reservoir struct {
 	mu      sync.Mutex
 	lots    []*lot // finished, arrival order
 	lotRows int
-	held    map[string]*entry
+	held    map[uint64]*entry // by hash of the ack id: cheaper than string keys
+	seed    maphash.Seed
 	closed  bool
 	err     error // permanent failure, reported by take
 
@@ -78,7 +80,7 @@ type reservoir struct {
 }
 
 func newReservoir(fc *flowController, mem memory.Allocator, batchSize int) *reservoir {
-	r := &reservoir{fc: fc, mem: mem, b: rawbatch.NewBuilder(mem), held: map[string]*entry{}}
+	r := &reservoir{fc: fc, b: rawbatch.NewBuilder(mem), held: map[uint64]*entry{}, seed: maphash.MakeSeed()}
 	r.target.Store(int64(batchSize))
 	return r
 }
@@ -110,7 +112,8 @@ func (r *reservoir) add(msgs []wire.Message, now time.Time, deadline time.Durati
 	for i := range msgs {
 		m := &msgs[i]
 		e := &slab[i]
-		*e = entry{ackID: ids[off : off+len(m.AckID)], size: m.Size(), received: now, expires: now.Add(deadline)}
+		id := ids[off : off+len(m.AckID)]
+		*e = entry{ackID: id, key: maphash.String(r.seed, id), size: m.Size(), received: now, expires: now.Add(deadline)}
 		off += len(m.AckID)
 		total += e.size
 		r.b.Append(m)
@@ -124,7 +127,7 @@ func (r *reservoir) add(msgs []wire.Message, now time.Time, deadline time.Durati
 	// streams stopped.
 	r.mu.Lock()
 	for i := range slab {
-		r.held[slab[i].ackID] = &slab[i]
+		r.held[slab[i].key] = &slab[i]
 	}
 	r.queue(done)
 	r.mu.Unlock()
@@ -165,11 +168,15 @@ func (r *reservoir) flush() {
 	r.mu.Unlock()
 }
 
-// take hands out up to max rows in arrival order, as one batch. Unless
-// partial, it takes nothing until max are buffered and returns a channel
-// to wait on instead. It fails once the reservoir is closed or failed.
-// Lots are built max rows at a time from now on, so a caller that keeps
-// asking for the same size gets whole lots: no copy, no rebuilding.
+// take hands out up to max rows in arrival order from the head lot,
+// without copying: the head lot whole, or its first max rows (the rest
+// stays at the head). It returns fewer than max rows when the head lot is
+// shorter (finished early for a partial take, the rest of a split, or
+// built for a smaller size); the caller asks again for the rest. Unless
+// partial, it takes nothing while fewer than max rows are buffered and
+// returns a channel to wait on instead. It fails once the reservoir is
+// closed or failed. Lots are built max rows at a time from now on, so a
+// caller that keeps asking for the same size gets whole lots.
 func (r *reservoir) take(max int, partial bool) (*Batch, <-chan struct{}, error) {
 	wake := r.arrived.wait()
 	r.target.Store(int64(max))
@@ -186,36 +193,28 @@ func (r *reservoir) take(max int, partial bool) (*Batch, <-chan struct{}, error)
 	}
 
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if err := r.unusable(); err != nil {
-		r.mu.Unlock()
 		return nil, nil, err
 	}
 	if r.lotRows == 0 || (r.lotRows < max && !partial) {
-		r.mu.Unlock()
 		if partial {
 			return nil, nil, nil
 		}
 		return nil, wake, nil
 	}
-	var parts []*lot
-	rows := 0
-	for rows < max && len(r.lots) > 0 {
-		l := r.lots[0]
-		if k := max - rows; len(l.entries) > k {
-			l, r.lots[0] = l.split(k)
-		} else {
-			r.lots[0] = nil
-			r.lots = r.lots[1:]
-		}
-		for _, e := range l.entries {
-			e.handedOut = true
-		}
-		parts = append(parts, l)
-		rows += len(l.entries)
+	l := r.lots[0]
+	if len(l.entries) > max {
+		l, r.lots[0] = l.split(max)
+	} else {
+		r.lots[0] = nil
+		r.lots = r.lots[1:]
 	}
-	r.lotRows -= rows
-	r.mu.Unlock()
-	return r.join(parts), nil, nil
+	for _, e := range l.entries {
+		e.handedOut = true
+	}
+	r.lotRows -= len(l.entries)
+	return &Batch{Record: l.rec, AckIDs: l.ids}, nil, nil
 }
 
 // unusable is the error take reports; the caller holds mu.
@@ -226,50 +225,6 @@ func (r *reservoir) unusable() error {
 	return r.err
 }
 
-// join makes one batch of lots; one lot is passed through as is.
-func (r *reservoir) join(parts []*lot) *Batch {
-	if len(parts) == 1 {
-		return &Batch{Record: parts[0].rec, AckIDs: parts[0].ids}
-	}
-	recs := make([]arrow.RecordBatch, len(parts))
-	ids := make([]arrow.Array, len(parts))
-	for i, l := range parts {
-		recs[i], ids[i] = l.rec, l.ids
-	}
-	b := &Batch{Record: concatRecords(r.mem, recs), AckIDs: concat(r.mem, ids).(*array.String)}
-	for _, l := range parts {
-		l.release()
-	}
-	return b
-}
-
-func concatRecords(mem memory.Allocator, recs []arrow.RecordBatch) arrow.RecordBatch {
-	cols := make([]arrow.Array, recs[0].NumCols())
-	var rows int64
-	for _, rec := range recs {
-		rows += rec.NumRows()
-	}
-	for c := range cols {
-		parts := make([]arrow.Array, len(recs))
-		for i, rec := range recs {
-			parts[i] = rec.Column(c)
-		}
-		cols[c] = concat(mem, parts)
-		defer cols[c].Release()
-	}
-	return array.NewRecordBatch(recs[0].Schema(), cols, rows)
-}
-
-// concat concatenates arrays of one type. It cannot fail for arrays built
-// here (same type, well within the 2 GiB offset range of a batch).
-func concat(mem memory.Allocator, parts []arrow.Array) arrow.Array {
-	a, err := array.Concatenate(parts, mem)
-	if err != nil {
-		panic(err)
-	}
-	return a
-}
-
 // remove stops holding the given ack ids (acked, nacked or released).
 // Unknown ids are ignored: they may belong to another process.
 func (r *reservoir) remove(ids []string) {
@@ -277,7 +232,7 @@ func (r *reservoir) remove(ids []string) {
 	var bytes int64
 	r.mu.Lock()
 	for _, id := range ids {
-		if e, ok := r.held[id]; ok {
+		if e := r.lookup(id); e != nil {
 			n++
 			bytes += e.size
 			r.forget(e)
@@ -287,10 +242,18 @@ func (r *reservoir) remove(ids []string) {
 	r.fc.release(n, bytes)
 }
 
+// lookup finds a held message by ack id; the caller holds mu.
+func (r *reservoir) lookup(id string) *entry {
+	if e, ok := r.held[maphash.String(r.seed, id)]; ok && e.ackID == id {
+		return e
+	}
+	return nil
+}
+
 // forget drops e from the index; the caller holds mu and releases flow
 // control.
 func (r *reservoir) forget(e *entry) {
-	delete(r.held, e.ackID)
+	delete(r.held, e.key)
 	e.gone = true
 }
 
@@ -300,7 +263,7 @@ func (r *reservoir) touch(ids []string, expires time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, id := range ids {
-		if e, ok := r.held[id]; ok {
+		if e := r.lookup(id); e != nil {
 			e.expires = expires
 		}
 	}

@@ -7,46 +7,44 @@ import (
 	"github.com/pubsub-go/pubsub-go/go/internal/wire"
 )
 
-func TestSeenSetIsBounded(t *testing.T) {
-	s := newSeenSet(3)
-	for _, id := range []string{"a", "b", "c"} {
-		if s.add([]byte(id)) {
-			t.Errorf("%s seen before it was added", id)
+func TestSeenSetRemembersRecentIdsInFixedMemory(t *testing.T) {
+	s := newSeenSet(1000)
+	slots := len(s.slots)
+	for i := range 1000 {
+		if s.add(fmt.Appendf(nil, "id-%d", i)) {
+			t.Fatalf("id-%d seen before it was added", i)
 		}
 	}
-	if !s.add([]byte("a")) {
-		t.Error("a not remembered")
-	}
-	s.add([]byte("d")) // evicts the oldest, a
-	if len(s.ids) != 3 {
-		t.Errorf("set holds %d ids, capacity 3", len(s.ids))
-	}
-	if s.add([]byte("a")) {
-		t.Error("a still remembered past capacity")
-	}
+	remembered := 0
 	for i := range 1000 {
-		s.add([]byte(fmt.Sprint(i)))
+		if s.add(fmt.Appendf(nil, "id-%d", i)) {
+			remembered++
+		}
 	}
-	if len(s.ids) != 3 {
-		t.Errorf("set grew to %d ids", len(s.ids))
+	// A direct-mapped table of 2048 slots keeps most of 1000 ids.
+	if remembered < 600 {
+		t.Errorf("only %d of the last 1000 ids remembered", remembered)
+	}
+	for i := range 100_000 {
+		s.add(fmt.Appendf(nil, "other-%d", i))
+	}
+	if len(s.slots) != slots {
+		t.Errorf("table grew from %d to %d slots", slots, len(s.slots))
+	}
+	if s.add(nil) || s.add(nil) {
+		t.Error("an empty id counted as seen")
 	}
 }
 
-func TestRedelivered(t *testing.T) {
+func TestRedeliveries(t *testing.T) {
 	s := newSeenSet(10)
-	msg := func(id string, attempt int32) *wire.Message {
-		return &wire.Message{MessageID: []byte(id), DeliveryAttempt: attempt}
+	msg := func(id string, attempt int32) wire.Message {
+		return wire.Message{MessageID: []byte(id), DeliveryAttempt: attempt}
 	}
-	if s.redelivered(msg("a", 0)) {
+	if n := s.redeliveries([]wire.Message{msg("a", 0)}); n != 0 {
 		t.Error("first delivery counted as a redelivery")
 	}
-	if !s.redelivered(msg("a", 0)) {
-		t.Error("second delivery of a not counted")
-	}
-	if !s.redelivered(msg("b", 2)) {
-		t.Error("delivery attempt 2 from the server not counted")
-	}
-	if s.redelivered(msg("c", 1)) {
-		t.Error("delivery attempt 1 counted")
+	if n := s.redeliveries([]wire.Message{msg("a", 0), msg("b", 2), msg("c", 1)}); n != 2 {
+		t.Errorf("redeliveries = %d, want 2: a again, and b by its delivery attempt (c's attempt 1 is the first)", n)
 	}
 }

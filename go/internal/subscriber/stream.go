@@ -183,12 +183,7 @@ func (ka *keepAlive) run(ctx context.Context, closing <-chan struct{}, cancel co
 
 // deliver records received messages and buffers them.
 func (s *Subscriber) deliver(msgs []wire.Message) {
-	var redelivered int64
-	for i := range msgs {
-		if s.seen.redelivered(&msgs[i]) {
-			redelivered++
-		}
-	}
+	redelivered := s.seen.redeliveries(msgs)
 	total := s.res.add(msgs, time.Now(), s.set.ackDeadline)
 	s.stats.pulled.Add(int64(len(msgs)))
 	s.stats.bytesPulled.Add(total)

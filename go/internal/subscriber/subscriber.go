@@ -222,10 +222,11 @@ func (s *Subscriber) fail(err error) {
 }
 
 // Next waits up to wait for maxRows buffered messages and returns them,
-// or fewer (possibly none) when wait runs out. maxRows <= 0 and wait <= 0
-// mean the configured defaults. The messages stay leased until acked,
-// nacked or released. The batch was built as the messages arrived, so
-// this is a hand-over, not a build.
+// or fewer (possibly none) when wait runs out. It may also return fewer
+// while more are buffered, at the end of a batch built for another size
+// (see reservoir.take): batches are handed over as built, never copied
+// together. maxRows <= 0 and wait <= 0 mean the configured defaults. The
+// messages stay leased until acked, nacked or released.
 func (s *Subscriber) Next(ctx context.Context, maxRows int, wait time.Duration) (*Batch, error) {
 	if maxRows <= 0 {
 		maxRows = s.cfg.BatchSize

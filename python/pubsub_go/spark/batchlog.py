@@ -1,7 +1,8 @@
 """The durable batch log: what each task handed to Spark, per micro-batch.
 
 Pub/Sub has no offsets to replay, so a task records the rows it hands out
-(Arrow IPC, with the ack ids beside them) before yielding them. A re-run of
+(Arrow IPC, with the ack ids beside them) as it yields them, and publishes
+the entry only once all of it is written. A re-run of
 the same (batch, partition) -- task retry, speculative attempt, a batch
 DataFrame evaluated twice, or the driver re-running the last uncommitted
 batch after a crash -- reads the entry instead of pulling new messages, so
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import json
 import os
+import queue
+import threading
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -150,7 +153,14 @@ def _read_entry(reader: ipc.RecordBatchFileReader) -> tuple[pa.Table, dict[str, 
 class EntryWriter:
     """Appends a task's batches to a temporary file as they are handed out;
     publish() makes the entry visible in one step (first writer wins). The
-    counters go last, as the custom metadata of a final empty batch."""
+    counters go last, as the custom metadata of a final empty batch.
+
+    The file is written by a thread of its own (pyarrow writes without the
+    GIL), so the task yields a batch to Spark while the previous ones are
+    still being written; publish() and abort() wait for it, and a failed
+    write fails publish(). At most QUEUE batches wait to be written."""
+
+    QUEUE = 8
 
     def __init__(self, log: BatchLog, gen: str, batch: int, part: int) -> None:
         self.log = log
@@ -160,6 +170,9 @@ class EntryWriter:
         self._sink: Any = None
         self._w: ipc.RecordBatchFileWriter | None = None
         self._schema: pa.Schema | None = None
+        self._queue: queue.Queue[tuple[pa.RecordBatch, pa.Array] | None] = queue.Queue(self.QUEUE)
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
 
     def _open(self, schema: pa.Schema) -> None:
         self.log.fs.create_dir(self._dir, recursive=True)
@@ -168,13 +181,40 @@ class EntryWriter:
         self._w = ipc.new_file(self._sink, self._schema)
 
     def write(self, batch: pa.RecordBatch, ack_ids: pa.Array) -> None:
+        """Queues batch (with its ack ids) to be appended to the entry."""
+        if self._error is not None:
+            raise self._error
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._drain, name="pubsub-go-batchlog", daemon=True)
+            self._thread.start()
+        self._queue.put((batch, ack_ids))
+
+    def _drain(self) -> None:
+        while (item := self._queue.get()) is not None:
+            if self._error is not None:
+                continue  # keep taking, so write() never blocks on a dead writer
+            try:
+                self._append(*item)
+            except BaseException as e:
+                self._error = e
+
+    def _append(self, batch: pa.RecordBatch, ack_ids: pa.Array) -> None:
         if self._w is None:
             self._open(batch.schema)
         assert self._w is not None and self._schema is not None
         self._w.write_batch(pa.RecordBatch.from_arrays([*batch.columns, ack_ids], schema=self._schema))
 
+    def _finish_writes(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+        if self._error is not None:
+            raise self._error
+
     def publish(self, schema: pa.Schema, stats: dict[str, Any]) -> bool:
         """Closes and publishes the entry; False if another attempt's entry exists."""
+        self._finish_writes()
         if self._w is None:
             self._open(schema)
         assert self._w is not None and self._schema is not None
@@ -186,6 +226,10 @@ class EntryWriter:
         return self.log._publish(self.tmp, self.final)
 
     def abort(self) -> None:
+        try:
+            self._finish_writes()
+        except BaseException:
+            pass  # the entry is discarded anyway
         if self._w is not None:
             try:
                 self._w.close()

@@ -110,10 +110,11 @@ _TASK_COUNTERS = ("pulled", "handed_out", "acked", "nacked", "extended", "redeli
 
 def _record(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, batch_log: BatchLog,
             plan: SchemaPlan | None) -> Iterator[pa.RecordBatch]:
-    """Records each batch in the log's temporary entry, then yields it (so
-    Spark works while the streams keep pulling). The entry is published when
-    the task has handed out everything; until then no re-run can see it, and
-    a failed attempt's output is discarded by Spark anyway."""
+    """Queues each batch for the log's temporary entry (written by the
+    entry's thread) and yields it, so Spark works while the streams keep
+    pulling and the entry is written. The entry is published once the task
+    has handed out everything and all of it is written; until then no re-run
+    can see it, and a failed attempt's output is discarded by Spark anyway."""
     before = sub.stats()
     dlq = _DeadLetters(opts, plan) if plan is not None else None
     entry = batch_log.writer(part.gen, part.batch, part.index)
@@ -179,6 +180,7 @@ def _pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sch
         if want <= 0:
             yield False
             return
+        started = time.monotonic()
         try:
             b, a = sub.next_batch(max_rows=want, wait_ms=opts.max_wait_ms)
         except PubSubError as e:
@@ -186,7 +188,9 @@ def _pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sch
             if hint:
                 raise type(e)(e.code, e.message + hint) from None
             raise
-        full = b.num_rows >= want
+        # Short and the whole wait passed: nothing more is buffered. (Short
+        # and early is the end of a batch built for another size.)
+        waited_out = b.num_rows < want and time.monotonic() - started >= opts.max_wait_ms / 1000
         if cutoff is not None and b.num_rows:
             keep = pc.less_equal(b.column("publish_time"), cutoff)
             late = a.filter(pc.invert(keep))
@@ -199,7 +203,7 @@ def _pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sch
         rows += b.num_rows
         nbytes += b.nbytes
         yield b, a
-        if not full:
+        if waited_out:
             # Short batch: the backlog is empty for now -- unless flow control
             # (what this task holds) is what stopped the streams.
             stalled = rows + opts.batch_size > flow_messages or nbytes >= 0.9 * opts.max_bytes_per_partition

@@ -211,6 +211,13 @@ class _DriverState:
         self._stop = threading.Event()
         self._keeper = threading.Thread(target=self._keep_leases, name="pubsub-go-lease-keeper", daemon=True)
         self._keeper.start()
+        # Spark calls commit() on its critical path (inside "walCommit",
+        # before the next batch is planned); acking a batch takes an RPC per
+        # 2500 messages, so it runs on a thread of its own.
+        self._commit_wanted: tuple[str, int] | None = None
+        self._commit_cv = threading.Condition()
+        self._committer = threading.Thread(target=self._commit_loop, name="pubsub-go-committer", daemon=True)
+        self._committer.start()
 
     def _entries(self, gen: str, batch: int) -> list[_EntryInfo]:
         out = []
@@ -233,6 +240,26 @@ class _DriverState:
                 "drained": all(e.stats.get("drained", False) for e in entries)}
 
     def commit(self, gen: str, upto: int) -> None:
+        """Acks every logged batch <= upto of gen, on the committer thread."""
+        with self._commit_cv:
+            self._commit_wanted = (gen, upto)
+            self._commit_cv.notify()
+
+    def _commit_loop(self) -> None:
+        while True:
+            with self._commit_cv:
+                while self._commit_wanted is None and not self._stop.is_set():
+                    self._commit_cv.wait()
+                wanted, self._commit_wanted = self._commit_wanted, None
+            if wanted is not None:
+                try:
+                    self.commit_now(*wanted)
+                except Exception as e:  # the entries stay: the next commit retries
+                    log.warning("committing batch %d failed, will retry at the next commit: %s", wanted[1], e)
+            elif self._stop.is_set():
+                return
+
+    def commit_now(self, gen: str, upto: int) -> None:
         with self._lock:
             for batch in self.log.batches(gen):
                 if batch > upto:
@@ -291,6 +318,10 @@ class _DriverState:
             return out
 
     def stop(self) -> None:
-        self._stop.set()
+        with self._commit_cv:
+            self._stop.set()
+            self._commit_cv.notify()
+        # The last commit's acks go out before the acker closes.
+        self._committer.join(timeout=120)
         self._keeper.join(timeout=10)
         self.acker.close()
