@@ -189,6 +189,32 @@ def test_use_after_fork_is_a_clear_error():
     assert "child 0" in out.stdout, out.stdout + out.stderr
 
 
+def test_subscriber_used_after_fork_is_a_clear_error(google, emulator):
+    # next_batch keeps its native entry point after the first call; the
+    # fork check must still run on every call.
+    topic, sub_path = google.topic()
+    google.publish(topic, [b"f%d" % i for i in range(3)])
+    code = (
+        "import os, sys, pubsub_go\n"
+        "from pubsub_go.client import Subscriber\n"
+        f"sub = Subscriber(subscription={sub_path!r}, emulator_host={emulator.host_port!r})\n"
+        "b, ids = sub.next_batch(1, 20000)\n"
+        "b, ids = sub.next_batch(1, 20000)\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    try:\n"
+        "        sub.next_batch(1, 100)\n"
+        "    except pubsub_go.ForkedProcessError:\n"
+        "        os._exit(0)\n"
+        "    os._exit(4)\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "print('child', os.waitstatus_to_exitcode(status))\n"
+        "sub.close()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "child 0" in out.stdout, out.stdout + out.stderr
+
+
 def test_library_links_nothing_but_libc():
     from pubsub_go._native import library_path
 

@@ -1,8 +1,10 @@
 """Section 5, memory: the pubsub_go pull loop paced for a long run in its
 own process (bench/peers/pgdrift.py) -- the stand-in for the executor's
 Python worker -- sampled for RSS drift. It runs in the background while
-the other sections run; peak RSS at full rate comes from section 1 and
-Spark's Python workers are sampled in section 2."""
+the other sections run, stopped (SIGSTOP, its time not counted) while the
+Spark end-to-end and hand-off sections run, so that no background load
+skews their figures; peak RSS at full rate comes from section 1 and Spark's Python
+workers are sampled in section 2."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import time
 
 from .log import say
 from .plan import Plan
@@ -33,12 +36,31 @@ class Drift:
         except Exception:
             self.server.stop()
             raise
+        self.paused = 0.0
+        self._paused_at: float | None = None
         say(f"5/5 memory drift started in the background: {plan.drift_seconds:.0f} s at "
             f"{plan.drift_rate:,} msg/s (pid {self.proc.pid})")
 
+    def pause(self) -> None:
+        """Stops the drift loop and its server until resume()."""
+        if self.proc.poll() is None and self._paused_at is None:
+            os.killpg(self.proc.pid, signal.SIGSTOP)
+            self.server.proc.send_signal(signal.SIGSTOP)
+            self._paused_at = time.monotonic()
+            say("5/5 memory drift paused")
+
+    def resume(self) -> None:
+        if self._paused_at is not None:
+            self.server.proc.send_signal(signal.SIGCONT)
+            os.killpg(self.proc.pid, signal.SIGCONT)
+            self.paused += time.monotonic() - self._paused_at
+            self._paused_at = None
+            say("5/5 memory drift resumed")
+
     def finish(self) -> dict:
         try:
-            left = self.plan.drift_seconds + 120
+            self.resume()
+            left = self.plan.drift_seconds + self.paused + 120
             say("5/5 memory drift: waiting for the background run to end")
             try:
                 self.proc.wait(timeout=left)
@@ -63,6 +85,7 @@ class Drift:
             self.stop()
 
     def stop(self) -> None:
+        self.resume()
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(timeout=30)

@@ -195,10 +195,10 @@ class Report:
                  "and the ack ids through the C Data Interface and importing both into pyarrow (the schema is "
                  "imported once per subscriber). *pyarrow import* times only the import of an identical "
                  "exported batch + ack ids (the Python-side floor); *native call* is `stats()`, a call that "
-                 "moves no Arrow data. The first call after each fill pays for waking the idle process "
-                 "(Go's scheduler, cold caches): `stats()` right after a fill takes 100-250 µs on this "
-                 "machine against ~10 µs in a loop, so p99 (1 call in 5 is such a first call) reflects that "
-                 "wake-up more than the hand-off.", "")
+                 "moves no Arrow data. The first call after each fill (1 call in 5, so it decides p99) is "
+                 "several times slower than the others (*first call p50*): the streams have just pushed "
+                 "megabytes through the CPU caches, and every part of the call, Python's included, runs "
+                 "cold; the calls after it show the hand-off itself.", "")
         rows = []
         for size in sorted({p["payload"] for p in ho.get("peer", [])}):
             for n in ("100", "1000", "10000"):
@@ -208,10 +208,10 @@ class Report:
                 if sp("p50_us") is None:
                     continue
                 rows.append([_size(size), n, fmt(sp("p50_us"), " µs"), fmt(sp("p99_us"), " µs"),
-                             fmt(sp("p99_us", "next_batch_warm"), " µs"),
+                             fmt(sp("p50_us", "next_batch_first"), " µs"), fmt(sp("p99_us", "next_batch_warm"), " µs"),
                              fmt(sp("p50_ns_per_row"), " ns"), fmt(sp("p99_ns_per_row"), " ns"),
                              fmt(sp("p50_us", "pyarrow_import"), " µs"), fmt(sp("p99_us", "pyarrow_import"), " µs")])
-        self.table(["payload", "rows", "next_batch p50", "p99", "p99 after the first call of a fill",
+        self.table(["payload", "rows", "next_batch p50", "p99", "first call p50", "p99 of the other calls",
                     "per row p50", "per row p99",
                     "pyarrow import p50", "p99"], rows)
         st = Spread.of([p["stats_call"]["p50_us"] for p in ho.get("peer", [])])
@@ -237,7 +237,8 @@ class Report:
             rate = mem["messages"] / max(mem["seconds"], 1)
             self.add(f"Drift: the pubsub_go pull loop (next_batch 1000 + ack) in its own process, 1 KB messages "
                      f"paced at {rate:,.0f} msg/s for {mem['seconds'] / 60:.1f} min ({mem['messages']:,} messages), "
-                     "running in the background while the other sections ran. It stands in for the executor's "
+                     "running in the background while the other sections ran (stopped, its time not counted, while "
+                     "sections 2 and 4 ran). It stands in for the executor's "
                      "Python worker, which runs the same loop (plus Spark's own code) inside Spark.", "")
             self.table(["RSS after warm-up", "RSS at the end", "max RSS", "slope after warm-up", "peak RSS (getrusage)",
                         "CPU"],

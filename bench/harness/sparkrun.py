@@ -125,14 +125,11 @@ def measure(reader, scratch: str, warmup: float, window: float, sink: str = "noo
             sampler.stop()
             shutil.rmtree(ckpt, ignore_errors=True)
     rows = sum(p["numInputRows"] for p in counted)
-    _last_progress[:] = counted
     secs = _end(counted[-1]) - _ts(counted[0])
     return {"rows_per_sec": rows / secs, "rows": rows, "seconds": secs, "batches": len(counted),
             "rows_per_batch": rows / len(counted), "peak_python_rss_mb": sampler.peak_one,
-            "peak_python_rss_sum_mb": sampler.peak_sum}
-
-
-_last_progress: list = []
+            "peak_python_rss_sum_mb": sampler.peak_sum,
+            "progress": [{"durationMs": p["durationMs"], "numInputRows": p["numInputRows"]} for p in counted]}
 
 
 def _end(p: dict) -> float:

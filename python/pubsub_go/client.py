@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -138,19 +139,32 @@ class Subscriber(_Handle):
 
     def __init__(self, config: SubscriberConfig | None = None, /, **kwargs: Any) -> None:
         self._schema: pa.Schema | None = None
+        self._out: tuple[Any, ...] | None = None  # reused output structs, see next_batch
+        self._out_lock = threading.Lock()
         self._open("pg_subscriber_open", (config or SubscriberConfig(**kwargs)).to_json())
 
     def next_batch(self, max_rows: int = 0, wait_ms: int = 0) -> tuple[pa.RecordBatch, pa.Array]:
         f = _native.ffi()
-        arr, ack = f.new("struct ArrowArray*"), f.new("struct ArrowArray*")
-        # A subscriber's schema never changes: import it from the first
-        # batch only, and skip its export and parsing afterwards.
-        schema = self._schema
-        sch = f.new("struct ArrowSchema*") if schema is None else f.NULL
-        _native.call("pg_subscriber_next", self._handle(), max_rows, wait_ms, arr, sch, ack, f.NULL)
-        if schema is None:
-            schema = self._schema = pa.Schema._import_from_c(_ptr(sch))
-        return pa.RecordBatch._import_from_c(_ptr(arr), schema), pa.Array._import_from_c(_ptr(ack), pa.string())
+        if self._schema is None:
+            # The first batch brings the schema, which never changes: later
+            # calls skip its export and parsing.
+            arr, sch, ack = f.new("struct ArrowArray*"), f.new("struct ArrowSchema*"), f.new("struct ArrowArray*")
+            _native.call("pg_subscriber_next", self._handle(), max_rows, wait_ms, arr, sch, ack, f.NULL)
+            self._schema = pa.Schema._import_from_c(_ptr(sch))
+            batch = pa.RecordBatch._import_from_c(_ptr(arr), self._schema)
+            return batch, pa.Array._import_from_c(_ptr(ack), pa.string())
+        # pyarrow's import moves an ArrowArray out of its struct, so the same
+        # two structs (and their addresses) serve every call.
+        if os.getpid() != self._pid:
+            _native.lib()  # raises ForkedProcessError: this Go runtime did not survive fork()
+        with self._out_lock:
+            if self._out is None:
+                arr, ack, err = f.new("struct ArrowArray*"), f.new("struct ArrowArray*"), f.new("char**")
+                self._out = (arr, ack, err, _ptr(arr), _ptr(ack), _native.lib().pg_subscriber_next)
+            arr, ack, err, arr_p, ack_p, fn = self._out
+            err[0] = f.NULL
+            _native.check(fn(self._handle(), max_rows, wait_ms, arr, f.NULL, ack, f.NULL, err), err)
+            return pa.RecordBatch._import_from_c(arr_p, self._schema), pa.Array._import_from_c(ack_p, pa.string())
 
     def _with_ids(self, fn: str, ack_ids: pa.Array | list[str], *extra: Any) -> None:
         ids = ack_ids if isinstance(ack_ids, pa.Array) else pa.array(ack_ids, type=pa.string())
