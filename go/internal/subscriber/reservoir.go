@@ -26,6 +26,12 @@ type entry struct {
 	gone     bool      // no longer held
 }
 
+// maxLotBytes caps a lot's Arrow memory. Past a few tens of MB glibc serves
+// every allocation with a fresh mmap (zero-filled page by page, unmapped on
+// free); lots of a few MB reuse freed heap memory instead, so large
+// payloads come in batches of fewer rows rather than in huge ones.
+const maxLotBytes = 8 << 20
+
 // lot is a finished batch waiting to be handed out, with the entries of
 // its rows in order.
 type lot struct {
@@ -117,7 +123,7 @@ func (r *reservoir) add(msgs []wire.Message, now time.Time, deadline time.Durati
 		total += e.size
 		r.b.Append(m)
 		r.open = append(r.open, e)
-		if len(r.open) >= target {
+		if len(r.open) >= target || r.b.Bytes() >= maxLotBytes {
 			done = append(done, r.finish())
 		}
 	}

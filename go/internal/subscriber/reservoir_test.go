@@ -218,3 +218,22 @@ func TestReservoirNeverCopiesAcrossLots(t *testing.T) {
 	r.drain()
 	r.releaseBuilder()
 }
+
+func TestReservoirCapsLotsByBytes(t *testing.T) {
+	r := testReservoir(newFlowController(1000, 1<<30), 1000)
+	big := make([]byte, 3<<20)
+	msgs := received("a", "b", "c", "d")
+	for i := range msgs {
+		msgs[i].Data = big
+	}
+	r.add(msgs, time.Now(), time.Minute)
+	// 3 MiB each: a lot is finished once it passes 8 MiB, after 3 rows.
+	b, _, _ := r.take(1000, true)
+	if got := takenIDs(b); got != "[a b c]" {
+		t.Errorf("first lot = %s, want [a b c]: lots are capped by bytes", got)
+	}
+	b, _, _ = r.take(1000, true)
+	if got := takenIDs(b); got != "[d]" {
+		t.Errorf("second lot = %s, want [d]", got)
+	}
+}
