@@ -21,7 +21,7 @@ def pct(xs: list[float], q: float) -> float:
     return s[min(len(s) - 1, max(0, round(q / 100 * (len(s) - 1))))]
 
 
-def summary(ns: list[int], rows: int) -> dict:
+def summary(ns: list[int], rows: float) -> dict:
     us = [x / 1000 for x in ns]
     return {"rows": rows, "calls": len(us), "p50_us": pct(us, 50), "p99_us": pct(us, 99),
             "max_us": max(us), "p50_ns_per_row": pct(us, 50) * 1000 / rows,
@@ -66,6 +66,7 @@ def main() -> int:
                              batch_size=rows)
             calls = a.calls if rows < 10000 else max(20, a.calls // 4)
             times: list[int] = []
+            got: list[int] = []  # rows per call
             warm: list[int] = []  # not the first call after a fill
             first: list[int] = []  # the first call after a fill
             while len(times) < calls + 3:  # the first 3 are warm-up
@@ -79,17 +80,21 @@ def main() -> int:
                     t0 = time.perf_counter_ns()
                     batch, ids = sub.next_batch(rows, 1)
                     t1 = time.perf_counter_ns()
-                    if batch.num_rows != rows:
-                        raise RuntimeError(f"next_batch returned {batch.num_rows} rows, wanted {rows}")
+                    if batch.num_rows == 0:
+                        raise RuntimeError(f"next_batch returned no rows with {per_fill * rows} buffered")
+                    # Fewer than asked only at the library's batch limit
+                    # (8 MiB of Arrow memory: ~7,500 rows of 1 KB).
+                    got.append(batch.num_rows)
                     times.append(t1 - t0)
                     if len(times) > 3:
                         (warm if i > 0 else first).append(t1 - t0)
                     pending.append(ids)
                     del batch  # released: the next call reuses no memory of it
                 sub.ack(pa.concat_arrays(pending))
-            out["next_batch"][str(rows)] = summary(times[3:], rows)
-            out["next_batch_warm"][str(rows)] = summary(warm, rows)
-            out["next_batch_first"][str(rows)] = summary(first, rows)
+            per_call = sum(got[3:]) / len(got[3:])
+            out["next_batch"][str(rows)] = {**summary(times[3:], per_call), "rows_per_call": per_call}
+            out["next_batch_warm"][str(rows)] = summary(warm, per_call)
+            out["next_batch_first"][str(rows)] = summary(first, per_call)
             batch, ids = sub.next_batch(rows, 1000)
             sub.ack(ids)
 
