@@ -16,7 +16,8 @@ from .sparkrun import measure
 # (maxOutstandingMessages = 2 x batchSize) counts rows a task has handed to
 # Spark until the task ends, so a task stops at 2000 rows per micro-batch;
 # a large limit leaves the per-task 100 MiB byte bound as the cap instead.
-TUNED = {"maxOutstandingMessages": "1000000", "maxBatchDurationMs": "2000", "maxBytesPerPartition": "268435456"}
+TUNED = {"maxOutstandingMessages": "1000000", "maxBatchDurationMs": "2000", "maxBytesPerPartition": "268435456",
+         "subscriberIdleMs": "10000"}
 
 SOURCES = ("pubsub-go", "pubsub-go-defaults", "plain-python", "ceiling")
 

@@ -229,6 +229,8 @@ class SourceOptions:
             max_bytes_per_partition=int_option(opts, "maxBytesPerPartition", 128 << 20, 1 << 20),
             ack_deadline_seconds=int_option(opts, "ackDeadlineSeconds", 60, 10, 600),
             commit_lease_seconds=int_option(opts, "commitLeaseSeconds", 600, 10, 600),
-            subscriber_idle_ms=int_option(opts, "subscriberIdleMs", 10_000, 0, 3_600_000),
+            # Off by default: a kept subscriber prefetches, and if its executor
+            # dies those messages stay invisible until their lease runs out.
+            subscriber_idle_ms=int_option(opts, "subscriberIdleMs", 0, 0, 3_600_000),
             decode=_parse_decode(opts, sub_path.split("/")[1]),
         )
