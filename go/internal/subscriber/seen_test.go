@@ -21,8 +21,10 @@ func TestSeenSetRemembersRecentIdsInFixedMemory(t *testing.T) {
 			remembered++
 		}
 	}
-	// A direct-mapped table of 2048 slots keeps most of 1000 ids.
-	if remembered < 600 {
+	// A direct-mapped table of 2048 slots keeps about 60% of 1000 ids
+	// checked this way (a forgotten id re-added evicts another): 570-660
+	// over 200 simulated seeds; a table that forgets is near 0.
+	if remembered < 400 {
 		t.Errorf("only %d of the last 1000 ids remembered", remembered)
 	}
 	for i := range 100_000 {
