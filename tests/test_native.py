@@ -170,23 +170,29 @@ def test_import_does_not_load_the_go_runtime():
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr
 
 
-def test_use_after_fork_is_a_clear_error():
+def _use_after_fork(setup: str, call: str, teardown: str = "") -> str:
+    """Runs setup in a fresh interpreter, forks, and runs call in the child,
+    which must fail with ForkedProcessError; returns the parent's stdout,
+    "child 0" when it did."""
     code = (
-        "import os, pubsub_go\n"
-        "from pubsub_go.client import version\n"
-        "version()\n"
-        "pid = os.fork()\n"
+        "import os, sys, pubsub_go\n" + setup
+        + "pid = os.fork()\n"
         "if pid == 0:\n"
         "    try:\n"
-        "        version()\n"
+        f"        {call}\n"
         "    except pubsub_go.ForkedProcessError as e:\n"
         "        os._exit(0 if 'fork' in str(e) else 3)\n"
         "    os._exit(4)\n"
         "_, status = os.waitpid(pid, 0)\n"
-        "print('child', os.waitstatus_to_exitcode(status))\n"
+        "print('child', os.waitstatus_to_exitcode(status))\n" + teardown
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert "child 0" in out.stdout, out.stdout + out.stderr
+    return out.stdout + out.stderr
+
+
+def test_use_after_fork_is_a_clear_error():
+    out = _use_after_fork("from pubsub_go.client import version\nversion()\n", "version()")
+    assert "child 0" in out, out
 
 
 def test_subscriber_used_after_fork_is_a_clear_error(google, emulator):
@@ -194,25 +200,14 @@ def test_subscriber_used_after_fork_is_a_clear_error(google, emulator):
     # fork check must still run on every call.
     topic, sub_path = google.topic()
     google.publish(topic, [b"f%d" % i for i in range(3)])
-    code = (
-        "import os, sys, pubsub_go\n"
+    setup = (
         "from pubsub_go.client import Subscriber\n"
         f"sub = Subscriber(subscription={sub_path!r}, emulator_host={emulator.host_port!r})\n"
         "b, ids = sub.next_batch(1, 20000)\n"
         "b, ids = sub.next_batch(1, 20000)\n"
-        "pid = os.fork()\n"
-        "if pid == 0:\n"
-        "    try:\n"
-        "        sub.next_batch(1, 100)\n"
-        "    except pubsub_go.ForkedProcessError:\n"
-        "        os._exit(0)\n"
-        "    os._exit(4)\n"
-        "_, status = os.waitpid(pid, 0)\n"
-        "print('child', os.waitstatus_to_exitcode(status))\n"
-        "sub.close()\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert "child 0" in out.stdout, out.stdout + out.stderr
+    out = _use_after_fork(setup, "sub.next_batch(1, 100)", "sub.close()\n")
+    assert "child 0" in out, out
 
 
 def test_library_links_nothing_but_libc():
