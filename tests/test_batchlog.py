@@ -11,6 +11,15 @@ from pubsub_go.spark.batchlog import BatchLog
 SCHEMA = pa.schema([("message_id", pa.string()), ("payload", pa.binary())])
 
 
+def write_once(log: BatchLog, gen: str, batch: int, part: int, batches: list[pa.RecordBatch],
+               acks: list[pa.Array], schema: pa.Schema, stats: dict) -> bool:
+    """Writes a whole entry unless one exists; False if another attempt won."""
+    w = log.writer(gen, batch, part)
+    for b, a in zip(batches, acks, strict=True):
+        w.write(b, a, b.column("message_id"))
+    return w.publish(schema, stats)
+
+
 def entry(tag: str, n: int) -> tuple[list[pa.RecordBatch], list[pa.Array]]:
     b = pa.record_batch([pa.array([f"{tag}{i}" for i in range(n)]), pa.array([b"x"] * n)], schema=SCHEMA)
     return [b], [pa.array([f"ack-{tag}{i}" for i in range(n)])]
@@ -24,7 +33,7 @@ def test_first_writer_wins_and_everyone_reads_its_version(tmp_path):
     def attempt(tag: str) -> None:
         batches, acks = entry(tag, 5)
         barrier.wait()
-        results[tag] = log.write_once("g", 3, 1, batches, acks, SCHEMA, {"rows": 5, "drained": True})
+        results[tag] = write_once(log, "g", 3, 1, batches, acks, SCHEMA, {"rows": 5, "drained": True})
 
     threads = [threading.Thread(target=attempt, args=(f"a{i}-",)) for i in range(8)]
     for t in threads:
@@ -46,9 +55,9 @@ def test_batches_listing_and_removal(tmp_path):
     log = BatchLog(str(tmp_path))
     for batch in (1, 2, 10):
         b, a = entry(f"b{batch}-", 2)
-        assert log.write_once("g", batch, 0, b, a, SCHEMA, {})
+        assert write_once(log, "g", batch, 0, b, a, SCHEMA, {})
     empty_b, empty_a = entry("e", 0)
-    assert log.write_once("g", 10, 1, empty_b, empty_a, SCHEMA, {"rows": 0})
+    assert write_once(log, "g", 10, 1, empty_b, empty_a, SCHEMA, {"rows": 0})
     assert log.batches("g") == [1, 2, 10]
     assert [len(e.ack_ids) for e in log.entries("g", 10)] == [2, 0]
     log.remove_batch("g", 2)
@@ -79,7 +88,7 @@ def test_attempt_that_loses_the_race_fails_and_hands_its_messages_back(tmp_path)
                                     "batchLogLocation": str(tmp_path), "maxWaitTimeMs": "2000"})
         log = BatchLog(str(tmp_path))
         b, a = entry("winner-", 2)
-        assert log.write_once("g", 1, 0, b, a, SCHEMA, {"rows": 2})
+        assert write_once(log, "g", 1, 0, b, a, SCHEMA, {"rows": 2})
         part = PubSubPartition(gen="g", batch=1, index=0, max_rows=5, max_bytes=0, cutoff_us=0)
         yielded = []
         with pytest.raises(LostRaceError):

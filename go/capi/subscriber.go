@@ -44,7 +44,7 @@ func pg_subscriber_open(config *C.char, handleOut *C.uint64_t, errOut **C.char) 
 //export pg_subscriber_next
 func pg_subscriber_next(h C.uint64_t, maxRows C.int64_t, waitMs C.int64_t,
 	outBatch *C.struct_ArrowArray, outSchema *C.struct_ArrowSchema,
-	outAckIDs *C.struct_ArrowArray, outAckSchema *C.struct_ArrowSchema, errOut **C.char) C.int {
+	outAckIDs *C.struct_ArrowArray, outAckSchema *C.struct_ArrowSchema, waitedOut *C.int32_t, errOut **C.char) C.int {
 	return guard(errOut, func() error {
 		s, ok := subscribers.Get(uint64(h))
 		if !ok {
@@ -56,9 +56,15 @@ func pg_subscriber_next(h C.uint64_t, maxRows C.int64_t, waitMs C.int64_t,
 		wait := time.Duration(waitMs) * time.Millisecond
 		ctx, cancel := context.WithTimeout(context.Background(), wait+nextSafetyMargin)
 		defer cancel()
-		b, err := s.Next(ctx, int(maxRows), wait)
+		b, out, err := s.NextWait(ctx, int(maxRows), wait)
 		if err != nil {
 			return err
+		}
+		if waitedOut != nil {
+			*waitedOut = 0
+			if out {
+				*waitedOut = 1
+			}
 		}
 		defer b.Record.Release()
 		defer b.AckIDs.Release()

@@ -97,11 +97,14 @@ int pg_subscriber_open(char* config_json, uint64_t* handle_out, char** err);
  * is acked, nacked or released. The batch was built in C memory as the
  * messages arrived, so this call only hands it over. out_schema and
  * out_ack_schema may be NULL: the schema is the same on every call of a
- * subscriber, so a caller can import it once and skip it afterwards. */
+ * subscriber, so a caller can import it once and skip it afterwards.
+ * out_waited_out (may be NULL) is set to 1 when the batch is short because
+ * wait_ms ran out with nothing more buffered, 0 otherwise (a full batch,
+ * or a short one at the end of a batch built for another size). */
 int pg_subscriber_next(uint64_t handle, int64_t max_rows, int64_t wait_ms,
                        struct ArrowArray* out_batch, struct ArrowSchema* out_schema,
                        struct ArrowArray* out_ack_ids, struct ArrowSchema* out_ack_schema,
-                       char** err);
+                       int32_t* out_waited_out, char** err);
 
 /* Ack / nack (deadline 0) / modify the deadline of the given ack ids (a
  * utf8 or large_utf8 array, moved into the call). These work for any ack

@@ -9,7 +9,7 @@ import json
 import os
 import threading
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 
@@ -115,10 +115,19 @@ class SubscriberConfig:
     ack_deadline_seconds: int = 0
     max_extension_seconds: int = 0
     open_timeout_ms: int = 0
+    arrival_cutoff_us: int = 0  # messages published later do not count in stats()["quiet_ms"]
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return _config_json(self)
+
+
+class Pulled(NamedTuple):
+    """One `Subscriber.pull` result."""
+
+    batch: pa.RecordBatch
+    ack_ids: pa.Array
+    waited_out: bool  # short because the wait ran out with nothing more buffered
 
 
 class Subscriber(_Handle):
@@ -144,15 +153,24 @@ class Subscriber(_Handle):
         self._open("pg_subscriber_open", (config or SubscriberConfig(**kwargs)).to_json())
 
     def next_batch(self, max_rows: int = 0, wait_ms: int = 0) -> tuple[pa.RecordBatch, pa.Array]:
+        """`(batch, ack_ids)`; see `pull` for whether the wait ran out."""
+        got = self.pull(max_rows, wait_ms)
+        return got.batch, got.ack_ids
+
+    def pull(self, max_rows: int = 0, wait_ms: int = 0) -> Pulled:
+        """Like `next_batch`, and says whether the batch is short because
+        `wait_ms` ran out with nothing more buffered (`waited_out`), as
+        opposed to a full batch or the end of one built for another size."""
         f = _native.ffi()
         if self._schema is None:
             # The first batch brings the schema, which never changes: later
             # calls skip its export and parsing.
             arr, sch, ack = f.new("struct ArrowArray*"), f.new("struct ArrowSchema*"), f.new("struct ArrowArray*")
-            _native.call("pg_subscriber_next", self._handle(), max_rows, wait_ms, arr, sch, ack, f.NULL)
+            out = f.new("int32_t*")
+            _native.call("pg_subscriber_next", self._handle(), max_rows, wait_ms, arr, sch, ack, f.NULL, out)
             self._schema = pa.Schema._import_from_c(_ptr(sch))
             batch = pa.RecordBatch._import_from_c(_ptr(arr), self._schema)
-            return batch, pa.Array._import_from_c(_ptr(ack), pa.string())
+            return Pulled(batch, pa.Array._import_from_c(_ptr(ack), pa.string()), bool(out[0]))
         # pyarrow's import moves an ArrowArray out of its struct, so the same
         # two structs (and their addresses) serve every call.
         if os.getpid() != self._pid:
@@ -160,11 +178,13 @@ class Subscriber(_Handle):
         with self._out_lock:
             if self._out is None:
                 arr, ack, err = f.new("struct ArrowArray*"), f.new("struct ArrowArray*"), f.new("char**")
-                self._out = (arr, ack, err, _ptr(arr), _ptr(ack), _native.lib().pg_subscriber_next)
-            arr, ack, err, arr_p, ack_p, fn = self._out
+                out = f.new("int32_t*")
+                self._out = (arr, ack, out, err, _ptr(arr), _ptr(ack), _native.lib().pg_subscriber_next)
+            arr, ack, out, err, arr_p, ack_p, fn = self._out
             err[0] = f.NULL
-            _native.check(fn(self._handle(), max_rows, wait_ms, arr, f.NULL, ack, f.NULL, err), err)
-            return pa.RecordBatch._import_from_c(arr_p, self._schema), pa.Array._import_from_c(ack_p, pa.string())
+            _native.check(fn(self._handle(), max_rows, wait_ms, arr, f.NULL, ack, f.NULL, out, err), err)
+            return Pulled(pa.RecordBatch._import_from_c(arr_p, self._schema),
+                          pa.Array._import_from_c(ack_p, pa.string()), bool(out[0]))
 
     def _with_ids(self, fn: str, ack_ids: pa.Array | list[str], *extra: Any) -> None:
         ids = ack_ids if isinstance(ack_ids, pa.Array) else pa.array(ack_ids, type=pa.string())

@@ -38,6 +38,10 @@ type Config struct {
 	// NoPull opens no stream: the subscriber only acks, nacks and modacks
 	// ack ids pulled elsewhere (the Spark driver acking on commit).
 	NoPull bool `json:"no_pull"`
+	// ArrivalCutoffUs, if set, is a publish time (microseconds since the
+	// epoch): messages published later do not count as arrivals in
+	// Stats.QuietMs (an AvailableNow query ignores them). 0: all count.
+	ArrivalCutoffUs int64 `json:"arrival_cutoff_us,omitempty"`
 	// Decoder, if set, decodes payloads in Next (schema mode, decoding.go).
 	// Ignored with NoPull.
 	Decoder *DecoderConfig `json:"decoder,omitempty"`
@@ -133,7 +137,10 @@ func newSettings(c *Config) settings {
 		openTimeout:  time.Duration(c.OpenTimeoutMs) * time.Millisecond,
 		openAttempt:  10 * time.Second,
 		retry:        backoff{initial: 100 * time.Millisecond, max: 10 * time.Second, factor: 2},
-		rpcAttempts:  5,
+		// 8 attempts: the backoff's pauses (lower halves 50ms, 100ms, ...,
+		// 3.2s) add up to at least 6.3s, so an outage of a few seconds (a
+		// restarting proxy, refused connections) does not fail a call.
+		rpcAttempts:  8,
 		rpcTimeout:   30 * time.Second,
 		drainTimeout: 2 * time.Second,
 		closeTimeout: 10 * time.Second,

@@ -15,11 +15,16 @@ type Stats struct {
 	DecodeErrors     int64 `json:"decode_errors"`     // rows a decoder could not decode
 	BytesPulled      int64 `json:"bytes_pulled"`      // message bytes received (data, attributes, ids)
 	StreamsRestarted int64 `json:"streams_restarted"` // stream reconnects after an error
+	NackedOnClose    int64 `json:"nacked_on_close"`   // of Nacked: buffered messages Close gave back
+	Buffered         int64 `json:"buffered"`          // received, not yet handed out (current)
+	// QuietMs is how long every stream has been in a live session, flow
+	// control open, with no message arriving (current; see quietClock).
+	QuietMs int64 `json:"quiet_ms"`
 }
 
 type counters struct {
 	pulled, handedOut, acked, nacked, extended, redeliveries,
-	decodeErrors, bytesPulled, streamsRestarted atomic.Int64
+	decodeErrors, bytesPulled, streamsRestarted, nackedOnClose atomic.Int64
 }
 
 func (c *counters) snapshot(held int64) Stats {
@@ -34,5 +39,6 @@ func (c *counters) snapshot(held int64) Stats {
 		DecodeErrors:     c.decodeErrors.Load(),
 		BytesPulled:      c.bytesPulled.Load(),
 		StreamsRestarted: c.streamsRestarted.Load(),
+		NackedOnClose:    c.nackedOnClose.Load(),
 	}
 }

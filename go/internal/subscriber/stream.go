@@ -22,12 +22,13 @@ import (
 // backoff on retryable errors and fails the subscriber on permanent ones.
 type stream struct {
 	s       *Subscriber
+	index   int // in s.quiet
 	initial *pb.StreamingPullRequest
 }
 
-func newStream(s *Subscriber, clientID string) *stream {
+func newStream(s *Subscriber, clientID string, index int) *stream {
 	msgs, bytes := perStream(s.cfg.MaxOutstandingMessages, s.cfg.MaxOutstandingBytes, s.cfg.Streams)
-	return &stream{s: s, initial: &pb.StreamingPullRequest{
+	return &stream{s: s, index: index, initial: &pb.StreamingPullRequest{
 		Subscription:             s.cfg.Subscription,
 		StreamAckDeadlineSeconds: int32(s.set.ackDeadline / time.Second),
 		// The same client id on every stream and reconnect lets the server
@@ -56,6 +57,7 @@ func (st *stream) run(ctx context.Context, closing <-chan struct{}) {
 		if received {
 			failures = 0 // the stream worked: start the backoff over
 		}
+		st.s.quiet.ended(time.Now())
 		st.s.stats.streamsRestarted.Add(1)
 		select {
 		case <-ctx.Done():
@@ -101,6 +103,10 @@ func (st *stream) session(ctx context.Context, closing <-chan struct{}) (receive
 		}
 		return false, err
 	}
+	// Live from here until the session ends: only time spent live counts
+	// as evidence that nothing is left to receive.
+	st.s.quiet.live(st.index, time.Now())
+	defer st.s.quiet.live(st.index, time.Time{})
 
 	var ka keepAlive
 	done := make(chan struct{})
@@ -184,7 +190,9 @@ func (ka *keepAlive) run(ctx context.Context, closing <-chan struct{}, cancel co
 // deliver records received messages and buffers them.
 func (s *Subscriber) deliver(msgs []wire.Message) {
 	redelivered := s.seen.redeliveries(msgs)
-	total := s.res.add(msgs, time.Now(), s.set.ackDeadline)
+	now := time.Now()
+	s.quiet.arrived(msgs, now)
+	total := s.res.add(msgs, now, s.set.ackDeadline)
 	s.stats.pulled.Add(int64(len(msgs)))
 	s.stats.bytesPulled.Add(total)
 	s.stats.redeliveries.Add(redelivered)

@@ -43,6 +43,7 @@ type Subscriber struct {
 	fc     *flowController
 	res    *reservoir
 	seen   *seenSet
+	quiet  *quietClock
 	dec    *decoding // schema mode; nil for raw batches
 	stats  counters
 
@@ -143,6 +144,7 @@ func open(ctx context.Context, cfg Config, mem memory.Allocator, tune func(*sett
 		fc:      fc,
 		res:     newReservoir(fc, mem, cfg.BatchSize),
 		seen:    newSeenSet(set.seenCapacity),
+		quiet:   newQuietClock(streamCount(&cfg), cfg.ArrivalCutoffUs, set.ackDeadline, time.Now()),
 		dec:     dec,
 		closing: make(chan struct{}),
 	}
@@ -151,16 +153,20 @@ func open(ctx context.Context, cfg Config, mem memory.Allocator, tune func(*sett
 	leaseCtx, stopLeases := context.WithCancel(context.Background())
 	s.stopStreams, s.stopLeases = stopStreams, stopLeases
 	id := clientID()
-	streams := cfg.Streams
-	if cfg.NoPull {
-		streams = 0
-	}
-	for range streams {
-		st := newStream(s, id)
+	for i := range streamCount(&cfg) {
+		st := newStream(s, id, i)
 		s.streams.Go(func() { st.run(streamCtx, s.closing) })
 	}
 	s.leases.Go(func() { s.leaseLoop(leaseCtx) })
 	return s, nil
+}
+
+// streamCount is the number of StreamingPull streams cfg opens.
+func streamCount(cfg *Config) int {
+	if cfg.NoPull {
+		return 0
+	}
+	return cfg.Streams
 }
 
 // verify checks the subscription exists, retrying with backoff while the
@@ -228,6 +234,15 @@ func (s *Subscriber) fail(err error) {
 // together. maxRows <= 0 and wait <= 0 mean the configured defaults. The
 // messages stay leased until acked, nacked or released.
 func (s *Subscriber) Next(ctx context.Context, maxRows int, wait time.Duration) (*Batch, error) {
+	b, _, err := s.NextWait(ctx, maxRows, wait)
+	return b, err
+}
+
+// NextWait is Next that also reports whether the wait ran out: the batch
+// is short because nothing more was buffered, not because a batch built
+// for another size ended (callers deciding "the backlog is empty for now"
+// need to tell the two apart without timing the call themselves).
+func (s *Subscriber) NextWait(ctx context.Context, maxRows int, wait time.Duration) (*Batch, bool, error) {
 	if maxRows <= 0 {
 		maxRows = s.cfg.BatchSize
 	}
@@ -239,14 +254,16 @@ func (s *Subscriber) Next(ctx context.Context, maxRows int, wait time.Duration) 
 	for {
 		b, wake, err := s.res.take(maxRows, partial)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if b != nil {
 			s.stats.handedOut.Add(b.Record.NumRows())
-			return s.decode(ctx, b)
+			out, err := s.decode(ctx, b)
+			return out, partial && b.Record.NumRows() < int64(maxRows), err
 		}
 		if wake == nil {
-			return s.decode(ctx, s.emptyBatch())
+			out, err := s.decode(ctx, s.emptyBatch())
+			return out, true, err
 		}
 		if timer == nil {
 			timer = time.NewTimer(wait)
@@ -257,7 +274,7 @@ func (s *Subscriber) Next(ctx context.Context, maxRows int, wait time.Duration) 
 		case <-timer.C:
 			partial = true
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		}
 	}
 }
@@ -357,7 +374,11 @@ func (s *Subscriber) Release(ids []string) {
 
 // Stats returns the counters.
 func (s *Subscriber) Stats() Stats {
-	return s.stats.snapshot(s.fc.held())
+	_, buffered := s.res.len()
+	st := s.stats.snapshot(s.fc.held())
+	st.Buffered = int64(buffered)
+	st.QuietMs = s.quiet.quiet(time.Now(), s.fc.full()).Milliseconds()
+	return st
 }
 
 // AddDecodeErrors counts rows a decoder layered on this subscriber could
@@ -400,6 +421,7 @@ func (s *Subscriber) Close() error {
 			n, err := s.acker.modack(ctx, ids, 0)
 			cancel()
 			s.stats.nacked.Add(int64(n))
+			s.stats.nackedOnClose.Add(int64(n))
 			// After a permanent failure (say, the subscription is gone)
 			// the nacks are best effort.
 			if err != nil && s.res.failure() == nil {

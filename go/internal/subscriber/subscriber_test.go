@@ -118,7 +118,7 @@ func TestNextEmptyAfterWait(t *testing.T) {
 	srv := newServer(t)
 	s := openTest(t, testConfig(srv), fast)
 	start := time.Now()
-	b, err := s.Next(context.Background(), 10, 200*time.Millisecond)
+	b, waited, err := s.NextWait(context.Background(), 10, 200*time.Millisecond)
 	took := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
@@ -126,8 +126,35 @@ func TestNextEmptyAfterWait(t *testing.T) {
 	if n := len(rows(t, b)); n != 0 {
 		t.Errorf("got %d rows from an empty subscription", n)
 	}
+	if !waited {
+		t.Error("NextWait did not report that its wait ran out")
+	}
 	if took < 200*time.Millisecond || took > 2*time.Second {
 		t.Errorf("Next returned after %v, want about the 200ms wait", took)
+	}
+}
+
+func TestNextWaitFullBatchDidNotWaitOut(t *testing.T) {
+	srv := newServer(t)
+	publish(srv, 5)
+	s := openTest(t, testConfig(srv), fast)
+	waitFor(t, 5*time.Second, "5 messages pulled", func() bool { return s.Stats().Pulled == 5 })
+	b, waited, err := s.NextWait(context.Background(), 5, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rows(t, b)); n != 5 || waited {
+		t.Errorf("a full batch: got %d rows, waited_out=%v; want 5 rows, false", n, waited)
+	}
+	b, waited, err = s.NextWait(context.Background(), 5, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rows(t, b)); n != 0 || !waited {
+		t.Errorf("nothing left: got %d rows, waited_out=%v; want 0 rows, true", n, waited)
+	}
+	if q := s.Stats().QuietMs; q <= 0 {
+		t.Errorf("quiet_ms = %d after a silent wait with the stream live, want > 0", q)
 	}
 }
 
@@ -247,8 +274,14 @@ func TestCloseNacksOnlyBufferedMessages(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if st := s.Stats(); st.Nacked != 7 || st.Held != 0 {
-		t.Errorf("after Close stats %+v, want nacked=7 held=0", st)
+	if st := s.Stats(); st.Nacked != 7 || st.Held != 0 || st.NackedOnClose != 7 {
+		t.Errorf("after Close stats %+v, want nacked=7 nacked_on_close=7 held=0", st)
+	}
+	// The counters add up: every message pulled was handed out, given back
+	// by Close, or is still buffered.
+	if st := s.Stats(); st.Pulled != st.HandedOut+st.NackedOnClose+st.Buffered {
+		t.Errorf("pulled %d != handed_out %d + nacked_on_close %d + buffered %d",
+			st.Pulled, st.HandedOut, st.NackedOnClose, st.Buffered)
 	}
 
 	// Another subscriber gets exactly the 7 never handed out, promptly.

@@ -29,6 +29,11 @@ import pyarrow.fs as pafs
 import pyarrow.ipc as ipc
 
 ACK_COLUMN = "__pubsub_go_ack_id"
+# Message ids beside the rows, whatever columns the rows keep (schema mode
+# may project message_id away): tasks drop redeliveries of recorded
+# messages by them (see recorded_message_ids).
+MESSAGE_ID_COLUMN = "__pubsub_go_message_id"
+_BOOKKEEPING = (ACK_COLUMN, MESSAGE_ID_COLUMN)
 STATS_KEY = b"pubsub_go.stats"
 
 
@@ -39,6 +44,7 @@ class Entry:
     data: pa.Table
     ack_ids: pa.Array
     stats: dict[str, Any] = field(default_factory=dict)
+    message_ids: pa.Array | None = None
 
 
 def _open_fs(location: str) -> tuple[pafs.FileSystem, str]:
@@ -75,22 +81,38 @@ class BatchLog:
         else:
             with self.fs.open_input_file(path) as f:
                 table, stats = _read_entry(ipc.open_file(f))
-        idx = table.schema.get_field_index(ACK_COLUMN)
-        acks = table.column(idx).combine_chunks() if table.num_rows else pa.array([], pa.string())
-        data = table.remove_column(idx).replace_schema_metadata(None)
-        return Entry(data=data, ack_ids=acks, stats=stats)
+        cols = {}
+        for name in _BOOKKEEPING:
+            idx = table.schema.get_field_index(name)
+            if idx < 0:
+                continue
+            cols[name] = table.column(idx).combine_chunks() if table.num_rows else pa.array([], pa.string())
+            table = table.remove_column(idx)
+        return Entry(data=table.replace_schema_metadata(None), ack_ids=cols[ACK_COLUMN], stats=stats,
+                     message_ids=cols.get(MESSAGE_ID_COLUMN))
 
     def writer(self, gen: str, batch: int, part: int) -> EntryWriter:
         """An entry written batch by batch, invisible until published."""
         return EntryWriter(self, gen, batch, part)
 
-    def write_once(self, gen: str, batch: int, part: int, batches: list[pa.RecordBatch],
-                   ack_ids: list[pa.Array], schema: pa.Schema, stats: dict[str, Any]) -> bool:
-        """Writes a whole entry unless one exists; False if another attempt won."""
-        w = self.writer(gen, batch, part)
-        for b, a in zip(batches, ack_ids, strict=True):
-            w.write(b, a)
-        return w.publish(schema, stats)
+    def recorded_message_ids(self, gen: str) -> pa.Array:
+        """The message ids of every published entry of gen: recorded, so
+        handed to Spark (or to be, on replay), and not yet acked (the driver
+        removes a batch once its acks succeed). Entries never change, so
+        each is read once per process."""
+        paths = [p for b in self.batches(gen) for p in self.entry_paths(gen, b)]
+        out = []
+        with _IDS_LOCK:
+            for p in paths:
+                ids = _IDS_CACHE.get(p)
+                if ids is None:
+                    e = self._read_path(p)
+                    ids = _IDS_CACHE[p] = (e.message_ids if e.message_ids is not None
+                                           else e.data.column("message_id").combine_chunks())
+                out.append(ids)
+            for p in set(_IDS_CACHE) - set(paths):  # removed batches: committed and acked
+                del _IDS_CACHE[p]
+        return pa.concat_arrays(out) if out else pa.array([], pa.string())
 
     def _publish(self, tmp: str, final: str) -> bool:
         if self._local:
@@ -139,6 +161,11 @@ class BatchLog:
             self.fs.delete_dir(d)
 
 
+# Message ids of published entries, by path (see recorded_message_ids).
+_IDS_CACHE: dict[str, pa.Array] = {}
+_IDS_LOCK = threading.Lock()
+
+
 def _read_entry(reader: ipc.RecordBatchFileReader) -> tuple[pa.Table, dict[str, Any]]:
     table = reader.read_all()
     stats: dict[str, Any] = {}
@@ -170,24 +197,25 @@ class EntryWriter:
         self._sink: Any = None
         self._w: ipc.RecordBatchFileWriter | None = None
         self._schema: pa.Schema | None = None
-        self._queue: queue.Queue[tuple[pa.RecordBatch, pa.Array] | None] = queue.Queue(self.QUEUE)
+        self._queue: queue.Queue[tuple[pa.RecordBatch, pa.Array, pa.Array] | None] = queue.Queue(self.QUEUE)
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
     def _open(self, schema: pa.Schema) -> None:
         self.log.fs.create_dir(self._dir, recursive=True)
-        self._schema = schema.append(pa.field(ACK_COLUMN, pa.string()))
+        self._schema = schema.append(pa.field(ACK_COLUMN, pa.string())).append(
+            pa.field(MESSAGE_ID_COLUMN, pa.string()))
         self._sink = self.log.fs.open_output_stream(self.tmp)
         self._w = ipc.new_file(self._sink, self._schema)
 
-    def write(self, batch: pa.RecordBatch, ack_ids: pa.Array) -> None:
-        """Queues batch (with its ack ids) to be appended to the entry."""
+    def write(self, batch: pa.RecordBatch, ack_ids: pa.Array, message_ids: pa.Array) -> None:
+        """Queues batch (with its ack ids and message ids) to be appended to the entry."""
         if self._error is not None:
             raise self._error
         if self._thread is None:
             self._thread = threading.Thread(target=self._drain, name="pubsub-go-batchlog", daemon=True)
             self._thread.start()
-        self._queue.put((batch, ack_ids))
+        self._queue.put((batch, ack_ids, message_ids))
 
     def _drain(self) -> None:
         while (item := self._queue.get()) is not None:
@@ -198,11 +226,11 @@ class EntryWriter:
             except BaseException as e:
                 self._error = e
 
-    def _append(self, batch: pa.RecordBatch, ack_ids: pa.Array) -> None:
+    def _append(self, batch: pa.RecordBatch, ack_ids: pa.Array, message_ids: pa.Array) -> None:
         if self._w is None:
             self._open(batch.schema)
         assert self._w is not None and self._schema is not None
-        self._w.write_batch(pa.RecordBatch.from_arrays([*batch.columns, ack_ids], schema=self._schema))
+        self._w.write_batch(pa.RecordBatch.from_arrays([*batch.columns, ack_ids, message_ids], schema=self._schema))
 
     def _finish_writes(self) -> None:
         if self._thread is not None:

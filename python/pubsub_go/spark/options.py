@@ -24,7 +24,7 @@ DOCUMENTED = [
     "projectId", "subscriptionId", "emulatorHost", "credentials", "numPartitions", "parallelism",
     "batchSize", "maxWaitTimeMs", "maxRecordsPerTrigger", "maxBytesPerTrigger", "maxRecordsPerPartition",
     "maxBatchDurationMs", "ackOnCommit", "batchLogLocation", "streamsPerPartition", "maxOutstandingMessages",
-    "maxBytesPerPartition", "subscriberIdleMs",
+    "maxBytesPerPartition", "subscriberIdleMs", "quietPeriodMs",
     "ackDeadlineSeconds", "commitLeaseSeconds", "format", "decoder", "avroSchema", "deadLetterTopicId",
     "onDecodeError", "errorColumn", "decoderOptions", "decoderTimeoutMs", "decoderMemoryLimitMB", "path",
 ]
@@ -43,6 +43,15 @@ def unknown_option_message(unknown: list[str], documented: list[str], fmt: str =
     return (f"unknown option(s) {', '.join(parts)} for format {fmt}; "
             f"accepted options: {', '.join(documented)}")
 
+
+# How long a subscriber must be able to receive with nothing arriving before
+# a task takes the backlog as empty (docs/source.md, "End of backlog"). It
+# must cover a new stream's first delivery and a redelivery burst (on
+# Google's emulator the longest pause within a draining backlog was 0.2 s,
+# a new stream's first message 0.1 s; real Pub/Sub can take seconds), and a
+# pooled subscriber's idle time plus the redelivery of what it prefetched.
+DEFAULT_SUBSCRIBER_IDLE_MS = 2_000
+DEFAULT_QUIET_PERIOD_MS = 5_000
 
 FORMATS = ("json", "avro")
 ON_DECODE_ERROR = ("deadletter", "fail", "column")
@@ -183,6 +192,7 @@ class SourceOptions:
     ack_deadline_seconds: int
     commit_lease_seconds: int
     subscriber_idle_ms: int
+    quiet_period_ms: int
     decode: DecodeOptions | None = None  # schema mode
 
     @staticmethod
@@ -227,10 +237,16 @@ class SourceOptions:
             streams_per_partition=int_option(opts, "streamsPerPartition", 1, 1, 32),
             max_outstanding_messages=int_option(opts, "maxOutstandingMessages", 0, 0),
             max_bytes_per_partition=int_option(opts, "maxBytesPerPartition", 128 << 20, 1 << 20),
-            ack_deadline_seconds=int_option(opts, "ackDeadlineSeconds", 60, 10, 600),
+            # The lease of a message an executor holds but has not recorded:
+            # extended every few seconds while the executor lives, so if it
+            # dies the message is redelivered within this time. 10 s is
+            # Pub/Sub's minimum.
+            ack_deadline_seconds=int_option(opts, "ackDeadlineSeconds", 10, 10, 600),
             commit_lease_seconds=int_option(opts, "commitLeaseSeconds", 600, 10, 600),
-            # Off by default: a kept subscriber prefetches, and if its executor
-            # dies those messages stay invisible until their lease runs out.
-            subscriber_idle_ms=int_option(opts, "subscriberIdleMs", 0, 0, 3_600_000),
+            # Streams (and what they prefetched) stay open between the tasks
+            # of back-to-back micro-batches; a short idle time bounds how long
+            # a worker that gets no task holds prefetched messages.
+            subscriber_idle_ms=int_option(opts, "subscriberIdleMs", DEFAULT_SUBSCRIBER_IDLE_MS, 0, 3_600_000),
+            quiet_period_ms=int_option(opts, "quietPeriodMs", DEFAULT_QUIET_PERIOD_MS, 100, 3_600_000),
             decode=_parse_decode(opts, sub_path.split("/")[1]),
         )

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from ..client import Publisher, PublisherConfig, Subscriber, SubscriberConfig
 from ..errors import PubSubError
+from . import faults
 from .batchlog import BatchLog
 from .options import SourceOptions
 from .schema_mode import SchemaPlan, dead_letter_batch, error_rows, fail_message, limit_hint
@@ -54,6 +55,7 @@ def subscriber_config(opts: SourceOptions, pull: bool = True, plan: SchemaPlan |
         batch_size=opts.batch_size,
         max_wait_ms=opts.max_wait_ms,
         ack_deadline_seconds=opts.ack_deadline_seconds,
+        arrival_cutoff_us=part.cutoff_us if part else 0,
         extra=extra,
     )
 
@@ -108,6 +110,21 @@ _TASK_COUNTERS = ("pulled", "handed_out", "acked", "nacked", "extended", "redeli
                   "bytes_pulled", "streams_restarted")
 
 
+@dataclass
+class _Tally:
+    """What a task did with the messages it took from its subscriber:
+    taken = rows + late + dead_lettered + duplicates (docs/source.md,
+    "Counters")."""
+
+    taken: int = 0  # rows handed to the task by the subscriber
+    rows: int = 0  # handed to Spark (and recorded)
+    late: int = 0  # published after an AvailableNow query's start: left for later runs
+    dead_lettered: int = 0  # undecodable, published to the dead-letter topic and acked
+    duplicates: int = 0  # redeliveries of messages already recorded, dropped and acked
+    drained: bool = False  # ended on positive evidence that the backlog is empty
+    quiet_ms: int = 0  # the subscriber's quiet time when the task ended
+
+
 def _record(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, batch_log: BatchLog,
             plan: SchemaPlan | None) -> Iterator[pa.RecordBatch]:
     """Queues each batch for the log's temporary entry (written by the
@@ -118,39 +135,30 @@ def _record(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, batch_l
     before = sub.stats()
     dlq = _DeadLetters(opts, plan) if plan is not None else None
     entry = batch_log.writer(part.gen, part.batch, part.index)
+    recorded = batch_log.recorded_message_ids(part.gen)
+    tally = _Tally()
     acks: list[pa.Array] = []
     published = False
     try:
         schema: pa.Schema | None = plan.output if plan else None
-        drained = False
-        for item in _pull(sub, opts, part, plan, dlq):
-            if isinstance(item, bool):
-                drained = item
-                continue
-            b, a = item
+        for b, a, ids in _pull(sub, opts, part, plan, dlq, recorded, tally):
             schema = b.schema
             if b.num_rows:
-                entry.write(b, a)
+                entry.write(b, a, ids)
                 acks.append(a)
                 yield b
         assert schema is not None
         all_acks = pa.concat_arrays(acks) if acks else pa.array([], pa.string())
         after = sub.stats()
-        stats = {**{k: after.get(k, 0) - before.get(k, 0) for k in _TASK_COUNTERS}, "held": after.get("held", 0),
-                 "rows": int(len(all_acks)), "drained": drained, "dead_lettered": dlq.count if dlq else 0}
+        stats = {**{k: after.get(k, 0) - before.get(k, 0) for k in _TASK_COUNTERS},
+                 "held": after.get("held", 0), "buffered": after.get("buffered", 0),
+                 "taken": tally.taken, "rows": tally.rows, "late": tally.late,
+                 "dead_lettered": tally.dead_lettered, "duplicates": tally.duplicates,
+                 "drained": tally.drained, "quiet_ms": tally.quiet_ms}
         published = entry.publish(schema, stats)
         if not published:
             raise LostRaceError(f"batch {part.batch} partition {part.index} was recorded by another attempt "
                                 "first; failing this attempt so that Spark keeps that version")
-        if len(all_acks):
-            if opts.ack_on_commit:
-                # Hand the leases to the driver, which acks on commit and keeps
-                # them alive meanwhile. Release first: otherwise this
-                # subscriber's lease loop could shorten the deadline again.
-                sub.release(all_acks)
-                sub.modack(all_acks, opts.commit_lease_seconds)
-            else:
-                sub.ack(all_acks)
     except BaseException:
         # The attempt fails (or Spark stopped consuming it): its output is
         # discarded, so hand back at once what it took, rather than after the lease.
@@ -165,57 +173,121 @@ def _record(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, batch_l
     finally:
         if dlq:
             dlq.close()
+    if len(all_acks):
+        _hand_over(sub, opts, all_acks)
+
+
+def _hand_over(sub: Subscriber, opts: SourceOptions, acks: pa.Array) -> None:
+    """After the entry is published its rows belong to the batch log: Spark
+    sees exactly them on any re-run. So nothing here may fail the task: a
+    failed lease hand-over is retried (bounded, inside the library) and then
+    left to the driver, which renews the leases of every entry it reads."""
+    try:
+        if opts.ack_on_commit:
+            # The driver acks on commit and keeps the leases alive until then.
+            # Release first: otherwise this subscriber's lease loop could
+            # shorten the deadline again.
+            sub.release(acks)
+            faults.inject("post_record_modack")
+            sub.modack(acks, opts.commit_lease_seconds)
+        else:
+            faults.inject("post_record_ack")
+            sub.ack(acks)
+    except PubSubError as e:
+        log.warning("handing over the leases of %d recorded messages failed; the driver renews them when it "
+                    "reads the entry, and a redelivery of any of them is dropped as a duplicate: %s", len(acks), e)
 
 
 def _pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: SchemaPlan | None,
-          dlq: _DeadLetters | None) -> Iterator[tuple[pa.RecordBatch, pa.Array] | bool]:
-    """Yields (batch, ack ids) until a cap, the time budget or an empty
-    backlog ends the task; last, whether the backlog was seen drained."""
-    rows = nbytes = 0
-    flow_messages = _flow_control_messages(opts, part)
+          dlq: _DeadLetters | None, recorded: pa.Array, tally: _Tally
+          ) -> Iterator[tuple[pa.RecordBatch, pa.Array, pa.Array]]:
+    """Yields (batch, ack ids, message ids) until a cap, the time budget, a
+    wait that ran out after rows were taken, or positive evidence of an
+    empty backlog ends the task; sets tally.drained for the last.
+
+    A task that has yielded nothing does not end when a wait runs out: a
+    new stream, a reconnect or a redelivery burst can take seconds, so it
+    keeps waiting until the subscriber has been able to receive for
+    quietPeriodMs with nothing arriving (or the time budget runs out)."""
+    nbytes = 0
     deadline = time.monotonic() + opts.max_batch_duration_ms / 1000
     cutoff = pa.scalar(part.cutoff_us, pa.timestamp("us", tz="UTC")) if part.cutoff_us else None
     while True:
-        want = min(opts.batch_size, part.max_rows - rows)
+        want = min(opts.batch_size, part.max_rows - tally.rows)
         if want <= 0:
-            yield False
             return
-        started = time.monotonic()
         try:
-            b, a = sub.next_batch(max_rows=want, wait_ms=opts.max_wait_ms)
+            got = sub.pull(max_rows=want, wait_ms=opts.max_wait_ms)
         except PubSubError as e:
             hint = limit_hint(plan.decode, e) if plan else ""
             if hint:
                 raise type(e)(e.code, e.message + hint) from None
             raise
-        # Short and the whole wait passed: nothing more is buffered. (Short
-        # and early is the end of a batch built for another size.)
-        waited_out = b.num_rows < want and time.monotonic() - started >= opts.max_wait_ms / 1000
-        if cutoff is not None and b.num_rows:
-            keep = pc.less_equal(b.column("publish_time"), cutoff)
-            late = a.filter(pc.invert(keep))
-            if len(late):
-                sub.nack(late)  # published after AvailableNow started: not this query's run
-            b, a = b.filter(keep), a.filter(keep)
+        b, a = got.batch, got.ack_ids
+        tally.taken += b.num_rows
+        if b.num_rows:
+            b, a = _drop_late(sub, b, a, cutoff, tally)
+            b, a = _drop_recorded(sub, b, a, recorded, tally)
+        if plan is not None and b.num_rows:
+            b, a = _handle_decode_errors(sub, opts, plan, dlq, b, a, tally)
+        ids = b.column("message_id")
         if plan is not None:
-            b, a = _handle_decode_errors(sub, opts, plan, dlq, b, a)
             b = plan.project(b)
-        rows += b.num_rows
+        tally.rows += b.num_rows
         nbytes += b.nbytes
-        yield b, a
-        if waited_out:
-            # Short batch: the backlog is empty for now -- unless flow control
-            # (what this task holds) is what stopped the streams.
-            stalled = rows + opts.batch_size > flow_messages or nbytes >= 0.9 * opts.max_bytes_per_partition
-            yield not stalled
-            return
+        yield b, a, ids
+        if got.waited_out:
+            quiet = int(sub.stats().get("quiet_ms", 0))
+            tally.quiet_ms = quiet
+            if quiet >= opts.quiet_period_ms:
+                tally.drained = True
+                return
+            if tally.rows:
+                return  # hand over what there is; the next batch waits for more
         if time.monotonic() >= deadline or (part.max_bytes and nbytes >= part.max_bytes):
-            yield False
             return
+
+
+def _drop_late(sub: Subscriber, b: pa.RecordBatch, a: pa.Array, cutoff: pa.Scalar | None,
+               tally: _Tally) -> tuple[pa.RecordBatch, pa.Array]:
+    """AvailableNow: messages published after the query started are not
+    this run's. They are released, not nacked: they keep their lease (at
+    most ackDeadlineSeconds) and come back after it, instead of bouncing
+    straight back into this run's streams as a nack storm."""
+    if cutoff is None:
+        return b, a
+    keep = pc.less_equal(b.column("publish_time"), cutoff)
+    late = a.filter(pc.invert(keep))
+    if not len(late):
+        return b, a
+    sub.release(late)
+    tally.late += len(late)
+    return b.filter(keep), a.filter(keep)
+
+
+def _drop_recorded(sub: Subscriber, b: pa.RecordBatch, a: pa.Array, recorded: pa.Array,
+                   tally: _Tally) -> tuple[pa.RecordBatch, pa.Array]:
+    """Drops redeliveries of messages already in the batch log (recorded,
+    not yet acked: a lease hand-over or an ack that failed). Replaying the
+    log delivers them; reading them again would deliver them twice. The
+    redelivered copy is acked: the recorded one is Spark's."""
+    if not len(recorded):
+        return b, a
+    dup = pc.is_in(b.column("message_id"), value_set=recorded)
+    if not pc.any(dup).as_py():
+        return b, a
+    dups = a.filter(dup)
+    try:
+        sub.ack(dups)
+    except PubSubError as e:  # they come back and are dropped again
+        log.warning("acking %d redelivered duplicates failed: %s", len(dups), e)
+    tally.duplicates += len(dups)
+    keep = pc.invert(dup)
+    return b.filter(keep), a.filter(keep)
 
 
 def _handle_decode_errors(sub: Subscriber, opts: SourceOptions, plan: SchemaPlan, dlq: _DeadLetters | None,
-                          b: pa.RecordBatch, a: pa.Array) -> tuple[pa.RecordBatch, pa.Array]:
+                          b: pa.RecordBatch, a: pa.Array, tally: _Tally) -> tuple[pa.RecordBatch, pa.Array]:
     """Applies onDecodeError to the rows that failed to decode."""
     bad = error_rows(b)
     if bad is None or plan.decode.on_error == "column":
@@ -227,6 +299,7 @@ def _handle_decode_errors(sub: Subscriber, opts: SourceOptions, plan: SchemaPlan
     assert dlq is not None
     dlq.publish(b, bad)  # returns once Pub/Sub has them
     sub.ack(a.filter(bad))
+    tally.dead_lettered += int(pc.sum(bad).as_py() or 0)
     good = pc.invert(bad)
     return b.filter(good), a.filter(good)
 
@@ -240,7 +313,6 @@ class _DeadLetters:
 
     def __init__(self, opts: SourceOptions, plan: SchemaPlan) -> None:
         self.opts, self.plan = opts, plan
-        self.count = 0
         self._pub: Publisher | None = None
 
     def publish(self, batch: pa.RecordBatch, bad: pa.Array) -> None:
@@ -251,7 +323,6 @@ class _DeadLetters:
         out = dead_letter_batch(batch, bad, self.opts.subscription)
         self._pub.publish(out)
         self._pub.flush(timeout_ms=60_000)
-        self.count += out.num_rows
 
     def close(self) -> None:
         if self._pub is not None:

@@ -28,6 +28,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructField, StructType
 
+from . import faults
 from .batchlog import BatchLog
 from .options import RAW_SCHEMA_DDL, OptionError, SourceOptions
 from .partition_reader import PubSubPartition, read_partition, subscriber_config
@@ -119,17 +120,20 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         st = self._state()
-        prev = st.batch_summary(start["gen"], start["batch"]) if start["batch"] > 0 else None
-        idle = prev is not None and prev["rows"] == 0 and prev["drained"]
-        if st.cutoff_us and idle:
-            return start  # AvailableNow: the backlog published before the start is done
-        if idle and st.idle_reported != start["batch"]:
+        # Only a batch this run planned and ran is evidence about the
+        # backlog now: after a restart, the previous run's last batch says
+        # nothing (messages may have been published since).
+        prev = st.batch_summary(start["gen"], start["batch"]) if start.get("run") == st.run_id else None
+        empty = prev is not None and prev.rows == 0 and prev.drained
+        if st.cutoff_us and empty:
+            return start  # AvailableNow: nothing published before the start is left (docs/source.md)
+        if empty and st.idle_reported != start["batch"]:
             # Report "no new data" once after an empty batch, so Spark can tell
             # the source is caught up (processAllAvailable, idle triggers);
             # the next call probes Pub/Sub again with a new batch.
             st.idle_reported = start["batch"]
             return start
-        end: dict[str, Any] = {"gen": start["gen"], "batch": start["batch"] + 1}
+        end: dict[str, Any] = {"gen": start["gen"], "batch": start["batch"] + 1, "run": st.run_id}
         if isinstance(limit, ReadMaxRows):
             end["maxRows"] = int(limit.max_rows)
         elif isinstance(limit, ReadMaxBytes):
@@ -190,6 +194,24 @@ class _EntryInfo:
     stats: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class BatchSummary:
+    """What a finished batch tells about the backlog: its rows, and whether
+    every task ended on positive evidence that the backlog was empty."""
+
+    rows: int
+    drained: bool
+    stats: dict[str, int]  # the tasks' counters, summed (docs/source.md, "Counters")
+
+
+# Per-task counters summed into a batch's and the query's figures.
+# Their names in the progress report, where they differ (camelCase, as Spark's).
+_METRIC_NAMES = {"dead_lettered": "deadLettered", "decode_errors": "decodeErrors", "bytes_pulled": "bytesPulled",
+                 "streams_restarted": "streamsRestarted", "extended": "leaseExtensions"}
+SUMMED = ("pulled", "taken", "rows", "late", "dead_lettered", "duplicates", "nacked", "extended",
+          "redeliveries", "decode_errors", "bytes_pulled", "streams_restarted")
+
+
 class _DriverState:
     """Lives in the driver's source runner: the acker (a subscriber that
     never pulls), the lease keeper and the live counters."""
@@ -201,12 +223,18 @@ class _DriverState:
         self.log = BatchLog(opts.batch_log_location)
         self.acker = Subscriber(subscriber_config(opts, pull=False))  # verifies the subscription
         self.cutoff_us = 0
+        # Identifies this run of the query (offsets carry it): the
+        # end-of-backlog decision only trusts batches of its own run.
+        self.run_id = uuid.uuid4().hex[:12]
         self.idle_reported = -1
+        self._summaries: dict[tuple[str, int], BatchSummary] = {}
         self.latest: dict[str, Any] | None = None
         self._read: dict[str, _EntryInfo] = {}  # entry path -> info: each entry is read once
-        self.metrics = {"pulled": 0, "rows": 0, "acked": 0, "nacked": 0, "leaseExtensions": 0,
-                        "redeliveries": 0, "pendingAcks": 0, "ackFailures": 0, "decodeErrors": 0,
-                        "deadLettered": 0}
+        self.metrics: dict[str, int] = {"acked": 0, "leaseExtensions": 0, "pendingAcks": 0, "ackFailures": 0,
+                                        "buffered": 0}
+        for k in SUMMED:
+            self.metrics[_METRIC_NAMES.get(k, k)] = 0
+        self.last_batch: dict[str, int] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._keeper = threading.Thread(target=self._keep_leases, name="pubsub-go-lease-keeper", daemon=True)
@@ -232,12 +260,43 @@ class _DriverState:
             out.append(info)
         return out
 
-    def batch_summary(self, gen: str, batch: int) -> dict[str, Any] | None:
+    def batch_summary(self, gen: str, batch: int) -> BatchSummary | None:
+        """The summary of a batch whose tasks all published their entries;
+        kept after the committer removes the entries."""
+        with self._lock:
+            return self._summary(gen, batch, renew=True)
+
+    def _summary(self, gen: str, batch: int, renew: bool = False) -> BatchSummary | None:
+        """The caller holds _lock."""
+        key = (gen, batch)
+        if key in self._summaries:
+            return self._summaries[key]
         entries = self._entries(gen, batch)
         if not entries:
             return None
-        return {"rows": sum(e.rows for e in entries),
-                "drained": all(e.stats.get("drained", False) for e in entries)}
+        if renew and self.opts.ack_on_commit:
+            self._renew([e.ack_ids for e in entries if len(e.ack_ids)])
+        summed = {k: sum(int(e.stats.get(k, 0)) for e in entries) for k in SUMMED}
+        summed["buffered"] = sum(int(e.stats.get("buffered", 0)) for e in entries)
+        out = BatchSummary(rows=sum(e.rows for e in entries),
+                           drained=all(e.stats.get("drained", False) for e in entries), stats=summed)
+        self._summaries[key] = out
+        for old in [k for k in self._summaries if k[0] != gen or k[1] < batch - 8]:
+            del self._summaries[old]  # only the latest batches are ever asked for
+        return out
+
+    def _renew(self, ids: list[pa.Array]) -> None:
+        """Takes over the leases of a finished batch right away: its tasks'
+        own hand-over may have failed, and the lease keeper only runs every
+        few minutes."""
+        if not ids:
+            return
+        try:
+            acks = pa.concat_arrays(ids)
+            self.acker.modack(acks, self.opts.commit_lease_seconds)
+            self.metrics["leaseExtensions"] += len(acks)
+        except Exception as e:  # the tasks' hand-over may have worked; the keeper retries
+            log.warning("renewing the leases of a finished batch failed: %s", e)
 
     def commit(self, gen: str, upto: int) -> None:
         """Acks every logged batch <= upto of gen, on the committer thread."""
@@ -265,10 +324,12 @@ class _DriverState:
                 if batch > upto:
                     continue
                 entries = self._entries(gen, batch)
+                summary = self._summary(gen, batch)  # kept for latestOffset once the entries are gone
                 ids = [e.ack_ids for e in entries if len(e.ack_ids)]
                 try:
                     if ids and self.opts.ack_on_commit:
                         acks = pa.concat_arrays(ids)
+                        faults.inject("commit_ack")
                         self.acker.ack(acks)
                         self.metrics["acked"] += len(acks)
                 except Exception as e:
@@ -276,14 +337,12 @@ class _DriverState:
                     self.metrics["ackFailures"] += 1
                     log.warning("acking batch %d failed, will retry at the next commit: %s", batch, e)
                     continue
-                for s in (e.stats for e in entries):
-                    self.metrics["pulled"] += int(s.get("pulled", 0))
-                    self.metrics["rows"] += int(s.get("rows", 0))
-                    self.metrics["nacked"] += int(s.get("nacked", 0))
-                    self.metrics["leaseExtensions"] += int(s.get("extended", 0))
-                    self.metrics["redeliveries"] += int(s.get("redeliveries", 0))
-                    self.metrics["decodeErrors"] += int(s.get("decode_errors", 0))
-                    self.metrics["deadLettered"] += int(s.get("dead_lettered", 0))
+                if summary is not None:
+                    for k in SUMMED:
+                        name = _METRIC_NAMES.get(k, k)
+                        self.metrics[name] = self.metrics.get(name, 0) + summary.stats[k]
+                    self.metrics["buffered"] = summary.stats["buffered"]
+                    self.last_batch = {"batch": batch, **summary.stats}
                 for path in self.log.entry_paths(gen, batch):
                     self._read.pop(path, None)
                 self.log.remove_batch(gen, batch)
@@ -315,6 +374,7 @@ class _DriverState:
             self.metrics["pendingAcks"] = pending
             out: dict[str, Any] = dict(self.latest or {})
             out.update(self.metrics)
+            out["lastBatch"] = dict(self.last_batch)
             return out
 
     def stop(self) -> None:

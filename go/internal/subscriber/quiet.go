@@ -1,0 +1,83 @@
+package subscriber
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/wire"
+)
+
+// quietClock answers the question an end-of-backlog decision rests on:
+// for how long has this subscriber been able to receive (every stream in
+// a live session, flow control not holding it back) while nothing
+// arrived? Pub/Sub has no end offset, so "no message for long enough
+// while able to receive one" is the only evidence a client can gather
+// that a subscription's backlog is empty.
+//
+// A stream that ends may take messages with it: ones the server sent that
+// never arrived stay leased to the dead stream until the stream's ack
+// deadline passes. So after a stream ends the evidence window starts no
+// earlier than one ack deadline later.
+//
+// Messages published after a cut-off (Config.ArrivalCutoffUs, set by an
+// AvailableNow query to its start) do not count as arrivals: a live
+// publisher must not keep such a query from ever seeing its backlog end.
+type quietClock struct {
+	opened      time.Time
+	cutoffNanos int64         // 0: every arrival counts
+	ackDeadline time.Duration // of the streams: how long a lost message stays leased
+	lastArrival atomic.Int64  // unix nanos of the last counted arrival; 0: none
+	lastLoss    atomic.Int64  // unix nanos a stream last ended; 0: never
+	liveSince   []atomic.Int64
+}
+
+func newQuietClock(streams int, cutoffUs int64, ackDeadline time.Duration, now time.Time) *quietClock {
+	return &quietClock{opened: now, cutoffNanos: cutoffUs * 1000, ackDeadline: ackDeadline,
+		liveSince: make([]atomic.Int64, streams)}
+}
+
+// ended records that a stream's session ended (it reconnects).
+func (q *quietClock) ended(now time.Time) {
+	q.lastLoss.Store(now.UnixNano())
+}
+
+// arrived records received messages.
+func (q *quietClock) arrived(msgs []wire.Message, now time.Time) {
+	for i := range msgs {
+		m := &msgs[i]
+		if q.cutoffNanos == 0 || !m.HasPublishTime || m.PublishSeconds*1e9+int64(m.PublishNanos) <= q.cutoffNanos {
+			q.lastArrival.Store(now.UnixNano())
+			return
+		}
+	}
+}
+
+// live marks stream i in a session since now (down: zero time).
+func (q *quietClock) live(i int, since time.Time) {
+	if since.IsZero() {
+		q.liveSince[i].Store(0)
+		return
+	}
+	q.liveSince[i].Store(since.UnixNano())
+}
+
+// quiet is how long the subscriber has been receiving-capable and silent;
+// 0 while a stream is down or flow control is full.
+func (q *quietClock) quiet(now time.Time, blocked bool) time.Duration {
+	if blocked {
+		return 0
+	}
+	from := q.opened.UnixNano()
+	from = max(from, q.lastArrival.Load())
+	if loss := q.lastLoss.Load(); loss != 0 {
+		from = max(from, loss+int64(q.ackDeadline))
+	}
+	for i := range q.liveSince {
+		s := q.liveSince[i].Load()
+		if s == 0 {
+			return 0
+		}
+		from = max(from, s)
+	}
+	return max(0, time.Duration(now.UnixNano()-from))
+}
