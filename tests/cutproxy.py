@@ -69,15 +69,27 @@ class CutProxy:
 
     @staticmethod
     def _pump(src: socket.socket, dst: socket.socket, to_server: bool) -> None:
+        dst_ok = True
         try:
             while data := src.recv(65536):
-                dst.sendall(data)
+                if dst_ok:
+                    try:
+                        dst.sendall(data)
+                    except OSError:
+                        # The client is gone (cut): keep reading the server's
+                        # side to its end, so the server sees the stream end
+                        # cleanly instead of writing into a dead one.
+                        dst_ok = False
         except OSError:
             pass
-        try:  # pass the end on: a half-close toward the server, a close toward the client
-            dst.shutdown(socket.SHUT_WR) if to_server else dst.close()
-        except OSError:
-            pass
+        for s, how in ((dst, "end"), (src, "close")):
+            try:  # pass the end on: a half-close toward the server, a close toward the client
+                if how == "close" and not to_server:
+                    s.close()
+                elif how == "end":
+                    s.shutdown(socket.SHUT_WR) if to_server else s.close()
+            except OSError:
+                pass
 
     def _cutter(self) -> None:
         while not self._stop.wait(self.every_s):

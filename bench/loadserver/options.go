@@ -22,6 +22,10 @@ type options struct {
 	autoCreate       bool
 	heartbeat        time.Duration // empty response on an idle stream
 	expiryScan       time.Duration // how often ack deadlines are checked
+	// backlogAtStart stamps every synthetic message with the server's start
+	// time as its publish time: a finite backlog (-messages) that existed
+	// before any reader started, as an AvailableNow query expects one.
+	backlogAtStart bool
 
 	faults Faults
 }
@@ -50,6 +54,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.maxResponseBytes, "max-response-bytes", o.maxResponseBytes, "most bytes per StreamingPull response")
 	fs.BoolVar(&o.autoCreate, "auto-create", o.autoCreate, "create unknown topics/subscriptions on Publish/Pull instead of NOT_FOUND")
 	fs.DurationVar(&o.heartbeat, "heartbeat", o.heartbeat, "send an empty response on a stream idle this long")
+	fs.BoolVar(&o.backlogAtStart, "backlog-at-start", o.backlogAtStart, "publish time of synthetic messages: the server's start (default: when sent)")
 	fs.DurationVar(&o.expiryScan, "expiry-scan", o.expiryScan, "how often expired ack deadlines are redelivered")
 	fs.Float64Var(&o.faults.PublishErrorRate, "publish-error-rate", o.faults.PublishErrorRate, "fraction of Publish RPCs that fail")
 	fs.Var(&o.faults.PublishErrorCode, "publish-error-code", "gRPC code of injected Publish failures")

@@ -55,7 +55,7 @@ func (s *subscriberService) Pull(ctx context.Context, req *pubsubpb.PullRequest)
 	first := sub.pull.record(ps, now)
 	// The response is marshalled after we return, so it gets fresh structs.
 	rms := s.synth.newReceived(len(ps))
-	s.synth.fill(rms, ps, sub.pull.id, first, timestamppb.New(now), &idScratch{})
+	s.synth.fill(rms, ps, sub.pull.id, first, timestamppb.New(s.publishTime(now)), &idScratch{})
 	s.countDelivered(ps)
 	return &pubsubpb.PullResponse{ReceivedMessages: rms}, nil
 }

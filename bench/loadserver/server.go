@@ -25,14 +25,24 @@ type server struct {
 	bufs   bufferPool // StreamingPull response buffers
 
 	lastPublishedID atomic.Uint64 // message ids of Publish, across topics
+	started         time.Time
+}
+
+// publishTime is the publish time of synthetic messages sent at now.
+func (s *server) publishTime(now time.Time) time.Time {
+	if s.opts.backlogAtStart {
+		return s.started
+	}
+	return now
 }
 
 func newServer(o options) *server {
 	s := &server{
-		opts:   o,
-		synth:  newSynth(o.payloadBytes, o.attributes, o.orderingKeys),
-		leases: newLeaseTable(),
-		stats:  newStats(),
+		opts:    o,
+		synth:   newSynth(o.payloadBytes, o.attributes, o.orderingKeys),
+		leases:  newLeaseTable(),
+		stats:   newStats(),
+		started: time.Now(),
 	}
 	f := o.faults
 	s.faults.Store(&f)

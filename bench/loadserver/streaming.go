@@ -114,7 +114,7 @@ func (s *server) send(ctx context.Context, stream pubsubpb.Subscriber_StreamingP
 		}
 		now := time.Now()
 		first := l.record(ps, now)
-		if err := stream.SendMsg(enc.encode(ps, l.id, first, now)); err != nil {
+		if err := stream.SendMsg(enc.encode(ps, l.id, first, s.publishTime(now))); err != nil {
 			return err
 		}
 		sent = true

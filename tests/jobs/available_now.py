@@ -23,7 +23,7 @@ q = (r.load().selectExpr("message_id", "CAST(payload AS STRING) AS payload").wri
      .option("path", out).option("checkpointLocation", ckpt).trigger(availableNow=True).start())
 finished = q.awaitTermination(600)
 err = q.exception()
-print("LAST_PROGRESS " + json.dumps(q.lastProgress), flush=True)
+print(f"LAST_PROGRESS {q.lastProgress}", flush=True)
 if not finished:
     q.stop()
     print("query did not end within 600 s", flush=True)

@@ -191,9 +191,20 @@ class SourceOptions:
     max_bytes_per_partition: int
     ack_deadline_seconds: int
     commit_lease_seconds: int
-    subscriber_idle_ms: int
+    subscriber_idle_ms: int | None  # None: the default for the trigger, see idle_ms
     quiet_period_ms: int
     decode: DecodeOptions | None = None  # schema mode
+
+    def idle_ms(self, available_now: bool) -> int:
+        """How long an executor keeps a subscriber (its streams and what they
+        prefetched) for the query's next task. Streaming: briefly, so that
+        back-to-back micro-batches find warm streams. AvailableNow: not at
+        all, so that every stream is closed cleanly before the job ends (a
+        job that stops Spark right after kills the workers, and Google's
+        emulator keeps a killed stream's messages leased to nobody)."""
+        if self.subscriber_idle_ms is not None:
+            return self.subscriber_idle_ms
+        return 0 if available_now else DEFAULT_SUBSCRIBER_IDLE_MS
 
     @staticmethod
     def parse(options: Mapping[str, str]) -> SourceOptions:
@@ -243,10 +254,9 @@ class SourceOptions:
             # Pub/Sub's minimum.
             ack_deadline_seconds=int_option(opts, "ackDeadlineSeconds", 10, 10, 600),
             commit_lease_seconds=int_option(opts, "commitLeaseSeconds", 600, 10, 600),
-            # Streams (and what they prefetched) stay open between the tasks
-            # of back-to-back micro-batches; a short idle time bounds how long
-            # a worker that gets no task holds prefetched messages.
-            subscriber_idle_ms=int_option(opts, "subscriberIdleMs", DEFAULT_SUBSCRIBER_IDLE_MS, 0, 3_600_000),
+            # None: the default, which depends on the trigger (idle_ms()).
+            subscriber_idle_ms=(int_option(opts, "subscriberIdleMs", 0, 0, 3_600_000)
+                                if "subscriberidlems" in opts else None),
             quiet_period_ms=int_option(opts, "quietPeriodMs", DEFAULT_QUIET_PERIOD_MS, 100, 3_600_000),
             decode=_parse_decode(opts, sub_path.split("/")[1]),
         )

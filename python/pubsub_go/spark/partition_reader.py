@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -101,13 +102,17 @@ def _pull_and_record(opts: SourceOptions, part: PubSubPartition, batch_log: Batc
     """Pulls through this worker's subscriber for the query (kept between
     tasks, see subscriber_pool), records each batch, then yields it."""
     config = subscriber_config(opts, plan=plan, part=part)
-    with POOL.lease(config, opts.subscriber_idle_ms / 1000) as sub:
+    with POOL.lease(config, opts.idle_ms(available_now=part.cutoff_us > 0) / 1000) as sub:
         yield from _record(sub, opts, part, batch_log, plan)
 
 
 # Counters of Subscriber.stats() that a task reports as its own share.
 _TASK_COUNTERS = ("pulled", "handed_out", "acked", "nacked", "extended", "redeliveries", "decode_errors",
                   "bytes_pulled", "streams_restarted")
+
+
+# The subscriber's counters when its last task ended, per pooled subscriber.
+_MARKS: weakref.WeakKeyDictionary[Subscriber, dict[str, int]] = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -132,7 +137,9 @@ def _record(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, batch_l
     pulling and the entry is written. The entry is published once the task
     has handed out everything and all of it is written; until then no re-run
     can see it, and a failed attempt's output is discarded by Spark anyway."""
-    before = sub.stats()
+    # Counted from where the subscriber's previous task left off, so what a
+    # pooled subscriber pulled between tasks is counted by the next one.
+    before = _MARKS.get(sub) or {}
     dlq = _DeadLetters(opts, plan) if plan is not None else None
     entry = batch_log.writer(part.gen, part.batch, part.index)
     recorded = batch_log.recorded_message_ids(part.gen)
@@ -150,6 +157,7 @@ def _record(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, batch_l
         assert schema is not None
         all_acks = pa.concat_arrays(acks) if acks else pa.array([], pa.string())
         after = sub.stats()
+        _MARKS[sub] = after
         stats = {**{k: after.get(k, 0) - before.get(k, 0) for k in _TASK_COUNTERS},
                  "held": after.get("held", 0), "buffered": after.get("buffered", 0),
                  "taken": tally.taken, "rows": tally.rows, "late": tally.late,

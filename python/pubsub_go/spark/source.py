@@ -281,6 +281,13 @@ class _DriverState:
         out = BatchSummary(rows=sum(e.rows for e in entries),
                            drained=all(e.stats.get("drained", False) for e in entries), stats=summed)
         self._summaries[key] = out
+        # Counted once, when the batch is first seen finished (not at commit,
+        # which runs after the next progress report).
+        for k in SUMMED:
+            name = _METRIC_NAMES.get(k, k)
+            self.metrics[name] = self.metrics.get(name, 0) + summed[k]
+        self.metrics["buffered"] = summed["buffered"]
+        self.last_batch = {"batch": batch, **summed}
         for old in [k for k in self._summaries if k[0] != gen or k[1] < batch - 8]:
             del self._summaries[old]  # only the latest batches are ever asked for
         return out
@@ -324,7 +331,7 @@ class _DriverState:
                 if batch > upto:
                     continue
                 entries = self._entries(gen, batch)
-                summary = self._summary(gen, batch)  # kept for latestOffset once the entries are gone
+                self._summary(gen, batch)  # kept for latestOffset once the entries are gone
                 ids = [e.ack_ids for e in entries if len(e.ack_ids)]
                 try:
                     if ids and self.opts.ack_on_commit:
@@ -337,12 +344,6 @@ class _DriverState:
                     self.metrics["ackFailures"] += 1
                     log.warning("acking batch %d failed, will retry at the next commit: %s", batch, e)
                     continue
-                if summary is not None:
-                    for k in SUMMED:
-                        name = _METRIC_NAMES.get(k, k)
-                        self.metrics[name] = self.metrics.get(name, 0) + summary.stats[k]
-                    self.metrics["buffered"] = summary.stats["buffered"]
-                    self.last_batch = {"batch": batch, **summary.stats}
                 for path in self.log.entry_paths(gen, batch):
                     self._read.pop(path, None)
                 self.log.remove_batch(gen, batch)
