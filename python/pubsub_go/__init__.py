@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__
 from .errors import (
     ClosedError,
     ForkedProcessError,
@@ -23,10 +24,8 @@ from .errors import (
     UnavailableError,
 )
 
-__version__ = "0.1.0"
-
 __all__ = [
-    "ClosedError", "Emulator", "ForkedProcessError", "InternalError", "InvalidArgumentError",
+    "__version__", "ClosedError", "Emulator", "ForkedProcessError", "InternalError", "InvalidArgumentError",
     "NotFoundError", "PubSubError", "Publisher", "Subscriber", "UnavailableError", "register",
 ]
 
