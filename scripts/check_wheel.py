@@ -5,7 +5,8 @@
     glibc symbol version the library uses;
   * the library links nothing but glibc's own libraries (libc and its
     usual companions), so it loads anywhere that glibc does;
-  * the built-in WASM decoders and the header cffi reads are inside.
+  * the built-in WASM decoders, the header cffi reads and the module that
+    registers the Spark data source are inside.
 
 Usage: python scripts/check_wheel.py WHEEL...  (exit 1 naming each problem).
 Reads ELF with binutils' readelf, which handles every architecture.
@@ -23,6 +24,8 @@ from pathlib import Path
 LIBRARY = "pubsub_go/_lib/libpubsubgo.so"
 HEADER = "pubsub_go/_lib/pubsubgo.h"
 DECODERS = ("pubsub_go/wasm/json.wasm", "pubsub_go/wasm/avro.wasm")
+# The top-level module through which PySpark registers format("pubsub-go") by itself.
+AUTO_REGISTER = "pyspark_pubsub_go.py"
 WASM_MAGIC = b"\0asm"
 
 # glibc's own shared objects: a library that needs only these loads on any
@@ -60,7 +63,7 @@ def check(wheel: Path) -> tuple[list[str], dict]:
         problems.append(f"platform tag {tag!r} names no supported architecture ({', '.join(MACHINES)})")
     with zipfile.ZipFile(wheel) as z, tempfile.TemporaryDirectory() as tmp:
         names = set(z.namelist())
-        for want in (LIBRARY, HEADER, *DECODERS):
+        for want in (LIBRARY, HEADER, *DECODERS, AUTO_REGISTER):
             if want not in names:
                 problems.append(f"{want} is missing from the wheel")
         for dec in DECODERS:
