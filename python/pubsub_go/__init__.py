@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     # Lazy: keeps `import pubsub_go` free of pyarrow/cffi work until needed.
-    if name in ("Subscriber", "Publisher", "Emulator", "admin", "version"):
+    if name in ("Subscriber", "Publisher", "Emulator", "admin", "version", "version_info"):
         from . import client
 
         return getattr(client, name)
