@@ -21,7 +21,7 @@ fail() { echo "packaging check FAILED: $*" >&2; exit 1; }
 t_start=$SECONDS
 
 step "build and check the wheels and the sdist"
-PUBSUB_GO_TOOLS=$TOOLS bash scripts/wheels.sh "$WORK/dist"
+PUBSUB_GO_TOOLS=$TOOLS timeout 1800 bash scripts/wheels.sh "$WORK/dist" || fail "scripts/wheels.sh failed (or ran past 30 minutes)"
 whl_x86=$(ls "$WORK"/dist/pubsub_go-*-py3-none-manylinux_2_17_x86_64.whl)
 whl_arm=$(ls "$WORK"/dist/pubsub_go-*-py3-none-manylinux_2_17_aarch64.whl)
 sdist=$(ls "$WORK"/dist/pubsub_go-*.tar.gz)
