@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite: set-up, Go (vet, tests, bounded fuzzing), lint, pytest.
+# The whole test suite: set-up, Go (vet, tests, bounded fuzzing), lint, packaging, pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -20,6 +20,10 @@ fi
 
 echo "== ruff"
 python3 -m ruff check python tests bench
+
+# Release artifacts: both manylinux wheels and the sdist, each installed in a
+# fresh venv without go on PATH (a few minutes; PUBSUB_GO_SKIP_PACKAGING=1 skips).
+if [ "${PUBSUB_GO_SKIP_PACKAGING:-0}" != 1 ]; then bash scripts/packaging-check.sh; fi
 
 echo "== pytest"
 # Run from /tmp so the installed package (with its built library) is tested,

@@ -26,11 +26,8 @@ import (
 	"github.com/pubsub-go/pubsub-go/go/internal/handles"
 )
 
-// Version is the library version; ABIVersion changes when pubsubgo.h does.
-const (
-	Version    = "0.1.0"
-	ABIVersion = 1
-)
+// ABIVersion changes when pubsubgo.h does (Version is in version.go).
+const ABIVersion = 1
 
 // alloc is the C-memory allocator behind every exported batch (cgo rules:
 // C must not hold Go-heap pointers).

@@ -79,6 +79,14 @@ int pg_debug_panic(char** err);
 /* Live C memory held by exported Arrow batches, in bytes (leak checks). */
 int64_t pg_debug_c_bytes(void);
 
+/* Build information -------------------------------------------------------- */
+
+/* What the library was built from, as JSON: {"version", "abi", "go", "os",
+ * "arch", "modules": {"arrow_go", "wazero", "pubsub", "grpc", "protobuf"},
+ * "build_CGO_ENABLED", "build_-trimpath"}. Versions come from the build
+ * information the Go linker embeds. See docs/c-api.md. */
+int pg_version_info(char** json_out, char** err);
+
 /* Subscriber ------------------------------------------------------------- */
 
 /* Opens a subscriber: starts StreamingPull streams, flow control and

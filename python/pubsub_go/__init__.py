@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__
 from .errors import (
     ClosedError,
     ForkedProcessError,
@@ -23,10 +24,8 @@ from .errors import (
     UnavailableError,
 )
 
-__version__ = "0.1.0"
-
 __all__ = [
-    "ClosedError", "Emulator", "ForkedProcessError", "InternalError", "InvalidArgumentError",
+    "__version__", "ClosedError", "Emulator", "ForkedProcessError", "InternalError", "InvalidArgumentError",
     "NotFoundError", "PubSubError", "Publisher", "Subscriber", "UnavailableError", "register",
 ]
 
@@ -38,7 +37,7 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     # Lazy: keeps `import pubsub_go` free of pyarrow/cffi work until needed.
-    if name in ("Subscriber", "Publisher", "Emulator", "admin", "version"):
+    if name in ("Subscriber", "Publisher", "Emulator", "admin", "version", "version_info"):
         from . import client
 
         return getattr(client, name)

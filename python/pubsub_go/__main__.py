@@ -1,9 +1,11 @@
 """Command line: `python -m pubsub_go emulator --port 8085` serves the
-embedded emulator; `python -m pubsub_go demo` runs the main job."""
+embedded emulator; `python -m pubsub_go demo` runs the main job;
+`python -m pubsub_go version` says what is installed."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 import threading
@@ -31,6 +33,28 @@ def _demo(args: argparse.Namespace) -> int:
     return run(messages=args.messages, spark=args.spark)
 
 
+def _version(args: argparse.Namespace) -> int:
+    from . import __version__
+    from ._native import library_path
+    from .client import version_info
+
+    info = version_info()
+    if args.json:
+        print(json.dumps({"package": __version__, "library": info}, indent=2))
+        return 0
+    mods = info.get("modules", {})
+    print(f"pubsub-go {__version__}")
+    print(f"  library    {info['version']} ({library_path()})")
+    print(f"  C ABI      {info['abi']}")
+    print(f"  Go         {info['go']} {info['os']}/{info['arch']}")
+    for name, label in (("arrow_go", "arrow-go"), ("wazero", "wazero"), ("pubsub", "pubsub"), ("grpc", "grpc")):
+        print(f"  {label:<10} {mods.get(name, 'unknown')}")
+    if info["version"] != __version__:
+        print(f"warning: library {info['version']} does not match package {__version__}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m pubsub_go", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -43,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--spark", action=argparse.BooleanOptionalAction, default=True,
                    help="also read the messages back through spark.readStream.format('pubsub-go')")
     d.set_defaults(fn=_demo)
+    v = sub.add_parser("version", help="package, library, Go, arrow-go, wazero and C ABI versions")
+    v.add_argument("--json", action="store_true", help="print the library's build information as JSON")
+    v.set_defaults(fn=_version)
     args = p.parse_args(argv)
     return int(args.fn(args))
 

