@@ -13,6 +13,11 @@ host, sub, out, ckpt, batch_log, run_seconds = sys.argv[1:7]
 spark = spark_session(app="hard-stop")
 df = (spark.readStream.format("pubsub-go").option("subscriptionId", sub).option("emulatorHost", host)
       .option("numPartitions", "2").option("maxRecordsPerTrigger", "150").option("maxWaitTimeMs", "300")
+      # The test SIGKILLs this process group between batches. A subscriber kept
+      # for the next task would die with open streams, and Google's emulator
+      # keeps a killed stream's messages leased to nobody (docs/source.md, End
+      # of backlog); real Pub/Sub redelivers them after ackDeadlineSeconds.
+      .option("subscriberIdleMs", "0")
       .option("batchLogLocation", batch_log).load())
 q = (df.selectExpr("message_id", "CAST(payload AS STRING) AS payload").writeStream.format("parquet")
      .option("path", out).option("checkpointLocation", ckpt).trigger(processingTime="500 milliseconds").start())
