@@ -56,17 +56,24 @@ def run_pubsub_go(spark, host: str, sub: str, n: int, tmp: str) -> dict:
 
 
 def run_plain(spark, host: str, sub: str, n: int, tmp: str) -> dict:
-    counted = {"rows": 0}
+    counted: dict = {"rows": 0, "sizes": []}
     t0 = time.monotonic()
+
+    def count(df, _batch_id) -> None:
+        c = df.count()
+        counted["rows"] += c
+        if c:
+            counted["sizes"].append(c)
+
     q = (spark.readStream.format("bench-plain-pubsub").option("subscription", sub).option("emulatorHost", host)
-         .load().writeStream.foreachBatch(lambda df, _i: counted.__setitem__("rows", counted["rows"] + df.count()))
+         .load().writeStream.foreachBatch(count)
          .option("checkpointLocation", f"{tmp}/ck-plain").start())
     deadline = time.monotonic() + 600
     while counted["rows"] < n and time.monotonic() < deadline and q.isActive:
         time.sleep(0.05)
     took = time.monotonic() - t0
-    sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
     q.stop()
+    sizes = counted["sizes"]
     if counted["rows"] < n:
         raise RuntimeError(f"plain source read {counted['rows']} of {n}")
     return {"rows": counted["rows"], "seconds": took, "batches": sizes}
@@ -85,6 +92,8 @@ def main() -> int:
     from peers.plain_source import PlainPubSubSource
     from sparkutil import spark_session
 
+    # Spark's Python workers import the plain source by module path.
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "bench"), os.environ.get("PYTHONPATH")]))
     emu = OfficialEmulator()
     try:
         google = GoogleClients(emu.host_port)

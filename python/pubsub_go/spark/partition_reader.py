@@ -209,9 +209,10 @@ def _hand_over(sub: Subscriber, opts: SourceOptions, acks: pa.Array) -> None:
 def _pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: SchemaPlan | None,
           dlq: _DeadLetters | None, recorded: pa.Array, tally: _Tally
           ) -> Iterator[tuple[pa.RecordBatch, pa.Array, pa.Array]]:
-    """Yields (batch, ack ids, message ids) until a cap, the time budget, a
-    wait that ran out after rows were taken, or positive evidence of an
-    empty backlog ends the task; sets tally.drained for the last.
+    """Yields (batch, ack ids, message ids) until a cap, the time budget,
+    (streaming) a wait that ran out after rows were taken, or positive
+    evidence of an empty backlog ends the task; sets tally.drained for the
+    last.
 
     A task that has yielded nothing does not end when a wait runs out: a
     new stream, a reconnect or a redelivery burst can take seconds, so it
@@ -250,8 +251,12 @@ def _pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sch
             if quiet >= opts.quiet_period_ms:
                 tally.drained = True
                 return
-            if tally.rows:
-                return  # hand over what there is; the next batch waits for more
+            if tally.rows and not part.cutoff_us:
+                # Streaming: hand over what there is (latency); the next batch
+                # waits for more. AvailableNow reads on until the backlog is
+                # drained or the task's budget is spent (throughput: a bursty
+                # server pauses for longer than maxWaitTimeMs all the time).
+                return
         if time.monotonic() >= deadline or (part.max_bytes and nbytes >= part.max_bytes):
             return
 

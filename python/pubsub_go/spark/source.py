@@ -124,9 +124,9 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # backlog now: after a restart, the previous run's last batch says
         # nothing (messages may have been published since).
         prev = st.batch_summary(start["gen"], start["batch"]) if start.get("run") == st.run_id else None
-        empty = prev is not None and prev.rows == 0 and prev.drained
-        if st.cutoff_us and empty:
+        if st.cutoff_us and prev is not None and prev.drained:
             return start  # AvailableNow: nothing published before the start is left (docs/source.md)
+        empty = prev is not None and prev.rows == 0 and prev.drained
         if empty and st.idle_reported != start["batch"]:
             # Report "no new data" once after an empty batch, so Spark can tell
             # the source is caught up (processAllAvailable, idle triggers);
