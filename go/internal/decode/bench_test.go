@@ -87,3 +87,14 @@ func BenchmarkDecodeAvroWasm(b *testing.B) {
 	spec := Spec{WasmPath: guestModule(b, "cmd/avro"), Schema: benchSchema, Options: map[string]string{"avro_schema": benchAvroSchema}}
 	benchDecode(b, spec, benchAvro)
 }
+
+// The built-in decoders run natively in the host (what schema mode runs
+// for format=json|avro), output copied into C memory.
+func BenchmarkDecodeJSONNative(b *testing.B) {
+	benchDecode(b, Spec{Builtin: "json", Schema: benchSchema}, benchJSON)
+}
+
+func BenchmarkDecodeAvroNative(b *testing.B) {
+	spec := Spec{Builtin: "avro", Schema: benchSchema, Options: map[string]string{"avro_schema": benchAvroSchema}}
+	benchDecode(b, spec, benchAvro)
+}

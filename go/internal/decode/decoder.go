@@ -38,12 +38,16 @@ const (
 
 // Spec describes a decoder.
 type Spec struct {
+	// Builtin ("json" or "avro") runs that built-in decoder natively, in
+	// the host (trusted code: no sandbox, no memory cap or time limit).
+	// Exclusive with WasmPath and Wasm.
+	Builtin string
 	// WasmPath is the module file (e.g. the built-in json.wasm or avro.wasm
 	// shipped in the Python package). Wasm, if set, is used instead.
 	WasmPath string
 	Wasm     []byte
 	// Format names the decoder in error messages ("json", "avro", or a
-	// custom name); the module itself is what decides the format.
+	// custom name); the module (or Builtin) is what decides the format.
 	Format string
 	// Schema is the target schema. Required by the JSON decoder; the Avro
 	// decoder derives one from Options["avro_schema"] when it is nil.
@@ -62,6 +66,7 @@ type Spec struct {
 // Decode borrows an instance from a pool.
 type Decoder struct {
 	name    string
+	native  *nativePool // Builtin; nil for a module
 	rt      wazero.Runtime
 	cm      wazero.CompiledModule
 	config  []byte
@@ -84,10 +89,17 @@ type Decoder struct {
 func NewDecoder(ctx context.Context, spec Spec, alloc memory.Allocator) (*Decoder, error) {
 	d := &Decoder{name: spec.Format, alloc: alloc, timeout: spec.Timeout}
 	if d.name == "" {
+		d.name = spec.Builtin
+	}
+	if d.name == "" {
 		d.name = "custom"
 	}
 	wasm := spec.Wasm
-	if wasm == nil {
+	if spec.Builtin != "" {
+		if wasm != nil || spec.WasmPath != "" {
+			return nil, fmt.Errorf("decode: %s decoder: Builtin and a module (WasmPath, Wasm) are exclusive", d.name)
+		}
+	} else if wasm == nil {
 		if spec.WasmPath == "" {
 			return nil, fmt.Errorf("decode: %s decoder: no WasmPath or Wasm given", d.name)
 		}
@@ -129,20 +141,36 @@ func NewDecoder(ctx context.Context, spec Spec, alloc memory.Allocator) (*Decode
 	d.config = encodeConfig(schemaIPC, spec.Options)
 
 	var err error
-	if d.rt, d.cm, err = compiled(ctx, wasm, uint32(d.limit/65536)); err != nil {
-		return nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
+	if spec.Builtin != "" {
+		if d.native, err = newNativePool(spec.Builtin, d.config, n); err != nil {
+			return nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
+		}
+		out, err := d.native.schemaIPC()
+		if err != nil {
+			return nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
+		}
+		rec, errs, err := d.read(out, true)
+		if err != nil {
+			return nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
+		}
+		rec.Release()
+		errs.Release()
+	} else {
+		if d.rt, d.cm, err = compiled(ctx, wasm, uint32(d.limit/65536)); err != nil {
+			return nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
+		}
+		probe := array.NewBinaryBuilder(memory.DefaultAllocator, arrow.BinaryTypes.Binary)
+		empty := probe.NewBinaryArray()
+		probe.Release()
+		defer empty.Release()
+		rec, errs, err := d.decode(ctx, empty, true)
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		rec.Release()
+		errs.Release()
 	}
-	probe := array.NewBinaryBuilder(memory.DefaultAllocator, arrow.BinaryTypes.Binary)
-	empty := probe.NewBinaryArray()
-	probe.Release()
-	defer empty.Release()
-	rec, errs, err := d.decode(ctx, empty, true)
-	if err != nil {
-		d.Close()
-		return nil, err
-	}
-	rec.Release()
-	errs.Release()
 	if spec.Schema != nil && !d.schema.Equal(spec.Schema) {
 		d.Close()
 		return nil, fmt.Errorf("decode: %s decoder: %w: module produced schema %s, want %s", d.name, ErrDecoder, d.schema, spec.Schema)
@@ -163,6 +191,9 @@ func (d *Decoder) Decode(ctx context.Context, payloads *array.Binary) (arrow.Rec
 }
 
 func (d *Decoder) decode(ctx context.Context, payloads *array.Binary, first bool) (arrow.RecordBatch, *array.String, error) {
+	if d.native != nil {
+		return d.decodeNative(payloads)
+	}
 	in, err := d.get(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -186,6 +217,26 @@ func (d *Decoder) decode(ctx context.Context, payloads *array.Binary, first bool
 		return nil, nil, fmt.Errorf("decode: %s decoder: %w: %d rows for %d payloads", d.name, ErrCrashed, rec.NumRows(), payloads.Len())
 	}
 	return rec, errs, nil
+}
+
+// decodeNative decodes with the built-in decoder in-process.
+func (d *Decoder) decodeNative(payloads *array.Binary) (arrow.RecordBatch, *array.String, error) {
+	d.mu.Lock()
+	closed := d.done
+	d.mu.Unlock()
+	if closed {
+		return nil, nil, ErrClosed
+	}
+	cols, err := d.native.decode(payloads, d.full, d.alloc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
+	}
+	n := len(cols) - 1
+	rec := array.NewRecordBatch(d.schema, cols[:n], int64(payloads.Len()))
+	for _, c := range cols[:n] {
+		c.Release()
+	}
+	return rec, cols[n].(*array.String), nil
 }
 
 // read parses the module's IPC output. Every buffer is copied into
