@@ -27,13 +27,14 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ClosedError", "Emulator", "ForkedProcessError", "InternalError", "InvalidArgumentError",
-    "NotFoundError", "PubSubError", "Publisher", "Subscriber", "UnavailableError", "register",
+    "NotFoundError", "PubSubError", "Publisher", "Subscriber", "UnavailableError", "decode", "register",
 ]
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from .client import Emulator, Publisher, Subscriber
+    from .native_decoder import decode
 
 
 def __getattr__(name: str) -> Any:
@@ -42,6 +43,10 @@ def __getattr__(name: str) -> Any:
         from . import client
 
         return getattr(client, name)
+    if name == "decode":
+        from .native_decoder import decode
+
+        return decode
     raise AttributeError(name)
 
 

@@ -209,6 +209,12 @@ func (d *decoding) close() {
 	}
 }
 
+// Status gives a failure of the decoder of d a status code, naming the
+// limit that was hit (see decodeStatus); what says what failed.
+func (d *DecoderConfig) Status(err error, what string) error {
+	return decodeStatus(err, d, what+" with the decoder "+d.name(), "")
+}
+
 // decodeStatus gives a decoder failure a status code and says which limit
 // or part failed; note, if any, ends the message.
 func decodeStatus(err error, cfg *DecoderConfig, what, note string) error {
