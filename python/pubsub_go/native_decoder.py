@@ -50,7 +50,8 @@ def _arrow_schema(schema: Any) -> pa.Schema | None:
         from pyspark.sql.pandas.types import to_arrow_schema
 
         return to_arrow_schema(schema, timezone="UTC")
-    raise InvalidArgumentError(3, f"schema must be a pyarrow.Schema or a pyspark StructType, got {type(schema).__name__}")
+    raise InvalidArgumentError(3, "schema must be a pyarrow.Schema or a pyspark StructType, "
+                                  f"got {type(schema).__name__}")
 
 
 def decoder_config(format: str | None = None, schema: pa.Schema | None = None, decoder: str | None = None,
@@ -167,7 +168,8 @@ def decode(payloads: pa.Array | pa.ChunkedArray, format: str | None = None, sche
     if isinstance(payloads, pa.ChunkedArray):
         payloads = payloads.combine_chunks()
     if not isinstance(payloads, pa.Array):
-        raise InvalidArgumentError(3, f"payloads must be a pyarrow Array of binary or string, got {type(payloads).__name__}")
+        raise InvalidArgumentError(3, "payloads must be a pyarrow Array of binary or string, "
+                                      f"got {type(payloads).__name__}")
     cfg = decoder_config(format, _arrow_schema(schema), decoder, options, timeout_ms=timeout_ms,
                          memory_limit_mb=memory_limit_mb)
     batch = _cached(cfg).decode(payloads)
