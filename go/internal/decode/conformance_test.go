@@ -80,7 +80,7 @@ func TestConformanceVectors(t *testing.T) {
 	}
 }
 
-func wasmFor(t *testing.T, format string) string {
+func wasmFor(t testing.TB, format string) string {
 	if dir := os.Getenv("PUBSUB_GO_WASM_DIR"); dir != "" {
 		return filepath.Join(dir, format+".wasm")
 	}
@@ -288,7 +288,7 @@ func decimalString(n *big.Int, scale int32) string {
 }
 
 // schemaOf builds an Arrow schema from the vectors' schema notation.
-func schemaOf(t *testing.T, fields []json.RawMessage) *arrow.Schema {
+func schemaOf(t testing.TB, fields []json.RawMessage) *arrow.Schema {
 	t.Helper()
 	var out []arrow.Field
 	for _, raw := range fields {
