@@ -98,3 +98,19 @@ func BenchmarkDecodeAvroNative(b *testing.B) {
 	spec := Spec{Builtin: "avro", Schema: benchSchema, Options: map[string]string{"avro_schema": benchAvroSchema}}
 	benchDecode(b, spec, benchAvro)
 }
+
+// The same modules with the time limit enforced by wazero's
+// WithCloseOnContextDone (the fallback) instead of the loop counter (a
+// memory cap of their own: the module cache keeps one build per cap).
+func BenchmarkDecodeJSONWasmCloseOnDone(b *testing.B) {
+	closeOnDoneForTests = true
+	defer func() { closeOnDoneForTests = false }()
+	benchDecode(b, Spec{WasmPath: guestModule(b, "cmd/json"), Schema: benchSchema, MemoryLimitMB: 255}, benchJSON)
+}
+
+func BenchmarkDecodeAvroWasmCloseOnDone(b *testing.B) {
+	closeOnDoneForTests = true
+	defer func() { closeOnDoneForTests = false }()
+	spec := Spec{WasmPath: guestModule(b, "cmd/avro"), Schema: benchSchema, Options: map[string]string{"avro_schema": benchAvroSchema}, MemoryLimitMB: 255}
+	benchDecode(b, spec, benchAvro)
+}

@@ -22,7 +22,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/tetratelabs/wazero"
 )
 
 // ErrorColumn is the utf8 column every module appends to its output: null
@@ -67,8 +66,7 @@ type Spec struct {
 type Decoder struct {
 	name    string
 	native  *nativePool // Builtin; nil for a module
-	rt      wazero.Runtime
-	cm      wazero.CompiledModule
+	mod     compiledModule
 	config  []byte
 	limit   uint64
 	timeout time.Duration
@@ -156,7 +154,7 @@ func NewDecoder(ctx context.Context, spec Spec, alloc memory.Allocator) (*Decode
 		rec.Release()
 		errs.Release()
 	} else {
-		if d.rt, d.cm, err = compiled(ctx, wasm, uint32(d.limit/65536)); err != nil {
+		if d.mod, err = compiled(ctx, wasm, uint32(d.limit/65536)); err != nil {
 			return nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
 		}
 		probe := array.NewBinaryBuilder(memory.DefaultAllocator, arrow.BinaryTypes.Binary)
@@ -288,7 +286,7 @@ func (d *Decoder) get(ctx context.Context) (*instance, error) {
 			return in, nil
 		case d.slots <- struct{}{}:
 			ictx, cancel := context.WithTimeout(ctx, d.timeout)
-			in, err := newInstance(ictx, d.rt, d.cm, d.config, d.limit)
+			in, err := newInstance(ictx, d.mod, d.config, d.limit)
 			cancel()
 			if err != nil {
 				<-d.slots

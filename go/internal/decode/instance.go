@@ -27,13 +27,13 @@ type instance struct {
 
 // newInstance instantiates cm with nothing granted but a bounded stderr
 // (kept for error messages), checks the ABI version and calls pg_init.
-func newInstance(ctx context.Context, rt wazero.Runtime, cm wazero.CompiledModule, config []byte, limit uint64) (*instance, error) {
+func newInstance(ctx context.Context, m compiledModule, config []byte, limit uint64) (*instance, error) {
 	in := &instance{stderr: &head{}, limit: limit}
 	mc := wazero.NewModuleConfig().
 		WithName("").
 		WithStartFunctions("_initialize").
 		WithStderr(in.stderr)
-	mod, err := rt.InstantiateModule(ctx, cm, mc)
+	mod, err := m.rt.InstantiateModule(ctx, m.cm, mc)
 	if err != nil {
 		return nil, in.classify(err, "instantiate")
 	}
