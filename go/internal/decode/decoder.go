@@ -67,7 +67,9 @@ type Decoder struct {
 	name    string
 	native  *nativePool // Builtin; nil for a module
 	mod     compiledModule
-	config  []byte
+	config  []byte // pg_init's config, ABI 1 (also the built-ins')
+	configs configs
+	target  *arrow.Schema // Spec.Schema
 	limit   uint64
 	timeout time.Duration
 	alloc   memory.Allocator
@@ -137,6 +139,13 @@ func NewDecoder(ctx context.Context, spec Spec, alloc memory.Allocator) (*Decode
 		schemaIPC = buf.Bytes()
 	}
 	d.config = encodeConfig(schemaIPC, spec.Options)
+	d.target = spec.Schema
+	d.configs.v1 = d.config
+	var v2schema []byte
+	if spec.Schema != nil {
+		v2schema, d.configs.v2err = encodeFields(nil, spec.Schema.Fields())
+	}
+	d.configs.v2 = encodeConfig(v2schema, spec.Options)
 
 	var err error
 	if spec.Builtin != "" {
@@ -203,7 +212,13 @@ func (d *Decoder) decode(ctx context.Context, payloads *array.Binary, first bool
 		d.drop(in, err)
 		return nil, nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
 	}
-	rec, errs, err := d.read(out, first)
+	var rec arrow.RecordBatch
+	var errs *array.String
+	if in.abi == abiVersion2 {
+		rec, errs, err = d.readV2(in, out, first)
+	} else {
+		rec, errs, err = d.read(out, first)
+	}
 	if err != nil {
 		d.drop(in, ErrCrashed)
 		return nil, nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
@@ -267,6 +282,36 @@ func (d *Decoder) read(out []byte, first bool) (arrow.RecordBatch, *array.String
 	return rec, errs, nil
 }
 
+// readV2 reads an ABI 2 output layout. The schema is the target, or the
+// module's pg_schema when none was given.
+func (d *Decoder) readV2(in *instance, out []byte, first bool) (arrow.RecordBatch, *array.String, error) {
+	if first {
+		sc := d.target
+		if sc == nil {
+			r := reader{b: in.schema}
+			fields, err := decodeFields(&r, 0)
+			if err != nil || !r.done() {
+				return nil, nil, fmt.Errorf("%w: pg_schema: %v", ErrCrashed, err)
+			}
+			sc = arrow.NewSchema(fields, nil)
+		}
+		d.schema = sc
+		md := sc.Metadata()
+		d.full = arrow.NewSchema(append(append([]arrow.Field(nil), sc.Fields()...),
+			arrow.Field{Name: ErrorColumn, Type: arrow.BinaryTypes.String, Nullable: true}), &md)
+	}
+	cols, rows, err := readLayout(out, in.mem, d.full, d.alloc)
+	if err != nil {
+		return nil, nil, err
+	}
+	n := len(cols) - 1
+	rec := array.NewRecordBatch(d.schema, cols[:n], int64(rows))
+	for _, c := range cols[:n] {
+		c.Release()
+	}
+	return rec, cols[n].(*array.String), nil
+}
+
 // get borrows an idle instance or starts a new one when under the bound.
 func (d *Decoder) get(ctx context.Context) (*instance, error) {
 	for {
@@ -286,7 +331,7 @@ func (d *Decoder) get(ctx context.Context) (*instance, error) {
 			return in, nil
 		case d.slots <- struct{}{}:
 			ictx, cancel := context.WithTimeout(ctx, d.timeout)
-			in, err := newInstance(ictx, d.mod, d.config, d.limit)
+			in, err := newInstance(ictx, d.mod, &d.configs, d.limit)
 			cancel()
 			if err != nil {
 				<-d.slots
