@@ -66,7 +66,7 @@ void pg_mfree(void *p) { free(p); }
 
 typedef struct { uint8_t *p; uint32_t len, cap; } buf;
 
-static int grow(buf *b, uint32_t more) {
+static inline int grow(buf *b, uint32_t more) {
   if (b->len + more <= b->cap) return 1;
   uint32_t cap = b->cap ? b->cap * 2 : 256;
   while (cap < b->len + more) cap *= 2;
@@ -77,13 +77,34 @@ static int grow(buf *b, uint32_t more) {
   return 1;
 }
 
+/* copy_bytes copies n bytes with fixed-size (inlined) moves: in wazero a
+ * variable-size memcpy (memory.copy) is a call out of the guest, which
+ * costs more than a short value takes to copy. */
+static inline void copy_bytes(uint8_t *d, const uint8_t *s, uint32_t n) {
+  if (n >= 8) {
+    uint32_t i = 0;
+    for (; i + 8 <= n; i += 8) __builtin_memcpy(d + i, s + i, 8);
+    if (i < n) __builtin_memcpy(d + n - 8, s + n - 8, 8); /* overlapping tail */
+  } else if (n >= 4) {
+    __builtin_memcpy(d, s, 4);
+    __builtin_memcpy(d + n - 4, s + n - 4, 4);
+  } else {
+    for (uint32_t i = 0; i < n; i++) d[i] = s[i];
+  }
+}
+
 static void put(buf *b, const void *p, uint32_t n) {
   grow(b, n);
-  memcpy(b->p + b->len, p, n);
+  if (n <= 256) copy_bytes(b->p + b->len, p, n);
+  else memcpy(b->p + b->len, p, n);
   b->len += n;
 }
 
-static void put_u32(buf *b, uint32_t v) { put(b, &v, 4); } /* wasm and x86 are little-endian */
+static void put_u32(buf *b, uint32_t v) {
+  grow(b, 4);
+  __builtin_memcpy(b->p + b->len, &v, 4);
+  b->len += 4;
+} /* wasm and x86 are little-endian */
 
 struct pg_column {
   uint8_t type, width; /* width in bytes of fixed-width values */
@@ -109,10 +130,7 @@ static void put_bit(pg_column *c, int v) {
   if (v) c->data.p[c->len / 8] |= (uint8_t)(1u << (c->len % 8));
 }
 
-static void end_offset(pg_column *c) {
-  int32_t end = (int32_t)c->data.len;
-  put(&c->offs, &end, 4);
-}
+static void end_offset(pg_column *c) { put_u32(&c->offs, c->data.len); }
 
 void pg_append_null(pg_column *c) {
   switch (c->type) {
@@ -130,7 +148,15 @@ void pg_append_null(pg_column *c) {
 void pg_append_bool(pg_column *c, int v) { put_bit(c, v); set_valid(c, 1); }
 
 void pg_append_int(pg_column *c, int64_t v) {
-  put(&c->data, &v, c->width); /* little-endian: the low bytes */
+  grow(&c->data, 8);
+  uint8_t *d = c->data.p + c->data.len;
+  switch (c->width) { /* little-endian: the low bytes */
+  case 1: *d = (uint8_t)v; break;
+  case 2: { int16_t x = (int16_t)v; __builtin_memcpy(d, &x, 2); break; }
+  case 4: { int32_t x = (int32_t)v; __builtin_memcpy(d, &x, 4); break; }
+  default: __builtin_memcpy(d, &v, 8);
+  }
+  c->data.len += c->width;
   set_valid(c, 1);
 }
 

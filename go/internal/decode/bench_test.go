@@ -114,3 +114,19 @@ func BenchmarkDecodeAvroWasmCloseOnDone(b *testing.B) {
 	spec := Spec{WasmPath: guestModule(b, "cmd/avro"), Schema: benchSchema, Options: map[string]string{"avro_schema": benchAvroSchema}, MemoryLimitMB: 255}
 	benchDecode(b, spec, benchAvro)
 }
+
+// The example decoder (VPC flow log lines) per guest SDK in wazero, with
+// the memory cap and time limit on. Natively: BenchmarkVpcflowNative in
+// wasm-decoders/examples/vpcflow (Go) and examples/vpcflow-c/bench_native.c (C).
+func vpcLine(i int) []byte { // = vpcLine in wasm-decoders/examples/vpcflow
+	return fmt.Appendf(nil, "2 123456789010 eni-%08x 172.31.%d.%d 10.0.%d.%d %d 443 6 %d %d %d %d ACCEPT OK",
+		i, i%256, i%200, i%100, i%250, 20000+i%40000, i%1000, i*37%100000, 1418530010+i, 1418530070+i)
+}
+
+func BenchmarkVpcflowGoWasm(b *testing.B) {
+	benchDecode(b, Spec{WasmPath: guestModule(b, "examples/vpcflow")}, vpcLine)
+}
+
+func BenchmarkVpcflowCWasm(b *testing.B) {
+	benchDecode(b, Spec{WasmPath: cModule(b, "examples/vpcflow-c/vpcflow.c")}, vpcLine)
+}

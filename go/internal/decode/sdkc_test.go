@@ -52,9 +52,9 @@ func cModule(tb testing.TB, src string) string {
 var vpcLines = []string{
 	"2 123456789010 eni-1235b8ca123456789 172.31.16.139 172.31.16.21 20641 22 6 20 4249 1418530010 1418530070 ACCEPT OK",
 	"2 123456789010 eni-1235b8ca123456789 - - - - - - - 1431280876 1431280934 - NODATA",
-	"2 1 eni-1 1.1.1.1 2.2.2.2 x 22 6 1 1 1 2 REJECT OK",      // not a number
-	"2 1 eni-1 1.1.1.1 2.2.2.2 1 22 6 1 1 1 2 REJECT",         // too few fields
-	"",                                                        // empty
+	"2 1 eni-1 1.1.1.1 2.2.2.2 x 22 6 1 1 1 2 REJECT OK", // not a number
+	"2 1 eni-1 1.1.1.1 2.2.2.2 1 22 6 1 1 1 2 REJECT",    // too few fields
+	"", // empty
 	"2 1 eni-1 1.1.1.1 2.2.2.2 99999999999 22 6 1 1 1 2 A OK", // int32 overflow
 	"  2\t1 eni-1 1.1.1.1 2.2.2.2 1 22 6 1 1 1 2 A OK  ",      // other spacing
 }
