@@ -130,3 +130,10 @@ func BenchmarkVpcflowGoWasm(b *testing.B) {
 func BenchmarkVpcflowCWasm(b *testing.B) {
 	benchDecode(b, Spec{WasmPath: cModule(b, "examples/vpcflow-c/vpcflow.c")}, vpcLine)
 }
+
+// What the time limit costs: the C example without any.
+func BenchmarkVpcflowCWasmNoTimeLimit(b *testing.B) {
+	noTimeLimitForBench = true
+	defer func() { noTimeLimitForBench = false }()
+	benchDecode(b, Spec{WasmPath: cModule(b, "examples/vpcflow-c/vpcflow.c"), MemoryLimitMB: 254}, vpcLine)
+}
