@@ -220,6 +220,7 @@ def main() -> None:
     ap.add_argument("--spark-rows", type=int, default=200_000)
     ap.add_argument("--no-spark", action="store_true")
     ap.add_argument("--no-spark-avro", action="store_true", help="skip from_avro (needs spark-avro from Maven)")
+    ap.add_argument("--no-e2e", action="store_true", help="skip Spark end to end (bench/spark_decode_e2e.py)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "decode_results.md"))
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="decode-bench-"))
@@ -241,6 +242,13 @@ def main() -> None:
     if not args.no_spark:
         print("Spark from_json/from_avro...", flush=True)
         spark = spark_jobs(args.spark_rows, not args.no_spark_avro)
+    e2e = {}
+    if not args.no_spark and not args.no_e2e:
+        print("Spark end to end at 1 KB JSON...", flush=True)
+        sys.path.insert(0, str(ROOT / "bench"))
+        import spark_decode_e2e
+
+        e2e = spark_decode_e2e.run()
 
     def fmt(v: float | None) -> str:
         return "–" if v is None else f"{v:.1f}"
@@ -294,6 +302,14 @@ def main() -> None:
         "",
         f"The time limit's cost in wazero (C example): {fmt(c_wazero)} MB/s with the loop counter, "
         f"{fmt(go.get('BenchmarkVpcflowCWasmNoTimeLimit'))} MB/s with no time limit at all.",
+        "",
+        "## Spark end to end: 1 KB JSON messages, 5 typed columns (`bench/spark_decode_e2e.py`)",
+        "",
+        "bench/loadserver `--payload-json` → `pubsub-go` source (2 partitions, tuned options) → noop sink, local[2].",
+        "",
+        "| mode | rows/s | vs schema mode |",
+        "| --- | ---: | ---: |",
+        *(f"| {m} | {e2e[m]:,.0f} | {ratio(e2e.get('schema mode'), e2e[m])} |" for m in e2e),
         "",
         "wazero and wasmtime figures include the host's work (input copy, output conversion into Arrow",
         "arrays); native ones are the guest code alone. Compilation is cached and not included.",

@@ -30,7 +30,7 @@ type server struct {
 func newServer(o options) *server {
 	s := &server{
 		opts:   o,
-		synth:  newSynth(o.payloadBytes, o.attributes, o.orderingKeys),
+		synth:  newSynth(o.payloadBytes, o.attributes, o.orderingKeys, o.payloadJSON),
 		leases: newLeaseTable(),
 		stats:  newStats(),
 	}
