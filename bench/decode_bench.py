@@ -303,16 +303,16 @@ def main() -> None:
         f"The time limit's cost in wazero (C example): {fmt(c_wazero)} MB/s with the loop counter, "
         f"{fmt(go.get('BenchmarkVpcflowCWasmNoTimeLimit'))} MB/s with no time limit at all.",
         "",
+        "wazero and wasmtime figures include the host's work (input copy, output conversion into Arrow",
+        "arrays); native ones are the guest code alone. Compilation is cached and not included.",
+        "",
         "## Spark end to end: 1 KB JSON messages, 5 typed columns (`bench/spark_decode_e2e.py`)",
         "",
         "bench/loadserver `--payload-json` → `pubsub-go` source (2 partitions, tuned options) → noop sink, local[2].",
         "",
-        "| mode | rows/s | vs schema mode |",
+        "| mode | rows/s | schema mode ÷ this |",
         "| --- | ---: | ---: |",
         *(f"| {m} | {e2e[m]:,.0f} | {ratio(e2e.get('schema mode'), e2e[m])} |" for m in e2e),
-        "",
-        "wazero and wasmtime figures include the host's work (input copy, output conversion into Arrow",
-        "arrays); native ones are the guest code alone. Compilation is cached and not included.",
         "",
     ]
     text = "\n".join(lines)
