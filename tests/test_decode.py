@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from test_schema_mode import AVRO_SCHEMA, JSON_DDL, avro_payloads, json_payloads
 
 import pubsub_go
 from pubsub_go.errors import AbortedError, DeadlineExceededError, InvalidArgumentError, ResourceExhaustedError
 from sparkutil import spark_session, stop_spark
+from test_schema_mode import AVRO_SCHEMA, JSON_DDL, avro_payloads, json_payloads
 
 ROOT = Path(__file__).resolve().parents[1]
 
