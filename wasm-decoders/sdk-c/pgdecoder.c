@@ -236,16 +236,23 @@ const char *pg_error_text(const char *prefix, const uint8_t *detail, uint32_t de
 }
 
 int pg_parse_i64(const uint8_t *p, uint32_t n, int64_t *out_v) {
-  if (n == 0 || n > 19) return 1;
-  int neg = p[0] == '-';
-  uint32_t i = neg;
+  /* As Go's strconv.ParseInt(s, 10, 64): optional sign, decimal digits,
+   * range checked. */
+  uint32_t i = 0;
+  int neg = 0;
+  if (n && (p[0] == '+' || p[0] == '-')) {
+    neg = p[0] == '-';
+    i = 1;
+  }
   if (i == n) return 1;
-  int64_t v = 0;
+  uint64_t v = 0, limit = neg ? (uint64_t)1 << 63 : ((uint64_t)1 << 63) - 1;
   for (; i < n; i++) {
     if (p[i] < '0' || p[i] > '9') return 1;
-    v = v * 10 + (p[i] - '0');
+    uint64_t d = (uint64_t)(p[i] - '0');
+    if (v > (limit - d) / 10) return 1;
+    v = v * 10 + d;
   }
-  *out_v = neg ? -v : v;
+  *out_v = neg ? (int64_t)(0 - v) : (int64_t)v;
   return 0;
 }
 

@@ -2,6 +2,7 @@ package decode
 
 import (
 	"context"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -126,5 +127,46 @@ func TestCDecoderRejectsWrongTypes(t *testing.T) {
 	_, err := NewDecoder(context.Background(), Spec{WasmPath: cModule(t, "examples/vpcflow-c/vpcflow.c"), Schema: bad, Timeout: time.Minute}, nil)
 	if err == nil || !strings.Contains(err.Error(), "wrong type") {
 		t.Fatalf("want the module's error, got %v", err)
+	}
+}
+
+// Random lines from tokens that stress both ports' edges (signs, range
+// limits, Unicode spaces, too few or many fields): the C port fails
+// exactly the lines the Go one fails and decodes the rest identically.
+func TestCVpcflowEqualsGoVpcflowOnRandomLines(t *testing.T) {
+	tokens := []string{"2", "-", "+5", "-7", "0", "007", "9223372036854775807", "9223372036854775808",
+		"-9223372036854775808", "-9223372036854775809", "2147483647", "2147483648", "-2147483649", "x", "1e3",
+		"eni-1", "ACCEPT", "é", "1418530010", "--", "+", ""}
+	spaces := []string{" ", "  ", "\t", "\u00a0", "\u0085", "\r\n", "\x01"}
+	r := rand.New(rand.NewPCG(1, 2))
+	lines := make([]string, 3000)
+	for i := range lines {
+		n := 12 + r.IntN(4)
+		var b strings.Builder
+		for j := 0; j < n; j++ {
+			if j > 0 || r.IntN(4) == 0 {
+				b.WriteString(spaces[r.IntN(len(spaces))])
+			}
+			b.WriteString(tokens[r.IntN(len(tokens))])
+		}
+		lines[i] = b.String()
+	}
+	goRec, goErrs := decodeWith(t, Spec{WasmPath: guestModule(t, "examples/vpcflow")}, lines)
+	defer goRec.Release()
+	defer goErrs.Release()
+	cRec, cErrs := decodeWith(t, Spec{WasmPath: cModule(t, "examples/vpcflow-c/vpcflow.c")}, lines)
+	defer cRec.Release()
+	defer cErrs.Release()
+	for i := range lines {
+		if goErrs.IsValid(i) != cErrs.IsValid(i) {
+			t.Fatalf("line %q: Go error %q, C error %q", lines[i], goErrs.Value(i), cErrs.Value(i))
+		}
+	}
+	ge, ce := nullMessages(goErrs), nullMessages(cErrs)
+	defer ge.Release()
+	defer ce.Release()
+	sameOutput(t, goRec, ge, cRec, ce)
+	if ok := goErrs.NullN(); ok == 0 || ok == len(lines) {
+		t.Fatalf("%d of %d lines decoded: the generator tests nothing", ok, len(lines))
 	}
 }

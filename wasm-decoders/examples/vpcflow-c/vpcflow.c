@@ -68,20 +68,29 @@ const char *decoder_init(const pg_schema *target, const pg_options *opts, const 
   return 0;
 }
 
-static int space(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+/* space_at is the length of the white space at p[i] (0 if none), as Go's
+ * bytes.Fields (unicode.IsSpace) sees it: \t \n \v \f \r, space, and
+ * U+0085, U+00A0 (UTF-8 C2 85, C2 A0). */
+static inline uint32_t space_at(const uint8_t *p, uint32_t i, uint32_t n) {
+  uint8_t c = p[i];
+  if (c == ' ' || (c >= '\t' && c <= '\r')) return 1;
+  if (c == 0xC2 && i + 1 < n && (p[i + 1] == 0x85 || p[i + 1] == 0xA0)) return 2;
+  return 0;
+}
 
 const char *decoder_decode(const uint8_t *p, uint32_t n, pg_column **cols) {
   const uint8_t *start[NCOL];
   uint32_t len[NCOL];
   int k = 0;
-  for (uint32_t i = 0; i < n;) {
-    while (i < n && space(p[i])) i++;
-    if (i == n) break;
-    uint32_t s = i;
-    while (i < n && !space(p[i])) i++;
+  uint32_t at = 0, w;
+  for (;;) {
+    while (at < n && (w = space_at(p, at, n)) != 0) at += w;
+    if (at == n) break;
+    uint32_t s = at;
+    while (at < n && space_at(p, at, n) == 0) at++;
     if (k == NCOL) return "want 14 space-separated fields, got more";
     start[k] = p + s;
-    len[k++] = i - s;
+    len[k++] = at - s;
   }
   if (k != NCOL) return "want 14 space-separated fields, got fewer";
   for (int i = 0; i < NCOL; i++) {
