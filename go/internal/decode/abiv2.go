@@ -219,6 +219,14 @@ func readLayout(out []byte, mem api.Memory, full *arrow.Schema, alloc memory.All
 			c.Release()
 		}
 	}
+	// arrow-go's validation panics on some bad offsets (it slices before it
+	// checks): a module's bad layout must fail its batch, not the process.
+	defer func() {
+		if r := recover(); r != nil {
+			release()
+			cols, rows, err = nil, 0, fmt.Errorf("%w: invalid output layout: %v", ErrCrashed, r)
+		}
+	}()
 	for _, f := range full.Fields() {
 		d, err := l.load(f.Type)
 		if err != nil {
@@ -228,9 +236,9 @@ func readLayout(out []byte, mem api.Memory, full *arrow.Schema, alloc memory.All
 		a := array.MakeFromData(d)
 		d.Release()
 		cols = append(cols, a)
-		if a.Len() != rows {
+		if n := a.Len(); n != rows {
 			release()
-			return nil, 0, fmt.Errorf("%w: column %q has %d rows, want %d", ErrCrashed, f.Name, a.Len(), rows)
+			return nil, 0, fmt.Errorf("%w: column %q has %d rows, want %d", ErrCrashed, f.Name, n, rows)
 		}
 		if err := array.ValidateFull(a); err != nil {
 			release()
@@ -319,6 +327,9 @@ func (l *layout) load(t arrow.DataType) (d arrow.ArrayData, err error) {
 			return nil, err
 		}
 		bufs = append(bufs, data)
+		if err := checkOffsets(offs, length, bufLen(data)); err != nil {
+			return nil, err
+		}
 	case *arrow.StructType:
 		for _, f := range tt.Fields() {
 			c, err := l.load(f.Type)
@@ -338,6 +349,9 @@ func (l *layout) load(t arrow.DataType) (d arrow.ArrayData, err error) {
 			return nil, err
 		}
 		children = append(children, c)
+		if err := checkOffsets(offs, length, c.Len()); err != nil {
+			return nil, err
+		}
 	case arrow.FixedWidthDataType:
 		data, err := l.buffer(fixedBytes(tt, length))
 		if err != nil {
@@ -348,4 +362,28 @@ func (l *layout) load(t arrow.DataType) (d arrow.ArrayData, err error) {
 		return nil, fmt.Errorf("type %s is not supported", t)
 	}
 	return array.NewData(t, length, bufs, children, nulls, 0), nil
+}
+
+// checkOffsets: n+1 non-decreasing int32 offsets from 0..end (arrow-go's
+// own validation panics on some bad ones).
+func checkOffsets(b *memory.Buffer, n, end int) error {
+	if b == nil {
+		return errors.New("missing offsets")
+	}
+	prev := int32(0)
+	for i := 0; i <= n; i++ {
+		o := int32(binary.LittleEndian.Uint32(b.Bytes()[4*i:]))
+		if o < prev || int(o) > end {
+			return fmt.Errorf("bad offset %d at %d (values end at %d)", o, i, end)
+		}
+		prev = o
+	}
+	return nil
+}
+
+func bufLen(b *memory.Buffer) int {
+	if b == nil {
+		return 0
+	}
+	return b.Len()
 }

@@ -276,6 +276,14 @@ func (d *Decoder) read(out []byte, first bool) (arrow.RecordBatch, *array.String
 	} else if !sc.Equal(d.full) {
 		return nil, nil, fmt.Errorf("%w: output schema changed to %s", ErrCrashed, sc)
 	}
+	for i, c := range full.Columns() {
+		if c.DataType().ID() == arrow.NULL {
+			continue // nothing to check (and IPC gives it no buffers, which ValidateFull rejects)
+		}
+		if err := validate(c); err != nil {
+			return nil, nil, fmt.Errorf("%w: output column %q: %v", ErrCrashed, sc.Field(i).Name, err)
+		}
+	}
 	rec := array.NewRecordBatch(d.schema, full.Columns()[:n], full.NumRows())
 	errs := full.Column(n).(*array.String)
 	errs.Retain()
@@ -383,4 +391,16 @@ func (d *Decoder) Close() error {
 			return nil
 		}
 	}
+}
+
+// validate checks a module's output array fully (offsets, UTF-8): it is
+// not trusted. arrow-go panics on some bad offsets instead of returning an
+// error; that is an error here too.
+func validate(a arrow.Array) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("invalid: %v", r)
+		}
+	}()
+	return array.ValidateFull(a)
 }

@@ -2,6 +2,7 @@ package decode
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -26,6 +27,13 @@ var cBuilt sync.Map // source -> *builtModule
 
 func cModule(tb testing.TB, src string) string {
 	tb.Helper()
+	return buildC(tb, src, false)
+}
+
+// buildC builds src (a path under wasm-decoders); noSDK for sources that
+// implement the ABI themselves.
+func buildC(tb testing.TB, src string, noSDK bool) string {
+	tb.Helper()
 	v, _ := cBuilt.LoadOrStore(src, &builtModule{})
 	b := v.(*builtModule)
 	b.once.Do(func() {
@@ -35,7 +43,11 @@ func cModule(tb testing.TB, src string) string {
 			return
 		}
 		b.path = filepath.Join(wasmDir, strings.TrimSuffix(filepath.Base(src), ".c")+"_c.wasm")
-		cmd := exec.Command("bash", filepath.Join(root, "build-c.sh"), b.path, filepath.Join(root, src))
+		args := []string{filepath.Join(root, "build-c.sh"), b.path}
+		if noSDK {
+			args = append(args, "--no-sdk")
+		}
+		cmd := exec.Command("bash", append(args, filepath.Join(root, src))...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.err = err
 			tb.Logf("build-c.sh %s: %s", src, out)
@@ -88,9 +100,10 @@ func TestCVpcflowEqualsGoVpcflow(t *testing.T) {
 		{Name: "start", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
 		{Name: "srcport", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
 	}, nil)
+	goWasm, cWasm := guestModule(t, "examples/vpcflow"), cModule(t, "examples/vpcflow-c/vpcflow.c")
 	for _, target := range []*arrow.Schema{nil, subset} {
-		goRec, goErrs := decodeWith(t, Spec{WasmPath: guestModule(t, "examples/vpcflow"), Schema: target}, vpcLines)
-		cRec, cErrs := decodeWith(t, Spec{WasmPath: cModule(t, "examples/vpcflow-c/vpcflow.c"), Schema: target}, vpcLines)
+		goRec, goErrs := decodeWith(t, Spec{WasmPath: goWasm, Schema: target}, vpcLines)
+		cRec, cErrs := decodeWith(t, Spec{WasmPath: cWasm, Schema: target}, vpcLines)
 		sameOutput(t, goRec, nullMessages(goErrs), cRec, nullMessages(cErrs))
 		for i := range vpcLines {
 			if goErrs.IsValid(i) != cErrs.IsValid(i) {
@@ -151,10 +164,11 @@ func TestCVpcflowEqualsGoVpcflowOnRandomLines(t *testing.T) {
 		}
 		lines[i] = b.String()
 	}
-	goRec, goErrs := decodeWith(t, Spec{WasmPath: guestModule(t, "examples/vpcflow")}, lines)
+	goWasm, cWasm := guestModule(t, "examples/vpcflow"), cModule(t, "examples/vpcflow-c/vpcflow.c")
+	goRec, goErrs := decodeWith(t, Spec{WasmPath: goWasm}, lines)
 	defer goRec.Release()
 	defer goErrs.Release()
-	cRec, cErrs := decodeWith(t, Spec{WasmPath: cModule(t, "examples/vpcflow-c/vpcflow.c")}, lines)
+	cRec, cErrs := decodeWith(t, Spec{WasmPath: cWasm}, lines)
 	defer cRec.Release()
 	defer cErrs.Release()
 	for i := range lines {
@@ -168,5 +182,42 @@ func TestCVpcflowEqualsGoVpcflowOnRandomLines(t *testing.T) {
 	sameOutput(t, goRec, ge, cRec, ce)
 	if ok := goErrs.NullN(); ok == 0 || ok == len(lines) {
 		t.Fatalf("%d of %d lines decoded: the generator tests nothing", ok, len(lines))
+	}
+}
+
+// A module's broken output layout fails its batch as ErrCrashed (the
+// arrays are validated before anyone reads them), the instance is
+// replaced, and the next batch decodes.
+func TestBrokenLayoutsAreCrashes(t *testing.T) {
+	d, err := NewDecoder(context.Background(), Spec{WasmPath: buildC(t, "internal/testguests/badlayout/badlayout.c", true),
+		Format: "badlayout", MaxInstances: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	decode := func(fault string) (arrow.RecordBatch, *array.String, error) {
+		in := binaryArray(fault, "xy")
+		defer in.Release()
+		return d.Decode(context.Background(), in)
+	}
+	good := func() {
+		rec, errs, err := decode("g")
+		if err != nil {
+			t.Fatalf("good batch: %v", err)
+		}
+		defer rec.Release()
+		defer errs.Release()
+		if v := rec.Column(0).(*array.String); v.Value(0) != "ab" || v.Value(1) != "cd" || errs.NullN() != 2 {
+			t.Fatalf("good batch: %v %v", rec, errs)
+		}
+	}
+	good()
+	for fault, want := range map[string]string{"o": "outside guest memory", "b": "offset", "n": "too few nodes",
+		"r": "rows", "x": "more nodes or buffers"} {
+		_, _, err := decode(fault)
+		if !errors.Is(err, ErrCrashed) || !strings.Contains(err.Error(), want) {
+			t.Errorf("fault %s: %v, want ErrCrashed mentioning %q", fault, err, want)
+		}
+		good()
 	}
 }
