@@ -135,6 +135,15 @@ def test_vpcflow_c_port_equals_the_go_one(vpcflow_wasm, vpcflow_c_wasm, target):
     assert [e is None for e in ce.to_pylist()] == [e is None for e in ge.to_pylist()] == ok
 
 
+def test_broken_v2_layouts_are_crashes(badlayout_wasm):
+    with Decoder(badlayout_wasm) as dec:
+        assert dec.decode([b"g", b"xy"])[0].column(0).to_pylist() == ["ab", "cd"]
+        for fault in (b"o", b"b", b"n", b"r", b"x"):
+            with pytest.raises(DecoderCrash):
+                dec.decode([fault, b"xy"])
+            assert dec.decode([b"g", b"xy"])[0].column(0).to_pylist() == ["ab", "cd"]
+
+
 # The sandbox -------------------------------------------------------------
 
 
