@@ -52,3 +52,9 @@ require (
 	google.golang.org/grpc v1.83.2 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+// The built-in decoders' core (jsondec, avrodec, arrowlite, sdk) is shared
+// with the WebAssembly builds: the data plane runs it natively.
+require github.com/pubsub-go/pubsub-go/wasm-decoders v0.0.0
+
+replace github.com/pubsub-go/pubsub-go/wasm-decoders => ./wasm-decoders

@@ -1,14 +1,22 @@
-"""Decode throughput, MB/s of payload per core, for JSON and Avro:
+"""Decode throughput, MB/s of payload per core, in one run:
 
-- WebAssembly in the Go host (wazero; what schema mode runs), via
-  `go test -bench DecodeXWasm` in go/internal/decode;
-- WebAssembly in the Python host (wasmtime; pubsub_go.decoders);
-- the same decoder compiled natively (`BenchmarkDecodeXNative` in wasm-decoders);
+Built-in JSON and Avro decoders (the same 1000 payloads, the Go
+benchmarks' batch, into the same five columns):
+- natively in the Go data plane (what schema mode runs; `go test -bench
+  DecodeXNative` in go/internal/decode: output in C memory);
+- through `pubsub_go.decode` from Python (the C decoder API);
+- their .wasm builds in the Go host (wazero, memory cap and time limit on:
+  the loop counter, and wazero's WithCloseOnContextDone for comparison),
+  and in the Python host (wasmtime);
+- the decoding core compiled natively on its own (wasm-decoders);
 - Spark's own from_json / from_avro on a payload column (a timed job over
   an in-memory DataFrame, local[1]).
 
-Every row decodes the same 1000 payloads (the Go benchmarks' batch) into
-the same five columns. Writes bench/decode_results.md.
+The example user decoder (VPC flow log lines, 1000 per batch) per guest
+SDK: Go (ABI 1) and C (ABI 2, built with zig's clang), each in wazero
+(sandbox on), in wasmtime and compiled natively (gcc -O2 for C).
+
+Writes bench/decode_results.md.
 
     python bench/decode_bench.py [--seconds 3] [--spark-rows 200000] [--no-spark]
 """
@@ -63,16 +71,88 @@ def avro_payload(i: int) -> bytes:  # = benchAvro
     return b + struct.pack("<d", i + 0.25) + _zz(1714979289123456 + i)
 
 
-def go_bench(pkg_dir: Path, pattern: str, pkgs: list[str], seconds: float) -> dict[str, float]:
+def go_bench(pkg_dir: Path, pattern: str, pkgs: list[str], seconds: float,
+             env: dict[str, str] | None = None) -> dict[str, float]:
     """MB/s per benchmark name, GOMAXPROCS=1."""
     cmd = ["go", "test", "-run", "^$", "-bench", pattern, "-benchtime", f"{seconds}s", "-cpu", "1", "-count", "1",
            *pkgs]
-    out = subprocess.run(cmd, cwd=pkg_dir, capture_output=True, text=True, timeout=1800)
+    out = subprocess.run(cmd, cwd=pkg_dir, capture_output=True, text=True, timeout=1800, env=env)
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stdout}\n{out.stderr}")
     res = {}
     for m in re.finditer(r"^(Benchmark\w+)\s+\d+\s+([\d.]+) ns/op\s+([\d.]+) MB/s", out.stdout, re.M):
         res[m.group(1)] = float(m.group(3))
+    return res
+
+
+def zig_env() -> dict[str, str]:
+    return dict(os.environ, ZIG=os.environ.get("ZIG", f"{sys.executable} -m ziglang"))
+
+
+def vpc_line(i: int) -> bytes:  # = vpcLine in go/internal/decode/bench_test.go
+    return (f"2 123456789010 eni-{i:08x} 172.31.{i % 256}.{i % 200} 10.0.{i % 100}.{i % 250} {20000 + i % 40000} 443 6 "
+            f"{i % 1000} {i * 37 % 100000} {1418530010 + i} {1418530070 + i} ACCEPT OK").encode()
+
+
+def timed(fn, size: int, seconds: float) -> float:
+    fn()
+    n, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        fn()
+        n += 1
+    return n * size / (time.perf_counter() - start) / 1e6
+
+
+def vpcflow_modules(tmp: Path) -> dict[str, Path]:
+    go_wasm, c_wasm = tmp / "vpcflow.wasm", tmp / "vpcflow_c.wasm"
+    subprocess.run(["go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", str(go_wasm),
+                    "./examples/vpcflow"], cwd=ROOT / "wasm-decoders", env=dict(os.environ, GOOS="wasip1",
+                                                                                  GOARCH="wasm"), check=True)
+    subprocess.run(["bash", str(ROOT / "wasm-decoders" / "build-c.sh"), str(c_wasm),
+                    str(ROOT / "wasm-decoders" / "examples" / "vpcflow-c" / "vpcflow.c")], env=zig_env(), check=True)
+    return {"go": go_wasm, "c": c_wasm}
+
+
+def vpcflow_c_native(tmp: Path, seconds: float) -> float:
+    src = ROOT / "wasm-decoders"
+    exe = tmp / "vpcflow_bench"
+    subprocess.run(["gcc", "-O2", "-I", str(src / "sdk-c"), str(src / "sdk-c" / "pgdecoder.c"),
+                    str(src / "examples" / "vpcflow-c" / "vpcflow.c"),
+                    str(src / "examples" / "vpcflow-c" / "bench_native.c"), "-o", str(exe)], check=True)
+    out = subprocess.run([str(exe), str(seconds)], capture_output=True, text=True, check=True).stdout
+    return float(out.split()[0])
+
+
+def vpcflow_wasmtime(modules: dict[str, Path], seconds: float) -> dict[str, float]:
+    import pyarrow as pa
+
+    from pubsub_go.decoders import Decoder
+
+    payloads = pa.array([vpc_line(i) for i in range(ROWS)], pa.binary())
+    size = sum(len(vpc_line(i)) for i in range(ROWS))
+    res = {}
+    for sdk, path in modules.items():
+        with Decoder(path) as dec:
+            assert dec.decode(payloads)[1].null_count == ROWS
+            res[sdk] = timed(lambda d=dec: d.decode(payloads), size, seconds)
+    return res
+
+
+def native_api(seconds: float) -> dict[str, float]:
+    """pubsub_go.decode: the native decoders through the C decoder API."""
+    import pyarrow as pa
+
+    import pubsub_go
+
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("tags", pa.list_(pa.string())),
+                        ("score", pa.float64()), ("at", pa.timestamp("us", tz="UTC"))])
+    res = {}
+    for name, gen, opts in [("json", json_payload, {}), ("avro", avro_payload, {"avro_schema": AVRO_SCHEMA})]:
+        payloads = pa.array([gen(i) for i in range(ROWS)], pa.binary())
+        size = sum(len(gen(i)) for i in range(ROWS))
+        assert pubsub_go.decode(payloads, format=name, schema=schema, **opts).column(5).null_count == ROWS
+        res[name] = timed(lambda p=payloads, n=name, o=opts: pubsub_go.decode(p, format=n, schema=schema, **o),
+                          size, seconds)
     return res
 
 
@@ -133,53 +213,106 @@ def spark_jobs(rows: int, with_avro: bool) -> dict[str, float]:
 
 
 def main() -> None:
+    import tempfile
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=3.0, help="time per Go/Python measurement")
     ap.add_argument("--spark-rows", type=int, default=200_000)
     ap.add_argument("--no-spark", action="store_true")
     ap.add_argument("--no-spark-avro", action="store_true", help="skip from_avro (needs spark-avro from Maven)")
+    ap.add_argument("--no-e2e", action="store_true", help="skip Spark end to end (bench/spark_decode_e2e.py)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "decode_results.md"))
     args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="decode-bench-"))
 
-    print("Go host (wazero)...", flush=True)
-    go = go_bench(ROOT / "go" / "internal" / "decode", "DecodeJSONWasm|DecodeAvroWasm", ["."], args.seconds)
-    print("native...", flush=True)
-    native = go_bench(ROOT / "wasm-decoders", "Native", ["./jsondec", "./avrodec"], args.seconds)
+    print("Go host: native built-ins, WebAssembly (wazero), example decoders...", flush=True)
+    go = go_bench(ROOT / "go" / "internal" / "decode", "DecodeJSON|DecodeAvro|Vpcflow", ["."], args.seconds,
+                  env=zig_env())
+    print("decoding cores natively...", flush=True)
+    native = go_bench(ROOT / "wasm-decoders", "Native", ["./jsondec", "./avrodec", "./examples/vpcflow"],
+                      args.seconds)
+    print("C example natively...", flush=True)
+    c_native = vpcflow_c_native(tmp, args.seconds)
+    print("pubsub_go.decode...", flush=True)
+    api = native_api(args.seconds)
     print("Python host (wasmtime)...", flush=True)
     py = python_host(args.seconds)
+    vpc_py = vpcflow_wasmtime(vpcflow_modules(tmp), args.seconds)
     spark = {}
     if not args.no_spark:
         print("Spark from_json/from_avro...", flush=True)
         spark = spark_jobs(args.spark_rows, not args.no_spark_avro)
+    e2e = {}
+    if not args.no_spark and not args.no_e2e:
+        print("Spark end to end at 1 KB JSON...", flush=True)
+        sys.path.insert(0, str(ROOT / "bench"))
+        import spark_decode_e2e
+
+        e2e = spark_decode_e2e.run()
 
     def fmt(v: float | None) -> str:
         return "–" if v is None else f"{v:.1f}"
 
+    def ratio(a: float | None, b: float | None) -> str:
+        return "–" if a is None or not b else f"{a / b:.1f}x"
+
+    def pct(a: float | None, b: float | None) -> str:
+        return "–" if a is None or not b else f"{100 * a / b:.0f} %"
+
+    nj, na = go.get("BenchmarkDecodeJSONNative"), go.get("BenchmarkDecodeAvroNative")
     rows = [
-        ("WebAssembly, Go host (wazero, time limit on) — schema mode", go.get("BenchmarkDecodeJSONWasm"),
-         go.get("BenchmarkDecodeAvroWasm")),
-        ("WebAssembly, Python host (wasmtime)", py.get("json"), py.get("avro")),
-        ("same decoder, native Go", native.get("BenchmarkDecodeJSONNative"), native.get("BenchmarkDecodeAvroNative")),
+        ("**native in the Go data plane — schema mode** (`format=json/avro`)", nj, na),
+        ("native, through `pubsub_go.decode` from Python (C decoder API)", api.get("json"), api.get("avro")),
+        ("WebAssembly build, Go host (wazero, memory cap + time limit: loop counter)",
+         go.get("BenchmarkDecodeJSONWasm"), go.get("BenchmarkDecodeAvroWasm")),
+        ("WebAssembly build, Go host (wazero, time limit by WithCloseOnContextDone)",
+         go.get("BenchmarkDecodeJSONWasmCloseOnDone"), go.get("BenchmarkDecodeAvroWasmCloseOnDone")),
+        ("WebAssembly build, Python host (wasmtime)", py.get("json"), py.get("avro")),
+        ("decoding core alone, native Go (IPC output in Go memory)", native.get("BenchmarkDecodeJSONNative"),
+         native.get("BenchmarkDecodeAvroNative")),
         ("Spark from_json / from_avro (local[1], noop sink)", spark.get("json"), spark.get("avro")),
     ]
-    sizes = (sum(len(json_payload(i)) for i in range(ROWS)), sum(len(avro_payload(i)) for i in range(ROWS)))
+    go_native, c_wazero = native.get("BenchmarkVpcflowNative"), go.get("BenchmarkVpcflowCWasm")
+    vrows = [
+        ("Go (ABI 1: IPC)", go.get("BenchmarkVpcflowGoWasm"), vpc_py.get("go"), go_native),
+        ("C (ABI 2: buffer layout; zig cc -O2 / gcc -O2)", c_wazero, vpc_py.get("c"), c_native),
+    ]
+    sizes = (sum(len(json_payload(i)) for i in range(ROWS)), sum(len(avro_payload(i)) for i in range(ROWS)),
+             sum(len(vpc_line(i)) for i in range(ROWS)))
     lines = [
         "# Decode throughput",
         "",
-        f"MB/s of payload per core; {ROWS} payloads per batch (JSON {sizes[0] / ROWS:.0f} B, Avro "
-        f"{sizes[1] / ROWS:.0f} B each) decoded into `{DDL}`. Generated by `python bench/decode_bench.py` on "
-        f"{platform.machine()}, {os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}"
-        " (a shared machine: expect ±30 %).",
+        f"MB/s of payload per core (one goroutine or thread, `-cpu 1`), one run of `python bench/decode_bench.py`"
+        f" on {platform.machine()}, {os.cpu_count()} cores, {time.strftime('%Y-%m-%d')} (a machine shared with"
+        " other work: expect ±30 %).",
+        "",
+        f"## Built-in decoders: {ROWS} payloads per batch (JSON {sizes[0] / ROWS:.0f} B, Avro "
+        f"{sizes[1] / ROWS:.0f} B each) into `{DDL}`",
         "",
         "| decoder | JSON MB/s | Avro MB/s |",
         "| --- | ---: | ---: |",
         *(f"| {n} | {fmt(j)} | {fmt(a)} |" for n, j, a in rows),
+        f"| schema mode vs Spark | {ratio(nj, spark.get('json'))} | {ratio(na, spark.get('avro'))} |",
         "",
-        "Why the Go host is slowest: wazero compiles a per-loop-iteration call that checks for",
-        "termination (`WithCloseOnContextDone`, needed so the time limit can stop a runaway loop);",
-        "Go-built guests loop a lot, so this costs about 2x. Without it wazero runs the same module",
-        "roughly 2-3x slower than wasmtime (explicit bounds checks, no guard pages). Compilation",
-        "(~1 s per module per process) is cached and not included.",
+        f"## The example user decoder (VPC flow log lines, {sizes[2] / ROWS:.0f} B each) per guest SDK",
+        "",
+        "| SDK | wazero (sandbox on) | wasmtime | native | wazero / native | wasmtime / native |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        *(f"| {n} | {fmt(w)} | {fmt(t)} | {fmt(v)} | {pct(w, v)} | {pct(t, v)} |" for n, w, t, v in vrows),
+        "",
+        f"The time limit's cost in wazero (C example): {fmt(c_wazero)} MB/s with the loop counter, "
+        f"{fmt(go.get('BenchmarkVpcflowCWasmNoTimeLimit'))} MB/s with no time limit at all.",
+        "",
+        "wazero and wasmtime figures include the host's work (input copy, output conversion into Arrow",
+        "arrays); native ones are the guest code alone. Compilation is cached and not included.",
+        "",
+        "## Spark end to end: 1 KB JSON messages, 5 typed columns (`bench/spark_decode_e2e.py`)",
+        "",
+        "bench/loadserver `--payload-json` → `pubsub-go` source (2 partitions, tuned options) → noop sink, local[2].",
+        "",
+        "| mode | rows/s | schema mode ÷ this |",
+        "| --- | ---: | ---: |",
+        *(f"| {m} | {e2e[m]:,.0f} | {ratio(e2e.get('schema mode'), e2e[m])} |" for m in e2e),
         "",
     ]
     text = "\n".join(lines)

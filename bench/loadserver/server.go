@@ -39,7 +39,7 @@ func (s *server) publishTime(now time.Time) time.Time {
 func newServer(o options) *server {
 	s := &server{
 		opts:    o,
-		synth:   newSynth(o.payloadBytes, o.attributes, o.orderingKeys),
+		synth:   newSynth(o.payloadBytes, o.attributes, o.orderingKeys, o.payloadJSON),
 		leases:  newLeaseTable(),
 		stats:   newStats(),
 		started: time.Now(),

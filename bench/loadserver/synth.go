@@ -20,10 +20,13 @@ type synth struct {
 	size    int64    // flow-control size of one message
 }
 
-func newSynth(payloadBytes, attributes, orderingKeys int) *synth {
+func newSynth(payloadBytes, attributes, orderingKeys int, asJSON bool) *synth {
 	s := &synth{payload: make([]byte, payloadBytes)}
 	for i := range s.payload {
 		s.payload[i] = 'a' + byte(i%26)
+	}
+	if asJSON {
+		s.payload = jsonPayload(payloadBytes)
 	}
 	if attributes > 0 {
 		s.attrs = make(map[string]string, attributes)
@@ -43,6 +46,19 @@ func newSynth(payloadBytes, attributes, orderingKeys int) *synth {
 	}
 	s.size = int64(proto.Size(m))
 	return s
+}
+
+// jsonPayload is a JSON object of five typed members padded to about n
+// bytes: `id BIGINT, name STRING, score DOUBLE, ok BOOLEAN, at TIMESTAMP`
+// plus an ignored "pad" string.
+func jsonPayload(n int) []byte {
+	head := `{"id": 1234567890123, "name": "user-4711", "score": 1234.5, "ok": true, "at": "2024-05-06T07:08:09.123456Z", "pad": "`
+	pad := max(0, n-len(head)-2)
+	b := append([]byte(head), make([]byte, pad)...)
+	for i := len(head); i < len(b); i++ {
+		b[i] = 'a' + byte(i%26)
+	}
+	return append(b, `"}`...)
 }
 
 func (s *synth) orderingKey(msg uint64) string {

@@ -48,7 +48,7 @@ func TestEncodedResponseDecodes(t *testing.T) {
 		{"large-payload", 200_000, 1, 2, true, 2, 1000, now},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s := newSynth(c.payload, c.attrs, c.keys)
+			s := newSynth(c.payload, c.attrs, c.keys, false)
 			props := &pubsubpb.StreamingPullResponse_SubscriptionProperties{MessageOrderingEnabled: c.ordering}
 			e := newResponseEncoder(s, props, &bufferPool{})
 			// Twice, so the second batch reuses the encoder's scratch.
@@ -103,7 +103,7 @@ func TestEncodedResponseDecodes(t *testing.T) {
 
 func TestEncodedEmptyResponse(t *testing.T) {
 	props := &pubsubpb.StreamingPullResponse_SubscriptionProperties{}
-	e := newResponseEncoder(newSynth(10, 1, 0), props, &bufferPool{})
+	e := newResponseEncoder(newSynth(10, 1, 0, false), props, &bufferPool{})
 	resp := decodeResponse(t, e.encode(nil, 1, 0, time.Now()))
 	// The heartbeat: no messages, and the (empty) properties present.
 	if len(resp.ReceivedMessages) != 0 || resp.SubscriptionProperties == nil {

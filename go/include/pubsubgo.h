@@ -167,4 +167,30 @@ int pg_admin(char* request_json, char** json_out, char** err);
 int pg_emulator_start(char* host_port, uint64_t* handle_out, char** addr_out, char** err);
 int pg_emulator_stop(uint64_t handle, char** err);
 
+/* Decoder ------------------------------------------------------------------ */
+
+/* The payload decoders of schema mode on any batch of payloads
+ * (docs/decode.md). config_json is the subscriber config's "decoder"
+ * object: {"format": "json"|"avro"} for a built-in decoder (runs natively)
+ * or {"wasm": path} for a decoder module (runs in the sandbox), plus
+ * "schema" (base64 Arrow IPC schema; the target), "options" (object of
+ * strings, e.g. avro_schema), "memory_limit_mb", "timeout_ms". Errors:
+ * INVALID_ARGUMENT (bad config, the decoder rejects the schema or
+ * options), DEADLINE_EXCEEDED (time limit), RESOURCE_EXHAUSTED (memory
+ * cap), ABORTED (the module crashed). A handle is safe for concurrent use. */
+int pg_decoder_open(char* config_json, uint64_t* handle_out, char** err);
+
+/* The decoded columns' schema (the target, or the one the decoder derived). */
+int pg_decoder_schema(uint64_t handle, struct ArrowSchema* out_schema, char** err);
+
+/* Decodes a binary, large_binary, utf8 or large_utf8 array of payloads
+ * (moved into the call; null payloads decode as empty ones) into a record
+ * batch (a struct array): the decoded columns, then `__decode_error`
+ * (utf8, null where the row decoded, the message where it did not; the
+ * row is then null in every decoded column). */
+int pg_decoder_decode(uint64_t handle, struct ArrowArray* payloads, struct ArrowSchema* payloads_schema,
+                      struct ArrowArray* out_batch, struct ArrowSchema* out_schema, char** err);
+
+int pg_decoder_close(uint64_t handle, char** err);
+
 #endif /* PUBSUBGO_H */

@@ -26,13 +26,14 @@ from .errors import (
 
 __all__ = [
     "__version__", "ClosedError", "Emulator", "ForkedProcessError", "InternalError", "InvalidArgumentError",
-    "NotFoundError", "PubSubError", "Publisher", "Subscriber", "UnavailableError", "register",
+    "NotFoundError", "PubSubError", "Publisher", "Subscriber", "UnavailableError", "decode", "register",
 ]
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from .client import Emulator, Publisher, Subscriber
+    from .native_decoder import decode
 
 
 def __getattr__(name: str) -> Any:
@@ -41,6 +42,10 @@ def __getattr__(name: str) -> Any:
         from . import client
 
         return getattr(client, name)
+    if name == "decode":
+        from .native_decoder import decode
+
+        return decode
     raise AttributeError(name)
 
 

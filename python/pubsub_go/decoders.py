@@ -41,7 +41,8 @@ __all__ = [
     "builtin_path",
 ]
 
-ABI_VERSION = 1
+ABI_VERSION = 1  # also accepted: ABI_VERSION_2 (docs/decoder-abi.md#version-2)
+ABI_VERSION_2 = 2
 ERROR_COLUMN = "__error"
 BUILTINS = ("json", "avro")
 
@@ -148,13 +149,100 @@ def _get_runtime() -> _Runtime:
         return _runtime
 
 
-def _encode_config(schema: pa.Schema | None, options: Mapping[str, str]) -> bytes:
-    schema_ipc = schema.serialize().to_pybytes() if schema is not None else b""
-    parts = [struct.pack("<I", len(schema_ipc)), schema_ipc, struct.pack("<I", len(options))]
+def _encode_config(schema: pa.Schema | None, options: Mapping[str, str], abi: int = ABI_VERSION) -> bytes:
+    if schema is None:
+        schema_bytes = b""
+    elif abi == ABI_VERSION_2:
+        schema_bytes = _encode_fields(list(schema))
+    else:
+        schema_bytes = schema.serialize().to_pybytes()
+    parts = [struct.pack("<I", len(schema_bytes)), schema_bytes, struct.pack("<I", len(options))]
     for k in sorted(options):
         kb, vb = str(k).encode(), str(options[k]).encode()
         parts += [struct.pack("<I", len(kb)), kb, struct.pack("<I", len(vb)), vb]
     return b"".join(parts)
+
+
+# ABI 2's schema form (go/internal/decode/abiv2.go): u32 count, then per
+# field u32 name length, name, u8 type id (Schema.fbs), u8 nullable, i32
+# p1, i32 p2, u32 tz length, tz, u32 child count, children.
+_UNITS = ("s", "ms", "us", "ns")
+
+
+def _encode_fields(fields: list[pa.Field]) -> bytes:
+    out = [struct.pack("<I", len(fields))]
+    for f in fields:
+        t, p1, p2, tz, children = f.type, 0, 0, "", []
+        if pa.types.is_null(t):
+            tid = 1
+        elif pa.types.is_integer(t):
+            tid, p1, p2 = 2, t.bit_width, int(pa.types.is_signed_integer(t))
+        elif pa.types.is_float32(t) or pa.types.is_float64(t):
+            tid, p1 = 3, 1 if pa.types.is_float32(t) else 2
+        elif pa.types.is_binary(t):
+            tid = 4
+        elif pa.types.is_string(t):
+            tid = 5
+        elif pa.types.is_boolean(t):
+            tid = 6
+        elif pa.types.is_decimal128(t):
+            tid, p1, p2 = 7, t.precision, t.scale
+        elif pa.types.is_date32(t) or pa.types.is_date64(t):
+            tid, p1 = 8, int(pa.types.is_date64(t))
+        elif pa.types.is_timestamp(t):
+            tid, p1, tz = 10, _UNITS.index(t.unit), t.tz or ""
+        elif pa.types.is_map(t):
+            tid = 17
+            children = [pa.field("entries", pa.struct([t.key_field, t.item_field]), False)]
+        elif pa.types.is_list(t):
+            tid, children = 12, [t.value_field]
+        elif pa.types.is_struct(t):
+            tid, children = 13, list(t)
+        else:
+            raise DecoderError(f"type {t} is not supported by decoder ABI 2")
+        name = f.name.encode()
+        out += [struct.pack("<I", len(name)), name, struct.pack("<BBiiI", tid, int(f.nullable), p1, p2, len(tz)),
+                tz.encode(), _encode_fields(children)]
+    return b"".join(out)
+
+
+def _decode_fields(b: memoryview, at: int = 0) -> tuple[list[pa.Field], int]:
+    (n,) = struct.unpack_from("<I", b, at)
+    at += 4
+    fields = []
+    for _ in range(n):
+        (ln,) = struct.unpack_from("<I", b, at)
+        name = bytes(b[at + 4 : at + 4 + ln]).decode()
+        at += 4 + ln
+        tid, nullable, p1, p2, tzl = struct.unpack_from("<BBiiI", b, at)
+        at += 14
+        tz = bytes(b[at : at + tzl]).decode()
+        at += tzl
+        children, at = _decode_fields(b, at)
+        simple = {1: pa.null(), 4: pa.binary(), 5: pa.string(), 6: pa.bool_()}
+        if tid in simple:
+            t = simple[tid]
+        elif tid == 2:
+            t = getattr(pa, f"{'' if p2 else 'u'}int{p1}")()
+        elif tid == 3:
+            t = pa.float32() if p1 == 1 else pa.float64()
+        elif tid == 7:
+            t = pa.decimal128(p1, p2)
+        elif tid == 8:
+            t = pa.date64() if p1 else pa.date32()
+        elif tid == 10:
+            t = pa.timestamp(_UNITS[p1], tz=tz or None)
+        elif tid == 12:
+            t = pa.list_(children[0])
+        elif tid == 13:
+            t = pa.struct(children)
+        elif tid == 17:
+            entries = children[0].type
+            t = pa.map_(entries.field(0), entries.field(1))
+        else:
+            raise DecoderCrash(f"pg_schema: unsupported type id {tid}")
+        fields.append(pa.field(name, t, bool(nullable)))
+    return fields, at
 
 
 def _encode_input(payloads: pa.Array | pa.ChunkedArray | Iterable[bytes]) -> bytes:
@@ -216,14 +304,17 @@ class _Instance:
             missing = [n for n in _EXPORTS if n not in ex]
             if missing:
                 raise DecoderError(
-                    f"module does not export {', '.join(missing)} (not a decoder ABI {ABI_VERSION} module?)"
+                    f"module does not export {', '.join(missing)} (not a decoder module?)"
                 )
             self.memory = ex["memory"]
             if "_initialize" in ex:
                 ex["_initialize"](self.store)
-            version = ex["pg_abi_version"](self.store)
-            if version != ABI_VERSION:
-                raise DecoderError(f"module implements decoder ABI {version}, this host {ABI_VERSION}")
+            self.abi = ex["pg_abi_version"](self.store)
+            if self.abi not in (ABI_VERSION, ABI_VERSION_2):
+                raise DecoderError(f"module implements decoder ABI {self.abi}, this host {ABI_VERSION} and "
+                                   f"{ABI_VERSION_2}")
+            if self.abi == ABI_VERSION_2 and "pg_schema" not in ex:
+                raise DecoderError("module does not export pg_schema (required by decoder ABI 2)")
         except BaseException:
             self.close()
             raise
@@ -309,7 +400,8 @@ class Decoder:
             self._module = self._rt.module(code)
         except wasmtime.WasmtimeError as e:
             raise DecoderError(f"invalid WebAssembly module: {e}") from e
-        self._config = _encode_config(schema, dict(options or {}))
+        self._target = schema
+        self._options = dict(options or {})
         self._memory_limit = memory_limit_mb * 1024 * 1024
         self._timeout = timeout
         self._lock = threading.Lock()
@@ -343,7 +435,12 @@ class Decoder:
                 lambda: _Instance(self._rt, self._module, self._memory_limit, self._ticks()), None
             )
             try:
-                self._guard(lambda: inst.call("pg_init", self._config), inst)
+                config = _encode_config(self._target, self._options, inst.abi)
+                self._guard(lambda: inst.call("pg_init", config), inst)
+                if inst.abi == ABI_VERSION_2:
+                    out = self._guard(lambda: inst._read_packed(inst.exports["pg_schema"](inst.store)), inst)
+                    fields = list(self._target) if self._target is not None else _decode_fields(memoryview(out))[0]
+                    inst.v2_schema = pa.schema(fields, metadata=self._target.metadata if self._target else None)
             except DecoderError:
                 inst.close()
                 raise
@@ -395,6 +492,8 @@ class Decoder:
             inst = self._instance()
             try:
                 out = self._guard(lambda: inst.call("pg_decode", data), inst)
+                if inst.abi == ABI_VERSION_2:
+                    return self._read_layout(inst, out)
             except (DecoderTimeout, DecoderMemoryError, DecoderCrash):
                 self._discard()
                 raise
@@ -408,3 +507,55 @@ class Decoder:
             batch.columns[:n], schema=pa.schema(list(batch.schema)[:n], metadata=batch.schema.metadata)
         )
         return decoded, errors
+
+    def _read_layout(self, inst: _Instance, out: bytes) -> tuple[pa.RecordBatch, pa.Array]:
+        """ABI 2's pg_output: the batch's field nodes and buffers, which
+        point into module memory and are copied out here."""
+        try:
+            rows, nn = struct.unpack_from("<II", out, 0)
+            nodes = [struct.unpack_from("<II", out, 8 + 8 * i) for i in range(nn)]
+            at = 8 + 8 * nn
+            (nb,) = struct.unpack_from("<I", out, at)
+            bufs = [struct.unpack_from("<II", out, at + 4 + 8 * i) for i in range(nb)]
+        except struct.error as e:
+            raise DecoderCrash(f"malformed output layout: {e}") from None
+        size = inst.memory.data_len(inst.store)
+
+        def take(validity: bool = False) -> pa.Buffer | None:
+            if not bufs:
+                raise DecoderCrash("output layout has too few buffers")
+            ptr, n = bufs.pop(0)
+            if n == 0:
+                return None if validity else pa.py_buffer(b"")
+            if ptr + n > size:
+                raise DecoderCrash("output buffer outside module memory")
+            return pa.py_buffer(bytes(inst.memory.read(inst.store, ptr, ptr + n)))
+
+        def load(t: pa.DataType) -> pa.Array:
+            if not nodes:
+                raise DecoderCrash("output layout has too few nodes")
+            length, nulls = nodes.pop(0)
+            if pa.types.is_null(t):
+                return pa.nulls(length)
+            valid = take(validity=True)
+            if pa.types.is_string(t) or pa.types.is_binary(t):
+                return pa.Array.from_buffers(t, length, [valid, take(), take()], null_count=nulls)
+            if pa.types.is_map(t) or pa.types.is_list(t):
+                offs = take()
+                child_type = pa.struct([t.key_field, t.item_field]) if pa.types.is_map(t) else t.value_type
+                return pa.Array.from_buffers(t, length, [valid, offs], null_count=nulls, children=[load(child_type)])
+            if pa.types.is_struct(t):
+                kids = [load(f.type) for f in t]
+                return pa.Array.from_buffers(t, length, [valid], null_count=nulls, children=kids)
+            return pa.Array.from_buffers(t, length, [valid, take()], null_count=nulls)
+
+        full = inst.v2_schema.append(pa.field(ERROR_COLUMN, pa.string()))
+        try:
+            cols = [load(f.type) for f in full]
+            for c in cols:
+                c.validate(full=True)
+        except (ValueError, pa.ArrowException) as e:
+            raise DecoderCrash(f"invalid output layout: {e}") from None
+        if nodes or bufs or any(len(c) != rows for c in cols):
+            raise DecoderCrash("output layout does not match the schema")
+        return pa.RecordBatch.from_arrays(cols[:-1], schema=inst.v2_schema), cols[-1]

@@ -62,3 +62,24 @@ def hostile_wasm(guest_dir) -> Path:
 @pytest.fixture(scope="session")
 def vpcflow_wasm(guest_dir) -> Path:
     return build_guest("examples/vpcflow", guest_dir)
+
+
+@pytest.fixture(scope="session")
+def vpcflow_c_wasm(guest_dir) -> Path:
+    """The C port of the example decoder (decoder ABI 2), built with zig's
+    clang from the ziglang package (a test dependency)."""
+    out = guest_dir / "vpcflow_c.wasm"
+    env = dict(os.environ, ZIG=f"{sys.executable} -m ziglang")
+    subprocess.run(["bash", str(WASM_SRC / "build-c.sh"), str(out), str(WASM_SRC / "examples/vpcflow-c/vpcflow.c")],
+                   env=env, check=True, timeout=600)
+    return out
+
+
+@pytest.fixture(scope="session")
+def badlayout_wasm(guest_dir) -> Path:
+    """A decoder ABI 2 module with broken output layouts (test guest)."""
+    out = guest_dir / "badlayout.wasm"
+    env = dict(os.environ, ZIG=f"{sys.executable} -m ziglang")
+    subprocess.run(["bash", str(WASM_SRC / "build-c.sh"), str(out), "--no-sdk",
+                    str(WASM_SRC / "internal/testguests/badlayout/badlayout.c")], env=env, check=True, timeout=600)
+    return out

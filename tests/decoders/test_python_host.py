@@ -113,6 +113,37 @@ def test_vpcflow_example(vpcflow_wasm):
     assert errors.to_pylist() == [None, "want 14 space-separated fields, got 2"]
 
 
+@pytest.mark.parametrize("target", [None, pa.schema([("bytes", pa.int64()), ("srcaddr", pa.string()),
+                                                     ("start", pa.timestamp("us", tz="UTC"))])])
+def test_vpcflow_c_port_equals_the_go_one(vpcflow_wasm, vpcflow_c_wasm, target):
+    """The C SDK's module (decoder ABI 2: no IPC) gives the Go SDK's (ABI 1) rows."""
+    lines = [
+        b"2 123456789010 eni-1235b8ca123456789 172.31.16.139 172.31.16.21 20641 22 6 20 4249 1418530010 1418530070"
+        b" ACCEPT OK",
+        b"2 123456789010 eni-1 - - - - - - - 1431280876 1431280934 - NODATA",
+        b"2 1 eni-1 1.1.1.1 2.2.2.2 x 22 6 1 1 1 2 REJECT OK",
+        b"short line",
+        b"",
+    ]
+    with Decoder(vpcflow_wasm, target) as go, Decoder(vpcflow_c_wasm, target) as c:
+        assert c.schema.equals(go.schema)
+        gb, ge = go.decode(lines)
+        cb, ce = c.decode(lines)
+    assert cb.equals(gb)
+    # Only wanted columns are parsed: the bad srcport fails only with all columns.
+    ok = [True, True, target is not None, False, False]
+    assert [e is None for e in ce.to_pylist()] == [e is None for e in ge.to_pylist()] == ok
+
+
+def test_broken_v2_layouts_are_crashes(badlayout_wasm):
+    with Decoder(badlayout_wasm) as dec:
+        assert dec.decode([b"g", b"xy"])[0].column(0).to_pylist() == ["ab", "cd"]
+        for fault in (b"o", b"b", b"n", b"r", b"x"):
+            with pytest.raises(DecoderCrash):
+                dec.decode([fault, b"xy"])
+            assert dec.decode([b"g", b"xy"])[0].column(0).to_pylist() == ["ab", "cd"]
+
+
 # The sandbox -------------------------------------------------------------
 
 

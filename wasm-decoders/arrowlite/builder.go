@@ -156,6 +156,32 @@ func (b *Builder) AppendList() {
 	b.setValid(true)
 }
 
+// Layout is a builder's content in Arrow's columnar layout, for a native
+// host that copies it into its own arrays (the views alias the builder and
+// are valid until its next change).
+type Layout struct {
+	Len, Nulls int
+	Valid      []byte  // validity bitmap, (Len+7)/8 bytes; nil when Nulls == 0
+	Data       []byte  // values (fixed width or bool bits) or the bytes of Utf8/Binary
+	Starts     []int32 // Utf8/Binary/List/Map: start of each slot; the end is End
+	End        int32   // Utf8/Binary: len(Data); List/Map: the child's Len
+}
+
+// Layout returns the builder's content (its children have their own).
+func (b *Builder) Layout() Layout {
+	l := Layout{Len: b.n, Nulls: b.nulls, Data: b.data, Starts: b.offs}
+	if b.nulls > 0 {
+		l.Valid = b.valid
+	}
+	switch b.Type.ID {
+	case Utf8, Binary:
+		l.End = int32(len(b.data))
+	case List, Map:
+		l.End = int32(b.Children[0].n)
+	}
+	return l
+}
+
 // Truncate drops every slot from n on (n <= Len), children included.
 func (b *Builder) Truncate(n int) {
 	if n >= b.n {

@@ -130,6 +130,28 @@ func (m *Module) Decode(input []byte) ([]byte, error) {
 	return m.w.Write(m.out, m.all, n)
 }
 
+// DecodeEach decodes n payloads, payload i given by at(i), and returns the
+// column builders (the decoder's columns, then the ErrorColumn), n slots
+// each, valid until the next call. It is Decode without the framing and
+// the IPC output: a native host (the Go data plane) reads the builders'
+// buffers directly (arrowlite.Builder.Layout).
+func (m *Module) DecodeEach(n int, at func(i int) []byte) ([]*arrowlite.Builder, error) {
+	if m.dec == nil {
+		return nil, errors.New("decode before a successful init")
+	}
+	for _, c := range m.all {
+		c.Reset()
+	}
+	for i := 0; i < n; i++ {
+		m.row(i, at(i))
+	}
+	return m.all, nil
+}
+
+// OutputSchema is the schema of Decode's output: Schema plus ErrorColumn
+// (nil before Init).
+func (m *Module) OutputSchema() *arrowlite.Schema { return m.out }
+
 // row decodes payload into row i; every column ends with i+1 slots.
 func (m *Module) row(i int, p []byte) {
 	err := m.call(p)

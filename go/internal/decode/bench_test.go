@@ -87,3 +87,53 @@ func BenchmarkDecodeAvroWasm(b *testing.B) {
 	spec := Spec{WasmPath: guestModule(b, "cmd/avro"), Schema: benchSchema, Options: map[string]string{"avro_schema": benchAvroSchema}}
 	benchDecode(b, spec, benchAvro)
 }
+
+// The built-in decoders run natively in the host (what schema mode runs
+// for format=json|avro), output copied into C memory.
+func BenchmarkDecodeJSONNative(b *testing.B) {
+	benchDecode(b, Spec{Builtin: "json", Schema: benchSchema}, benchJSON)
+}
+
+func BenchmarkDecodeAvroNative(b *testing.B) {
+	spec := Spec{Builtin: "avro", Schema: benchSchema, Options: map[string]string{"avro_schema": benchAvroSchema}}
+	benchDecode(b, spec, benchAvro)
+}
+
+// The same modules with the time limit enforced by wazero's
+// WithCloseOnContextDone (the fallback) instead of the loop counter (a
+// memory cap of their own: the module cache keeps one build per cap).
+func BenchmarkDecodeJSONWasmCloseOnDone(b *testing.B) {
+	closeOnDoneForTests = true
+	defer func() { closeOnDoneForTests = false }()
+	benchDecode(b, Spec{WasmPath: guestModule(b, "cmd/json"), Schema: benchSchema, MemoryLimitMB: 255}, benchJSON)
+}
+
+func BenchmarkDecodeAvroWasmCloseOnDone(b *testing.B) {
+	closeOnDoneForTests = true
+	defer func() { closeOnDoneForTests = false }()
+	spec := Spec{WasmPath: guestModule(b, "cmd/avro"), Schema: benchSchema, Options: map[string]string{"avro_schema": benchAvroSchema}, MemoryLimitMB: 255}
+	benchDecode(b, spec, benchAvro)
+}
+
+// The example decoder (VPC flow log lines) per guest SDK in wazero, with
+// the memory cap and time limit on. Natively: BenchmarkVpcflowNative in
+// wasm-decoders/examples/vpcflow (Go) and examples/vpcflow-c/bench_native.c (C).
+func vpcLine(i int) []byte { // = vpcLine in wasm-decoders/examples/vpcflow
+	return fmt.Appendf(nil, "2 123456789010 eni-%08x 172.31.%d.%d 10.0.%d.%d %d 443 6 %d %d %d %d ACCEPT OK",
+		i, i%256, i%200, i%100, i%250, 20000+i%40000, i%1000, i*37%100000, 1418530010+i, 1418530070+i)
+}
+
+func BenchmarkVpcflowGoWasm(b *testing.B) {
+	benchDecode(b, Spec{WasmPath: guestModule(b, "examples/vpcflow")}, vpcLine)
+}
+
+func BenchmarkVpcflowCWasm(b *testing.B) {
+	benchDecode(b, Spec{WasmPath: cModule(b, "examples/vpcflow-c/vpcflow.c")}, vpcLine)
+}
+
+// What the time limit costs: the C example without any.
+func BenchmarkVpcflowCWasmNoTimeLimit(b *testing.B) {
+	noTimeLimitForBench = true
+	defer func() { noTimeLimitForBench = false }()
+	benchDecode(b, Spec{WasmPath: cModule(b, "examples/vpcflow-c/vpcflow.c"), MemoryLimitMB: 254}, vpcLine)
+}

@@ -60,28 +60,60 @@ func TestConformanceVectors(t *testing.T) {
 			if err := dec.Decode(&v); err != nil {
 				t.Fatal(err)
 			}
-			rec, errs := runVector(t, &v)
+			// The .wasm build in wazero, and the same code natively (what
+			// schema mode runs for format=json|avro): both must meet the
+			// vector, and give identical batches and errors.
+			rec, errs := runVector(t, &v, false)
 			defer rec.Release()
 			defer errs.Release()
 			checkVector(t, &v, rec, errs)
+			nrec, nerrs := runVector(t, &v, true)
+			defer nrec.Release()
+			defer nerrs.Release()
+			checkVector(t, &v, nrec, nerrs)
+			sameOutput(t, rec, errs, nrec, nerrs)
 			if outDir != "" {
 				writeResult(t, filepath.Join(outDir, name+".arrows"), rec, errs)
+				writeResult(t, filepath.Join(outDir, name+".native.arrows"), nrec, nerrs)
 			}
 		})
 	}
 }
 
-func wasmFor(t *testing.T, format string) string {
+func wasmFor(t testing.TB, format string) string {
 	if dir := os.Getenv("PUBSUB_GO_WASM_DIR"); dir != "" {
 		return filepath.Join(dir, format+".wasm")
 	}
 	return guestModule(t, "cmd/"+format)
 }
 
-func runVector(t *testing.T, v *vector) (arrow.RecordBatch, *array.String) {
+// sameOutput fails unless two decoders' batches and row errors are equal
+// in schema (metadata included), values and validity.
+func sameOutput(t testing.TB, rec arrow.RecordBatch, errs *array.String, rec2 arrow.RecordBatch, errs2 *array.String) {
+	t.Helper()
+	if !rec.Schema().Equal(rec2.Schema()) || !reflect.DeepEqual(rec.Schema().Metadata(), rec2.Schema().Metadata()) {
+		t.Fatalf("schemas differ:\n%s\n%s", rec.Schema(), rec2.Schema())
+	}
+	for i := range int(rec.NumCols()) {
+		// Exact, except that NaN equals NaN (ApproxEqual with no tolerance).
+		if !array.ApproxEqual(rec.Column(i), rec2.Column(i), array.WithNaNsEqual(true), array.WithAbsTolerance(0)) {
+			t.Fatalf("column %q differs:\n%v\n%v", rec.Schema().Field(i).Name, rec.Column(i), rec2.Column(i))
+		}
+	}
+	if !array.Equal(errs, errs2) {
+		t.Fatalf("row errors differ:\n%v\n%v", errs, errs2)
+	}
+}
+
+func runVector(t *testing.T, v *vector, native bool) (arrow.RecordBatch, *array.String) {
 	mem := memory.NewCheckedAllocator(mallocator.NewMallocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	spec := Spec{WasmPath: wasmFor(t, v.Format), Format: v.Format, Options: v.Options, Timeout: time.Minute}
+	spec := Spec{Format: v.Format, Options: v.Options, Timeout: time.Minute}
+	if native {
+		spec.Builtin = v.Format
+	} else {
+		spec.WasmPath = wasmFor(t, v.Format)
+	}
 	if v.Schema != nil {
 		spec.Schema = schemaOf(t, v.Schema)
 	}
@@ -256,7 +288,7 @@ func decimalString(n *big.Int, scale int32) string {
 }
 
 // schemaOf builds an Arrow schema from the vectors' schema notation.
-func schemaOf(t *testing.T, fields []json.RawMessage) *arrow.Schema {
+func schemaOf(t testing.TB, fields []json.RawMessage) *arrow.Schema {
 	t.Helper()
 	var out []arrow.Field
 	for _, raw := range fields {

@@ -22,7 +22,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/tetratelabs/wazero"
 )
 
 // ErrorColumn is the utf8 column every module appends to its output: null
@@ -38,12 +37,16 @@ const (
 
 // Spec describes a decoder.
 type Spec struct {
+	// Builtin ("json" or "avro") runs that built-in decoder natively, in
+	// the host (trusted code: no sandbox, no memory cap or time limit).
+	// Exclusive with WasmPath and Wasm.
+	Builtin string
 	// WasmPath is the module file (e.g. the built-in json.wasm or avro.wasm
 	// shipped in the Python package). Wasm, if set, is used instead.
 	WasmPath string
 	Wasm     []byte
 	// Format names the decoder in error messages ("json", "avro", or a
-	// custom name); the module itself is what decides the format.
+	// custom name); the module (or Builtin) is what decides the format.
 	Format string
 	// Schema is the target schema. Required by the JSON decoder; the Avro
 	// decoder derives one from Options["avro_schema"] when it is nil.
@@ -62,9 +65,11 @@ type Spec struct {
 // Decode borrows an instance from a pool.
 type Decoder struct {
 	name    string
-	rt      wazero.Runtime
-	cm      wazero.CompiledModule
-	config  []byte
+	native  *nativePool // Builtin; nil for a module
+	mod     compiledModule
+	config  []byte // pg_init's config, ABI 1 (also the built-ins')
+	configs configs
+	target  *arrow.Schema // Spec.Schema
 	limit   uint64
 	timeout time.Duration
 	alloc   memory.Allocator
@@ -84,10 +89,17 @@ type Decoder struct {
 func NewDecoder(ctx context.Context, spec Spec, alloc memory.Allocator) (*Decoder, error) {
 	d := &Decoder{name: spec.Format, alloc: alloc, timeout: spec.Timeout}
 	if d.name == "" {
+		d.name = spec.Builtin
+	}
+	if d.name == "" {
 		d.name = "custom"
 	}
 	wasm := spec.Wasm
-	if wasm == nil {
+	if spec.Builtin != "" {
+		if wasm != nil || spec.WasmPath != "" {
+			return nil, fmt.Errorf("decode: %s decoder: Builtin and a module (WasmPath, Wasm) are exclusive", d.name)
+		}
+	} else if wasm == nil {
 		if spec.WasmPath == "" {
 			return nil, fmt.Errorf("decode: %s decoder: no WasmPath or Wasm given", d.name)
 		}
@@ -127,22 +139,45 @@ func NewDecoder(ctx context.Context, spec Spec, alloc memory.Allocator) (*Decode
 		schemaIPC = buf.Bytes()
 	}
 	d.config = encodeConfig(schemaIPC, spec.Options)
+	d.target = spec.Schema
+	d.configs.v1 = d.config
+	var v2schema []byte
+	if spec.Schema != nil {
+		v2schema, d.configs.v2err = encodeFields(nil, spec.Schema.Fields())
+	}
+	d.configs.v2 = encodeConfig(v2schema, spec.Options)
 
 	var err error
-	if d.rt, d.cm, err = compiled(ctx, wasm, uint32(d.limit/65536)); err != nil {
-		return nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
+	if spec.Builtin != "" {
+		if d.native, err = newNativePool(spec.Builtin, d.config, n); err != nil {
+			return nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
+		}
+		out, err := d.native.schemaIPC()
+		if err != nil {
+			return nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
+		}
+		rec, errs, err := d.read(out, true)
+		if err != nil {
+			return nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
+		}
+		rec.Release()
+		errs.Release()
+	} else {
+		if d.mod, err = compiled(ctx, wasm, uint32(d.limit/65536)); err != nil {
+			return nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
+		}
+		probe := array.NewBinaryBuilder(memory.DefaultAllocator, arrow.BinaryTypes.Binary)
+		empty := probe.NewBinaryArray()
+		probe.Release()
+		defer empty.Release()
+		rec, errs, err := d.decode(ctx, empty, true)
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		rec.Release()
+		errs.Release()
 	}
-	probe := array.NewBinaryBuilder(memory.DefaultAllocator, arrow.BinaryTypes.Binary)
-	empty := probe.NewBinaryArray()
-	probe.Release()
-	defer empty.Release()
-	rec, errs, err := d.decode(ctx, empty, true)
-	if err != nil {
-		d.Close()
-		return nil, err
-	}
-	rec.Release()
-	errs.Release()
 	if spec.Schema != nil && !d.schema.Equal(spec.Schema) {
 		d.Close()
 		return nil, fmt.Errorf("decode: %s decoder: %w: module produced schema %s, want %s", d.name, ErrDecoder, d.schema, spec.Schema)
@@ -163,6 +198,9 @@ func (d *Decoder) Decode(ctx context.Context, payloads *array.Binary) (arrow.Rec
 }
 
 func (d *Decoder) decode(ctx context.Context, payloads *array.Binary, first bool) (arrow.RecordBatch, *array.String, error) {
+	if d.native != nil {
+		return d.decodeNative(payloads)
+	}
 	in, err := d.get(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -174,7 +212,13 @@ func (d *Decoder) decode(ctx context.Context, payloads *array.Binary, first bool
 		d.drop(in, err)
 		return nil, nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
 	}
-	rec, errs, err := d.read(out, first)
+	var rec arrow.RecordBatch
+	var errs *array.String
+	if in.abi == abiVersion2 {
+		rec, errs, err = d.readV2(in, out, first)
+	} else {
+		rec, errs, err = d.read(out, first)
+	}
 	if err != nil {
 		d.drop(in, ErrCrashed)
 		return nil, nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
@@ -186,6 +230,26 @@ func (d *Decoder) decode(ctx context.Context, payloads *array.Binary, first bool
 		return nil, nil, fmt.Errorf("decode: %s decoder: %w: %d rows for %d payloads", d.name, ErrCrashed, rec.NumRows(), payloads.Len())
 	}
 	return rec, errs, nil
+}
+
+// decodeNative decodes with the built-in decoder in-process.
+func (d *Decoder) decodeNative(payloads *array.Binary) (arrow.RecordBatch, *array.String, error) {
+	d.mu.Lock()
+	closed := d.done
+	d.mu.Unlock()
+	if closed {
+		return nil, nil, ErrClosed
+	}
+	cols, err := d.native.decode(payloads, d.full, d.alloc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
+	}
+	n := len(cols) - 1
+	rec := array.NewRecordBatch(d.schema, cols[:n], int64(payloads.Len()))
+	for _, c := range cols[:n] {
+		c.Release()
+	}
+	return rec, cols[n].(*array.String), nil
 }
 
 // read parses the module's IPC output. Every buffer is copied into
@@ -212,10 +276,48 @@ func (d *Decoder) read(out []byte, first bool) (arrow.RecordBatch, *array.String
 	} else if !sc.Equal(d.full) {
 		return nil, nil, fmt.Errorf("%w: output schema changed to %s", ErrCrashed, sc)
 	}
+	for i, c := range full.Columns() {
+		if c.DataType().ID() == arrow.NULL {
+			continue // nothing to check (and IPC gives it no buffers, which ValidateFull rejects)
+		}
+		if err := validate(c); err != nil {
+			return nil, nil, fmt.Errorf("%w: output column %q: %v", ErrCrashed, sc.Field(i).Name, err)
+		}
+	}
 	rec := array.NewRecordBatch(d.schema, full.Columns()[:n], full.NumRows())
 	errs := full.Column(n).(*array.String)
 	errs.Retain()
 	return rec, errs, nil
+}
+
+// readV2 reads an ABI 2 output layout. The schema is the target, or the
+// module's pg_schema when none was given.
+func (d *Decoder) readV2(in *instance, out []byte, first bool) (arrow.RecordBatch, *array.String, error) {
+	if first {
+		sc := d.target
+		if sc == nil {
+			r := reader{b: in.schema}
+			fields, err := decodeFields(&r, 0)
+			if err != nil || !r.done() {
+				return nil, nil, fmt.Errorf("%w: pg_schema: %v", ErrCrashed, err)
+			}
+			sc = arrow.NewSchema(fields, nil)
+		}
+		d.schema = sc
+		md := sc.Metadata()
+		d.full = arrow.NewSchema(append(append([]arrow.Field(nil), sc.Fields()...),
+			arrow.Field{Name: ErrorColumn, Type: arrow.BinaryTypes.String, Nullable: true}), &md)
+	}
+	cols, rows, err := readLayout(out, in.mem, d.full, d.alloc)
+	if err != nil {
+		return nil, nil, err
+	}
+	n := len(cols) - 1
+	rec := array.NewRecordBatch(d.schema, cols[:n], int64(rows))
+	for _, c := range cols[:n] {
+		c.Release()
+	}
+	return rec, cols[n].(*array.String), nil
 }
 
 // get borrows an idle instance or starts a new one when under the bound.
@@ -237,7 +339,7 @@ func (d *Decoder) get(ctx context.Context) (*instance, error) {
 			return in, nil
 		case d.slots <- struct{}{}:
 			ictx, cancel := context.WithTimeout(ctx, d.timeout)
-			in, err := newInstance(ictx, d.rt, d.cm, d.config, d.limit)
+			in, err := newInstance(ictx, d.mod, &d.configs, d.limit)
 			cancel()
 			if err != nil {
 				<-d.slots
@@ -289,4 +391,16 @@ func (d *Decoder) Close() error {
 			return nil
 		}
 	}
+}
+
+// validate checks a module's output array fully (offsets, UTF-8): it is
+// not trusted. arrow-go panics on some bad offsets instead of returning an
+// error; that is an error here too.
+func validate(a arrow.Array) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("invalid: %v", r)
+		}
+	}()
+	return array.ValidateFull(a)
 }

@@ -3,41 +3,78 @@ package decode
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
 )
 
 // Compiled modules are shared process-wide: one wazero runtime per memory
-// cap (the cap is a runtime setting), each module compiled once per
-// runtime and found again by the SHA-256 of its bytes. Runtimes live as
-// long as the process, like any cache of machine code.
+// cap (the cap is a runtime setting) and way of enforcing the time limit
+// (interrupt.go), each module compiled once per runtime and found again by
+// the SHA-256 of its bytes. Runtimes live as long as the process, like any
+// cache of machine code.
 var engines = struct {
 	sync.Mutex
-	runtimes map[uint32]wazero.Runtime
-	modules  map[moduleKey]wazero.CompiledModule
+	runtimes map[runtimeKey]wazero.Runtime
+	modules  map[moduleKey]compiledModule
 	compiles int // number of compilations, for tests
-}{runtimes: map[uint32]wazero.Runtime{}, modules: map[moduleKey]wazero.CompiledModule{}}
+}{runtimes: map[runtimeKey]wazero.Runtime{}, modules: map[moduleKey]compiledModule{}}
+
+type runtimeKey struct {
+	pages uint32
+	close bool // WithCloseOnContextDone: the fallback for modules instrument rejects
+}
+
+type compiledModule struct {
+	rt           wazero.Runtime
+	cm           wazero.CompiledModule
+	instrumented bool // has the interrupt global (interrupt.go)
+}
+
+// closeOnDoneForTests forces the fallback (to measure and test it);
+// noTimeLimitForBench compiles modules without any time limit, to measure
+// what the limit costs. Both change the module cache's key: use a memory
+// cap of their own.
+var closeOnDoneForTests, noTimeLimitForBench = false, false
 
 type moduleKey struct {
 	sum   [sha256.Size]byte
 	pages uint32
 }
 
-// compiled returns the runtime for a memory cap of pages and wasm compiled in it.
-func compiled(ctx context.Context, wasm []byte, pages uint32) (wazero.Runtime, wazero.CompiledModule, error) {
+// compiled returns wasm compiled for a memory cap of pages: instrumented
+// with the interrupt check when possible, else in a runtime that closes
+// modules when their context is done.
+func compiled(ctx context.Context, wasm []byte, pages uint32) (compiledModule, error) {
 	key := moduleKey{sha256.Sum256(wasm), pages}
 	engines.Lock()
 	defer engines.Unlock()
-	rt, ok := engines.runtimes[pages]
+	if m, ok := engines.modules[key]; ok {
+		return m, nil
+	}
+	code, err := instrument(wasm)
+	if closeOnDoneForTests {
+		err = errNotRewritable
+	}
+	rkey := runtimeKey{pages: pages, close: err != nil}
+	if err != nil {
+		code = wasm
+	}
+	if noTimeLimitForBench {
+		code, rkey.close = wasm, false
+	}
+	rt, ok := engines.runtimes[rkey]
 	if !ok {
 		cfg := wazero.NewRuntimeConfig().
 			WithMemoryLimitPages(pages).
-			WithCloseOnContextDone(true)
+			WithCloseOnContextDone(rkey.close)
 		if cache := diskCache(); cache != nil {
 			cfg = cfg.WithCompilationCache(cache)
 		}
@@ -46,20 +83,37 @@ func compiled(ctx context.Context, wasm []byte, pages uint32) (wazero.Runtime, w
 		// environment, arguments or network; clocks and randomness are
 		// wazero's deterministic defaults.
 		if _, err := wasi_snapshot_preview1.Instantiate(context.Background(), rt); err != nil {
-			return nil, nil, fmt.Errorf("decode: WASI: %w", err)
+			return compiledModule{}, fmt.Errorf("decode: WASI: %w", err)
 		}
-		engines.runtimes[pages] = rt
+		if _, err := rt.NewHostModuleBuilder(tickModule).NewFunctionBuilder().
+			WithGoModuleFunction(api.GoModuleFunc(tick), nil, []api.ValueType{api.ValueTypeI32}).
+			Export(tickName).Instantiate(context.Background()); err != nil {
+			return compiledModule{}, fmt.Errorf("decode: %s.%s: %w", tickModule, tickName, err)
+		}
+		engines.runtimes[rkey] = rt
 	}
-	if cm, ok := engines.modules[key]; ok {
-		return rt, cm, nil
-	}
-	cm, err := rt.CompileModule(ctx, wasm)
+	cm, err := rt.CompileModule(ctx, code)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: invalid module: %v", ErrDecoder, err)
+		return compiledModule{}, fmt.Errorf("%w: invalid module: %v", ErrDecoder, err)
 	}
-	engines.modules[key] = cm
+	m := compiledModule{rt: rt, cm: cm, instrumented: !rkey.close}
+	engines.modules[key] = m
 	engines.compiles++
-	return rt, cm, nil
+	return m, nil
+}
+
+// tick is what an instrumented module calls every tickEvery loop
+// iterations (interrupt.go): it ends the call once its context is done,
+// else it returns the counter's next value. ctx is the one the host passed
+// to the export the guest is running.
+func tick(ctx context.Context, _ api.Module, stack []uint64) {
+	switch err := ctx.Err(); {
+	case errors.Is(err, context.DeadlineExceeded):
+		panic(sys.NewExitError(sys.ExitCodeDeadlineExceeded))
+	case err != nil:
+		panic(sys.NewExitError(sys.ExitCodeContextCanceled))
+	}
+	stack[0] = tickEvery
 }
 
 // diskCache keeps compiled machine code across processes: every fresh

@@ -60,7 +60,21 @@ func assertRecovers(t *testing.T, d *Decoder) {
 }
 
 func TestRunawayLoopHitsTimeLimit(t *testing.T) {
-	d := newHostile(t, func(s *Spec) { s.Timeout = 300 * time.Millisecond })
+	// The interrupt check added to every loop (interrupt.go), and the
+	// fallback for modules it cannot rewrite (wazero's close on context done).
+	t.Run("instrumented", func(t *testing.T) { testRunawayLoop(t, false) })
+	t.Run("fallback", func(t *testing.T) {
+		closeOnDoneForTests = true
+		defer func() { closeOnDoneForTests = false }()
+		testRunawayLoop(t, true)
+	})
+}
+
+func testRunawayLoop(t *testing.T, fallback bool) {
+	d := newHostile(t, func(s *Spec) { s.Timeout = 300 * time.Millisecond; s.MemoryLimitMB = 64 + btoi(fallback) })
+	if d.mod.instrumented == fallback {
+		t.Fatalf("instrumented = %v", d.mod.instrumented)
+	}
 	assertRecovers(t, d)
 	start := time.Now()
 	_, _, err := decodeOne(d, "loop")
@@ -172,4 +186,11 @@ func TestNoAmbientAuthority(t *testing.T) {
 	if err != nil || val != "env=0 args=0 file=true dir=true" {
 		t.Fatalf("sandbox probe: %q %v", val, err)
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -12,8 +12,19 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 )
 
-// abiVersion is the decoder ABI this host implements (docs/decoder-abi.md).
-const abiVersion = 1
+// The decoder ABI versions this host implements (docs/decoder-abi.md):
+// 1 (Arrow IPC in and out) and 2 (abiv2.go: flat schema, output layout).
+const (
+	abiVersion1 = 1
+	abiVersion2 = 2
+)
+
+// configs are pg_init's config for each ABI version; v2 is nil (with
+// v2err) when the target schema has a type ABI 2 cannot express.
+type configs struct {
+	v1, v2 []byte
+	v2err  error
+}
 
 // instance is one instantiated module; used by one goroutine at a time.
 type instance struct {
@@ -23,17 +34,19 @@ type instance struct {
 	fns    map[string]api.Function   // the ABI exports by name
 	in     struct{ ptr, cap uint32 } // reusable input block
 	limit  uint64                    // memory cap in bytes
+	abi    int32                     // the module's ABI version
+	schema []byte                    // ABI 2: pg_schema's output (copied)
 }
 
 // newInstance instantiates cm with nothing granted but a bounded stderr
 // (kept for error messages), checks the ABI version and calls pg_init.
-func newInstance(ctx context.Context, rt wazero.Runtime, cm wazero.CompiledModule, config []byte, limit uint64) (*instance, error) {
+func newInstance(ctx context.Context, m compiledModule, cfg *configs, limit uint64) (*instance, error) {
 	in := &instance{stderr: &head{}, limit: limit}
 	mc := wazero.NewModuleConfig().
 		WithName("").
 		WithStartFunctions("_initialize").
 		WithStderr(in.stderr)
-	mod, err := rt.InstantiateModule(ctx, cm, mc)
+	mod, err := m.rt.InstantiateModule(ctx, m.cm, mc)
 	if err != nil {
 		return nil, in.classify(err, "instantiate")
 	}
@@ -43,25 +56,50 @@ func newInstance(ctx context.Context, rt wazero.Runtime, cm wazero.CompiledModul
 		in.close()
 		return nil, fmt.Errorf("%w: module exports no memory", ErrCrashed)
 	}
-	in.fns = map[string]api.Function{}
-	for _, name := range []string{"pg_abi_version", "pg_alloc", "pg_free", "pg_init", "pg_decode", "pg_output", "pg_error"} {
-		if in.fns[name] = mod.ExportedFunction(name); in.fns[name] == nil {
-			in.close()
-			return nil, fmt.Errorf("%w: module does not export %s (not a decoder ABI %d module?)", ErrDecoder, name, abiVersion)
-		}
+	version := mod.ExportedFunction("pg_abi_version")
+	if version == nil {
+		in.close()
+		return nil, fmt.Errorf("%w: module does not export pg_abi_version (not a decoder module?)", ErrDecoder)
 	}
-	res, err := in.fns["pg_abi_version"].Call(ctx)
+	res, err := version.Call(ctx)
 	if err != nil {
 		in.close()
 		return nil, in.classify(err, "pg_abi_version")
 	}
-	if v := int32(res[0]); v != abiVersion {
+	in.abi = int32(res[0])
+	config := cfg.v1
+	exports := []string{"pg_alloc", "pg_free", "pg_init", "pg_decode", "pg_output", "pg_error"}
+	switch in.abi {
+	case abiVersion1:
+	case abiVersion2:
+		if cfg.v2err != nil {
+			in.close()
+			return nil, cfg.v2err
+		}
+		config = cfg.v2
+		exports = append(exports, "pg_schema")
+	default:
 		in.close()
-		return nil, fmt.Errorf("%w: module implements decoder ABI %d, host %d", ErrDecoder, v, abiVersion)
+		return nil, fmt.Errorf("%w: module implements decoder ABI %d, host %d and %d", ErrDecoder, in.abi, abiVersion1, abiVersion2)
+	}
+	in.fns = map[string]api.Function{}
+	for _, name := range exports {
+		if in.fns[name] = mod.ExportedFunction(name); in.fns[name] == nil {
+			in.close()
+			return nil, fmt.Errorf("%w: module does not export %s (required by decoder ABI %d)", ErrDecoder, name, in.abi)
+		}
 	}
 	if _, err := in.call(ctx, "pg_init", len(config), func(b []byte) { copy(b, config) }); err != nil {
 		in.close()
 		return nil, err
+	}
+	if in.abi == abiVersion2 {
+		s, err := in.packed(ctx, "pg_schema")
+		if err != nil {
+			in.close()
+			return nil, err
+		}
+		in.schema = append([]byte(nil), s...)
 	}
 	return in, nil
 }

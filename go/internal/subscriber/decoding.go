@@ -26,13 +26,16 @@ import (
 const DecodeErrorColumn = "__decode_error"
 
 // DecoderConfig turns on schema mode: Next decodes each batch's payloads
-// with a WebAssembly decoder (docs/decoder-abi.md), one call per batch, and
-// returns the decoded columns, then the raw columns, then
-// DecodeErrorColumn.
+// with a built-in decoder (natively) or a WebAssembly decoder
+// (docs/decoder-abi.md), one call per batch, and returns the decoded
+// columns, then the raw columns, then DecodeErrorColumn. The C decoder API
+// (pg_decoder_open) takes the same config.
 type DecoderConfig struct {
-	// Wasm is the path of the decoder module (e.g. the built-in json.wasm).
+	// Wasm is the path of a decoder module. Empty: Format names a built-in
+	// decoder ("json" or "avro"), which runs natively.
 	Wasm string `json:"wasm"`
-	// Format names the decoder in error messages ("json", "avro", ...).
+	// Format names the decoder in error messages ("json", "avro", ...);
+	// without Wasm, the built-in decoder to run.
 	Format string `json:"format"`
 	// Schema is the target schema as base64 of Arrow IPC schema bytes
 	// (pyarrow's Schema.serialize()). Empty: the module's own schema (the
@@ -57,9 +60,11 @@ const (
 // validate fills defaults and checks the fields; errors name the JSON key.
 func (d *DecoderConfig) validate() error {
 	if d.Wasm == "" {
-		return invalid("decoder.wasm is required: the path of a decoder module (.wasm)")
-	}
-	if st, err := os.Stat(d.Wasm); err != nil || st.IsDir() {
+		if !decode.IsBuiltin(d.Format) {
+			return invalid("decoder.format %q is not a built-in decoder (json, avro): give decoder.format "+
+				"json or avro, or decoder.wasm, the path of a decoder module (.wasm)", d.Format)
+		}
+	} else if st, err := os.Stat(d.Wasm); err != nil || st.IsDir() {
 		return invalid("decoder.wasm %q is not a readable file: %v", d.Wasm, statErr(err))
 	}
 	if err := intField("decoder.memory_limit_mb", &d.MemoryLimitMB, DefaultDecoderMemoryLimitMB, 1, 4096); err != nil {
@@ -112,24 +117,49 @@ type decoding struct {
 	schema *arrow.Schema // decoded fields, raw fields, DecodeErrorColumn
 }
 
-// newDecoding compiles (or finds cached) and starts the module. cfg has
-// been validated.
-func newDecoding(ctx context.Context, cfg *DecoderConfig, mem memory.Allocator) (*decoding, error) {
-	dec, err := decode.NewDecoder(ctx, decode.Spec{
-		WasmPath:      cfg.Wasm,
-		Format:        cfg.Format,
-		Schema:        cfg.target,
-		Options:       cfg.Options,
-		MemoryLimitMB: cfg.MemoryLimitMB,
-		Timeout:       time.Duration(cfg.TimeoutMs) * time.Millisecond,
-		MaxInstances:  1, // Next runs one batch at a time
-	}, mem)
+// Open validates cfg and starts its decoder (compiling a module or
+// finding it compiled) with at most maxInstances module instances; errors
+// carry a status code (decodeStatus). Output is allocated with mem.
+func (d *DecoderConfig) Open(ctx context.Context, mem memory.Allocator, maxInstances int) (*decode.Decoder, error) {
+	if err := d.validate(); err != nil {
+		return nil, err
+	}
+	spec := decode.Spec{
+		WasmPath:      d.Wasm,
+		Format:        d.Format,
+		Schema:        d.target,
+		Options:       d.Options,
+		MemoryLimitMB: d.MemoryLimitMB,
+		Timeout:       time.Duration(d.TimeoutMs) * time.Millisecond,
+		MaxInstances:  maxInstances,
+	}
+	if d.Wasm == "" {
+		spec.Builtin = d.Format
+	}
+	dec, err := decode.NewDecoder(ctx, spec, mem)
 	if err != nil {
-		return nil, decodeStatus(err, cfg, "starting the decoder "+cfg.Wasm, "")
+		return nil, decodeStatus(err, d, "starting the decoder "+d.name(), "")
+	}
+	return dec, nil
+}
+
+// name is the decoder in messages: the module path or the built-in format.
+func (d *DecoderConfig) name() string {
+	if d.Wasm != "" {
+		return d.Wasm
+	}
+	return "(built-in " + d.Format + ")"
+}
+
+// newDecoding starts the decoder of cfg.
+func newDecoding(ctx context.Context, cfg *DecoderConfig, mem memory.Allocator) (*decoding, error) {
+	dec, err := cfg.Open(ctx, mem, 1) // Next runs one batch at a time
+	if err != nil {
+		return nil, err
 	}
 	if err := checkNames(dec.Schema()); err != nil {
 		dec.Close()
-		return nil, invalid("decoder %s: its schema: %v", cfg.Wasm, err)
+		return nil, invalid("decoder %s: its schema: %v", cfg.name(), err)
 	}
 	fields := append(append([]arrow.Field{}, dec.Schema().Fields()...), rawbatch.Schema().Fields()...)
 	fields = append(fields, arrow.Field{Name: DecodeErrorColumn, Type: arrow.BinaryTypes.String, Nullable: true})
@@ -177,6 +207,12 @@ func (d *decoding) close() {
 	if d != nil {
 		d.dec.Close()
 	}
+}
+
+// Status gives a failure of the decoder of d a status code, naming the
+// limit that was hit (see decodeStatus); what says what failed.
+func (d *DecoderConfig) Status(err error, what string) error {
+	return decodeStatus(err, d, what+" with the decoder "+d.name(), "")
 }
 
 // decodeStatus gives a decoder failure a status code and says which limit

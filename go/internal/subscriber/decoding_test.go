@@ -90,11 +90,21 @@ func schemaB64(t *testing.T, s *arrow.Schema) string {
 }
 
 func TestDecodedBatchHasDecodedRawAndErrorColumns(t *testing.T) {
+	// The built-in decoder natively (format only), and its .wasm build.
+	t.Run("native", func(t *testing.T) {
+		testDecodedBatch(t, &DecoderConfig{Format: "json", Schema: schemaB64(t, eventSchema)})
+	})
+	t.Run("wasm", func(t *testing.T) {
+		testDecodedBatch(t, &DecoderConfig{Wasm: guestModule(t, "cmd/json"), Format: "json", Schema: schemaB64(t, eventSchema)})
+	})
+}
+
+func testDecodedBatch(t *testing.T, dc *DecoderConfig) {
 	srv := newServer(t)
 	good := srv.Publish(testTopic, []byte(`{"id": 7, "tags": ["a", "b"]}`), map[string]string{"k": "v"})
 	bad := srv.Publish(testTopic, []byte(`{"id": "seven"`), nil)
 	cfg := testConfig(srv)
-	cfg.Decoder = &DecoderConfig{Wasm: guestModule(t, "cmd/json"), Format: "json", Schema: schemaB64(t, eventSchema)}
+	cfg.Decoder = dc
 	s := openTest(t, cfg, fast)
 
 	var got []string
@@ -201,7 +211,9 @@ func TestDecoderConfigErrorsNameTheKey(t *testing.T) {
 		code codes.Code
 		want []string
 	}{
-		{"no wasm", DecoderConfig{}, codes.InvalidArgument, []string{"decoder.wasm", "required"}},
+		{"no wasm", DecoderConfig{}, codes.InvalidArgument, []string{"decoder.wasm", "decoder.format", "built-in"}},
+		{"not a built-in", DecoderConfig{Format: "csv"}, codes.InvalidArgument, []string{"decoder.format", `"csv"`, "json, avro"}},
+		{"built-in rejects", DecoderConfig{Format: "json"}, codes.InvalidArgument, []string{"starting the decoder", "built-in json", "schema"}},
 		{"missing wasm", DecoderConfig{Wasm: "/nonexistent/x.wasm"}, codes.InvalidArgument, []string{"decoder.wasm", "/nonexistent/x.wasm"}},
 		{"not base64", DecoderConfig{Wasm: wasm, Schema: "%%"}, codes.InvalidArgument, []string{"decoder.schema", "base64"}},
 		{"not a schema", DecoderConfig{Wasm: wasm, Schema: "AAAA"}, codes.InvalidArgument, []string{"decoder.schema", "Arrow IPC"}},

@@ -16,7 +16,7 @@ import base64
 import logging
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -30,7 +30,11 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from ..errors import PubSubError
 from .options import DecodeOptions, OptionError
+
+if TYPE_CHECKING:
+    from ..native_decoder import NativeDecoder
 
 log = logging.getLogger("pubsub_go.source")
 
@@ -98,15 +102,7 @@ class SchemaPlan:
 
     def decoder_config(self) -> dict[str, Any]:
         """The subscriber config's `decoder` object (go/internal/subscriber.DecoderConfig)."""
-        path = self.decode.module_path()
-        return {
-            "wasm": path,
-            "format": os.path.basename(path) if self.decode.decoder_path else self.decode.format,
-            "schema": base64.b64encode(self.target.serialize().to_pybytes()).decode(),
-            "options": self.decode.module_options(),
-            "memory_limit_mb": self.decode.memory_limit_mb,
-            "timeout_ms": self.decode.timeout_ms,
-        }
+        return _decoder_config(self.decode, self.target)
 
     def project(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """The output columns of a decoded batch (no copy)."""
@@ -116,18 +112,35 @@ class SchemaPlan:
         return pa.RecordBatch.from_arrays(cols, schema=self.output)
 
     def check_on_driver(self) -> None:
-        """Loads the decoder with the Python host, when installed, so that a
-        schema the decoder rejects fails the query at its start instead of
-        in every task attempt."""
+        """Opens the decoder on the driver, with the same native host the
+        tasks use, so that a schema the decoder rejects fails the query at
+        its start instead of in every task attempt."""
         try:
-            from ..decoders import Decoder, DecoderError
-        except ImportError:
-            return  # wasmtime is optional; the tasks report the same error
-        try:
-            Decoder(self.decode.module_path(), self.target, self.decode.module_options(),
-                    memory_limit_mb=self.decode.memory_limit_mb, timeout=self.decode.timeout_ms / 1000).close()
-        except DecoderError as e:
+            _open_on_driver(self.decode, self.target).close()
+        except PubSubError as e:
             raise OptionError(f"the {self.decode.format} decoder rejects the schema or options: {e}") from None
+
+
+def _decoder_config(dec: DecodeOptions, target: pa.Schema | None) -> dict[str, Any]:
+    """go/internal/subscriber.DecoderConfig: a built-in format runs natively
+    (no module), a user's module in the sandbox."""
+    cfg: dict[str, Any] = {
+        "format": os.path.basename(dec.decoder_path) if dec.decoder_path else dec.format,
+        "options": dec.module_options(),
+        "memory_limit_mb": dec.memory_limit_mb,
+        "timeout_ms": dec.timeout_ms,
+    }
+    if dec.decoder_path:
+        cfg["wasm"] = dec.decoder_path
+    if target is not None:
+        cfg["schema"] = base64.b64encode(target.serialize().to_pybytes()).decode()
+    return cfg
+
+
+def _open_on_driver(dec: DecodeOptions, target: pa.Schema | None) -> NativeDecoder:
+    from ..native_decoder import NativeDecoder
+
+    return NativeDecoder(_decoder_config(dec, target))
 
 
 def derive_schema(dec: DecodeOptions) -> StructType:
@@ -139,19 +152,13 @@ def derive_schema(dec: DecodeOptions) -> StructType:
         raise OptionError("format=json needs a schema: spark.readStream.format('pubsub-go').schema("
                           "'id BIGINT, name STRING, ...'); columns named like message_id, publish_time or "
                           "attributes are filled from the message")
-    try:
-        from pyspark.sql.pandas.types import from_arrow_schema
+    from pyspark.sql.pandas.types import from_arrow_schema
 
-        from ..decoders import Decoder, DecoderError
-    except ImportError as e:
-        raise OptionError(f"deriving the schema of format={dec.format} needs wasmtime on the driver "
-                          f"(pip install 'pubsub-go[wasm]'), or give a .schema(...): {e}") from None
     what = "option avroSchema" if dec.format == "avro" else f"decoder {dec.decoder_path}"
     try:
-        with Decoder(dec.module_path(), None, dec.module_options(), memory_limit_mb=dec.memory_limit_mb,
-                     timeout=dec.timeout_ms / 1000) as d:
+        with _open_on_driver(dec, None) as d:
             derived = d.schema
-    except DecoderError as e:
+    except PubSubError as e:
         raise OptionError(f"{what}: {e}") from None
     reserved = set(METADATA) | {dec.error_column}
     clash = [n for n in derived.names if n in reserved]

@@ -1,0 +1,225 @@
+package decode
+
+import (
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/pubsub-go/pubsub-go/wasm-decoders/arrowlite"
+	"github.com/pubsub-go/pubsub-go/wasm-decoders/avrodec"
+	"github.com/pubsub-go/pubsub-go/wasm-decoders/jsondec"
+	"github.com/pubsub-go/pubsub-go/wasm-decoders/sdk"
+)
+
+// The built-in decoders are our own, trusted code: the data plane runs
+// them natively (no WebAssembly, no IPC), from the same source the .wasm
+// builds are made of (wasm-decoders/jsondec, avrodec, through the sdk's
+// Module), so both give identical batches and errors. The sandbox exists
+// for modules users bring.
+
+// Builtins are the formats Spec.Builtin accepts.
+var builtins = map[string]sdk.Factory{"json": jsondec.New, "avro": avrodec.New}
+
+// IsBuiltin reports whether format names a built-in decoder.
+func IsBuiltin(format string) bool { return builtins[format] != nil }
+
+// nativePool keeps initialised modules for reuse: a Module holds column
+// builders whose memory is reused from batch to batch.
+type nativePool struct {
+	factory sdk.Factory
+	config  []byte
+	idle    chan *sdk.Module
+}
+
+func newNativePool(format string, config []byte, n int) (*nativePool, error) {
+	f := builtins[format]
+	if f == nil {
+		return nil, fmt.Errorf("%w: no built-in decoder %q (built-ins: json, avro)", ErrDecoder, format)
+	}
+	return &nativePool{factory: f, config: config, idle: make(chan *sdk.Module, n)}, nil
+}
+
+func (p *nativePool) get() (*sdk.Module, error) {
+	select {
+	case m := <-p.idle:
+		return m, nil
+	default:
+	}
+	m := sdk.NewModule(p.factory)
+	if err := m.Init(p.config); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDecoder, err)
+	}
+	return m, nil
+}
+
+func (p *nativePool) put(m *sdk.Module) {
+	select {
+	case p.idle <- m:
+	default: // more modules than the bound: let the GC have this one
+	}
+}
+
+// schemaIPC is the output schema (with ErrorColumn) as the .wasm build
+// writes it: an empty batch's IPC stream, read by Decoder.read.
+func (p *nativePool) schemaIPC() ([]byte, error) {
+	m, err := p.get()
+	if err != nil {
+		return nil, err
+	}
+	defer p.put(m)
+	out, err := m.Decode(sdk.EncodeInput(nil))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDecoder, err)
+	}
+	return slices.Clone(out), nil
+}
+
+// decode runs the built-in decoder over payloads and copies its builders
+// into arrays of full's types allocated with mem. A panic outside the
+// per-row recovery of sdk.Module (a bug) fails the batch as ErrCrashed
+// instead of the process.
+func (p *nativePool) decode(payloads *array.Binary, full *arrow.Schema, mem memory.Allocator) (cols []arrow.Array, err error) {
+	m, err := p.get()
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			for _, c := range cols {
+				c.Release()
+			}
+			cols, err = nil, fmt.Errorf("%w: built-in decoder panic: %v\n%s", ErrCrashed, r, debug.Stack())
+			return // m is dropped: its state is unknown
+		}
+		p.put(m)
+	}()
+	n := payloads.Len()
+	builders, err := m.DecodeEach(n, func(i int) []byte {
+		if payloads.IsNull(i) {
+			return nil
+		}
+		v := payloads.Value(i)
+		return v[:len(v):len(v)] // as in the .wasm: a payload never extends into the next
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDecoder, err)
+	}
+	if len(builders) != full.NumFields() {
+		return nil, fmt.Errorf("%w: %d columns for schema %s", ErrCrashed, len(builders), full)
+	}
+	for j, b := range builders {
+		data, err := toData(b, full.Field(j).Type, mem)
+		if err != nil {
+			for _, c := range cols {
+				c.Release()
+			}
+			return nil, fmt.Errorf("%w: column %q: %v", ErrCrashed, full.Field(j).Name, err)
+		}
+		cols = append(cols, array.MakeFromData(data))
+		data.Release()
+	}
+	return cols, nil
+}
+
+// toData copies a builder (and its children) into an ArrayData of type t
+// with buffers from mem: one copy per buffer, nothing aliases Go memory
+// (batches leave through the C data interface).
+func toData(b *arrowlite.Builder, t arrow.DataType, mem memory.Allocator) (arrow.ArrayData, error) {
+	l := b.Layout()
+	var bufs []*memory.Buffer
+	var children []arrow.ArrayData
+	release := func() {
+		for _, x := range bufs {
+			if x != nil {
+				x.Release()
+			}
+		}
+		for _, c := range children {
+			c.Release()
+		}
+	}
+	if t.ID() == arrow.NULL {
+		return array.NewData(t, l.Len, []*memory.Buffer{nil}, nil, l.Len, 0), nil
+	}
+	bufs = append(bufs, copyBuf(mem, l.Valid))
+	switch tt := t.(type) {
+	case *arrow.StringType, *arrow.BinaryType:
+		bufs = append(bufs, offsetsBuf(mem, l.Starts, l.End), copyBuf(mem, l.Data))
+	case *arrow.StructType:
+		if len(b.Children) != tt.NumFields() {
+			release()
+			return nil, fmt.Errorf("struct has %d children, type %s", len(b.Children), t)
+		}
+		for i, c := range b.Children {
+			d, err := toData(c, tt.Field(i).Type, mem)
+			if err != nil {
+				release()
+				return nil, err
+			}
+			children = append(children, d)
+		}
+	case arrow.ListLikeType: // list, map
+		if len(b.Children) != 1 {
+			release()
+			return nil, fmt.Errorf("list has %d children, type %s", len(b.Children), t)
+		}
+		bufs = append(bufs, offsetsBuf(mem, l.Starts, l.End))
+		d, err := toData(b.Children[0], tt.Elem(), mem)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		children = append(children, d)
+	case arrow.FixedWidthDataType:
+		if want := fixedBytes(tt, l.Len); len(l.Data) != want {
+			release()
+			return nil, fmt.Errorf("%d value bytes for %d slots of %s", len(l.Data), l.Len, t)
+		}
+		bufs = append(bufs, copyBuf(mem, l.Data))
+	default:
+		release()
+		return nil, fmt.Errorf("type %s is not supported", t)
+	}
+	if len(l.Starts) != 0 && len(l.Starts) != l.Len {
+		release()
+		return nil, errors.New("offsets do not match the slots")
+	}
+	d := array.NewData(t, l.Len, bufs, children, l.Nulls, 0)
+	release()
+	return d, nil
+}
+
+func fixedBytes(t arrow.FixedWidthDataType, n int) int {
+	if t.ID() == arrow.BOOL {
+		return (n + 7) / 8
+	}
+	return n * t.BitWidth() / 8
+}
+
+// copyBuf copies b into a buffer from mem; nil stays nil (no validity
+// bitmap: no nulls).
+func copyBuf(mem memory.Allocator, b []byte) *memory.Buffer {
+	if b == nil {
+		return nil
+	}
+	buf := memory.NewResizableBuffer(mem)
+	buf.Resize(len(b))
+	copy(buf.Bytes(), b)
+	return buf
+}
+
+// offsetsBuf writes starts plus the final end as Arrow's int32 offsets.
+func offsetsBuf(mem memory.Allocator, starts []int32, end int32) *memory.Buffer {
+	buf := memory.NewResizableBuffer(mem)
+	buf.Resize(4 * (len(starts) + 1))
+	out := unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(buf.Bytes()))), len(starts)+1)
+	copy(out, starts)
+	out[len(starts)] = end
+	return buf
+}

@@ -1,0 +1,223 @@
+package decode
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
+)
+
+// C decoders (wasm-decoders/sdk-c, decoder ABI 2), built with
+// wasm-decoders/build-c.sh (zig's clang from the ziglang PyPI package,
+// installed by scripts/setup.sh). Without the toolchain the tests skip,
+// except in CI (CI set), where they fail.
+
+var cBuilt sync.Map // source -> *builtModule
+
+func cModule(tb testing.TB, src string) string {
+	tb.Helper()
+	return buildC(tb, src, false)
+}
+
+// buildC builds src (a path under wasm-decoders); noSDK for sources that
+// implement the ABI themselves.
+func buildC(tb testing.TB, src string, noSDK bool) string {
+	tb.Helper()
+	v, _ := cBuilt.LoadOrStore(src, &builtModule{})
+	b := v.(*builtModule)
+	b.once.Do(func() {
+		root, err := filepath.Abs("../../../wasm-decoders")
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.path = filepath.Join(wasmDir, strings.TrimSuffix(filepath.Base(src), ".c")+"_c.wasm")
+		args := []string{filepath.Join(root, "build-c.sh"), b.path}
+		if noSDK {
+			args = append(args, "--no-sdk")
+		}
+		cmd := exec.Command("bash", append(args, filepath.Join(root, src))...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = err
+			tb.Logf("build-c.sh %s: %s", src, out)
+		}
+	})
+	if b.err != nil {
+		if os.Getenv("CI") == "" {
+			tb.Skipf("building %s (C, needs zig: pip install ziglang): %v", src, b.err)
+		}
+		tb.Fatalf("building %s: %v", src, b.err)
+	}
+	return b.path
+}
+
+var vpcLines = []string{
+	"2 123456789010 eni-1235b8ca123456789 172.31.16.139 172.31.16.21 20641 22 6 20 4249 1418530010 1418530070 ACCEPT OK",
+	"2 123456789010 eni-1235b8ca123456789 - - - - - - - 1431280876 1431280934 - NODATA",
+	"2 1 eni-1 1.1.1.1 2.2.2.2 x 22 6 1 1 1 2 REJECT OK", // not a number
+	"2 1 eni-1 1.1.1.1 2.2.2.2 1 22 6 1 1 1 2 REJECT",    // too few fields
+	"", // empty
+	"2 1 eni-1 1.1.1.1 2.2.2.2 99999999999 22 6 1 1 1 2 A OK", // int32 overflow
+	"  2\t1 eni-1 1.1.1.1 2.2.2.2 1 22 6 1 1 1 2 A OK  ",      // other spacing
+}
+
+func decodeWith(t *testing.T, spec Spec, lines []string) (arrow.RecordBatch, *array.String) {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(mallocator.NewMallocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	d, err := NewDecoder(context.Background(), spec, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	in := binaryArray(lines...)
+	defer in.Release()
+	rec, errs, err := d.Decode(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec, errs
+}
+
+// The C port of the example decoder (ABI 2) gives the Go one's (ABI 1)
+// batches: derived schema and a target subset in another order; values,
+// nulls and which rows fail.
+func TestCVpcflowEqualsGoVpcflow(t *testing.T) {
+	subset := arrow.NewSchema([]arrow.Field{
+		{Name: "bytes", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "srcaddr", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "start", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
+		{Name: "srcport", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+	}, nil)
+	goWasm, cWasm := guestModule(t, "examples/vpcflow"), cModule(t, "examples/vpcflow-c/vpcflow.c")
+	for _, target := range []*arrow.Schema{nil, subset} {
+		goRec, goErrs := decodeWith(t, Spec{WasmPath: goWasm, Schema: target}, vpcLines)
+		cRec, cErrs := decodeWith(t, Spec{WasmPath: cWasm, Schema: target}, vpcLines)
+		sameOutput(t, goRec, nullMessages(goErrs), cRec, nullMessages(cErrs))
+		for i := range vpcLines {
+			if goErrs.IsValid(i) != cErrs.IsValid(i) {
+				t.Errorf("line %d: Go error %q, C error %q", i, goErrs.Value(i), cErrs.Value(i))
+			}
+		}
+		if goErrs.NullN() != 3 {
+			t.Errorf("want 4 failed lines, got %d", goErrs.Len()-goErrs.NullN())
+		}
+		goRec.Release()
+		goErrs.Release()
+		cRec.Release()
+		cErrs.Release()
+	}
+}
+
+// nullMessages keeps which rows failed but not the text (the ports word
+// their messages differently).
+func nullMessages(errs *array.String) *array.String {
+	b := array.NewStringBuilder(memory.DefaultAllocator)
+	defer b.Release()
+	for i := 0; i < errs.Len(); i++ {
+		if errs.IsValid(i) {
+			b.Append("error")
+		} else {
+			b.AppendNull()
+		}
+	}
+	return b.NewStringArray()
+}
+
+func TestCDecoderRejectsWrongTypes(t *testing.T) {
+	bad := arrow.NewSchema([]arrow.Field{{Name: "srcport", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	_, err := NewDecoder(context.Background(), Spec{WasmPath: cModule(t, "examples/vpcflow-c/vpcflow.c"), Schema: bad, Timeout: time.Minute}, nil)
+	if err == nil || !strings.Contains(err.Error(), "wrong type") {
+		t.Fatalf("want the module's error, got %v", err)
+	}
+}
+
+// Random lines from tokens that stress both ports' edges (signs, range
+// limits, Unicode spaces, too few or many fields): the C port fails
+// exactly the lines the Go one fails and decodes the rest identically.
+func TestCVpcflowEqualsGoVpcflowOnRandomLines(t *testing.T) {
+	tokens := []string{"2", "-", "+5", "-7", "0", "007", "9223372036854775807", "9223372036854775808",
+		"-9223372036854775808", "-9223372036854775809", "2147483647", "2147483648", "-2147483649", "x", "1e3",
+		"eni-1", "ACCEPT", "é", "1418530010", "--", "+", ""}
+	spaces := []string{" ", "  ", "\t", "\u00a0", "\u0085", "\r\n", "\x01"}
+	r := rand.New(rand.NewPCG(1, 2))
+	lines := make([]string, 3000)
+	for i := range lines {
+		n := 12 + r.IntN(4)
+		var b strings.Builder
+		for j := 0; j < n; j++ {
+			if j > 0 || r.IntN(4) == 0 {
+				b.WriteString(spaces[r.IntN(len(spaces))])
+			}
+			b.WriteString(tokens[r.IntN(len(tokens))])
+		}
+		lines[i] = b.String()
+	}
+	goWasm, cWasm := guestModule(t, "examples/vpcflow"), cModule(t, "examples/vpcflow-c/vpcflow.c")
+	goRec, goErrs := decodeWith(t, Spec{WasmPath: goWasm}, lines)
+	defer goRec.Release()
+	defer goErrs.Release()
+	cRec, cErrs := decodeWith(t, Spec{WasmPath: cWasm}, lines)
+	defer cRec.Release()
+	defer cErrs.Release()
+	for i := range lines {
+		if goErrs.IsValid(i) != cErrs.IsValid(i) {
+			t.Fatalf("line %q: Go error %q, C error %q", lines[i], goErrs.Value(i), cErrs.Value(i))
+		}
+	}
+	ge, ce := nullMessages(goErrs), nullMessages(cErrs)
+	defer ge.Release()
+	defer ce.Release()
+	sameOutput(t, goRec, ge, cRec, ce)
+	if ok := goErrs.NullN(); ok == 0 || ok == len(lines) {
+		t.Fatalf("%d of %d lines decoded: the generator tests nothing", ok, len(lines))
+	}
+}
+
+// A module's broken output layout fails its batch as ErrCrashed (the
+// arrays are validated before anyone reads them), the instance is
+// replaced, and the next batch decodes.
+func TestBrokenLayoutsAreCrashes(t *testing.T) {
+	d, err := NewDecoder(context.Background(), Spec{WasmPath: buildC(t, "internal/testguests/badlayout/badlayout.c", true),
+		Format: "badlayout", MaxInstances: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	decode := func(fault string) (arrow.RecordBatch, *array.String, error) {
+		in := binaryArray(fault, "xy")
+		defer in.Release()
+		return d.Decode(context.Background(), in)
+	}
+	good := func() {
+		rec, errs, err := decode("g")
+		if err != nil {
+			t.Fatalf("good batch: %v", err)
+		}
+		defer rec.Release()
+		defer errs.Release()
+		if v := rec.Column(0).(*array.String); v.Value(0) != "ab" || v.Value(1) != "cd" || errs.NullN() != 2 {
+			t.Fatalf("good batch: %v %v", rec, errs)
+		}
+	}
+	good()
+	for fault, want := range map[string]string{"o": "outside guest memory", "b": "offset", "n": "too few nodes",
+		"r": "rows", "x": "more nodes or buffers"} {
+		_, _, err := decode(fault)
+		if !errors.Is(err, ErrCrashed) || !strings.Contains(err.Error(), want) {
+			t.Errorf("fault %s: %v, want ErrCrashed mentioning %q", fault, err, want)
+		}
+		good()
+	}
+}

@@ -1,0 +1,184 @@
+"""Decoding payloads on the native data plane: ``pubsub_go.decode``.
+
+The same decoders schema mode runs, on any array of payloads: the built-in
+``json`` and ``avro`` decoders natively in Go, a user's WebAssembly module
+(``decoder=path``) in the Go host's sandbox (memory cap, time limit, no
+files, network or environment). Usable in ``mapInArrow`` to decode a
+column of payloads read from files, Kafka or the ``pubsub-go`` source's raw
+mode (docs/decode.md). The library loads on first use, as everywhere.
+
+``pubsub_go.decoders`` (wasmtime, no native library) stays the decoder
+author's tool to try a module on sample payloads.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from . import _native
+from .errors import InvalidArgumentError
+
+__all__ = ["DECODE_ERROR_COLUMN", "DEFAULT_MEMORY_LIMIT_MB", "DEFAULT_TIMEOUT_MS", "NativeDecoder", "decode"]
+
+DECODE_ERROR_COLUMN = "__decode_error"  # go/internal/subscriber.DecodeErrorColumn
+DEFAULT_TIMEOUT_MS = 10_000  # go/internal/decode.DefaultTimeout
+DEFAULT_MEMORY_LIMIT_MB = 256  # go/internal/decode.DefaultMemoryLimitMB
+BUILTIN_FORMATS = ("json", "avro")
+ON_ERROR = ("column", "null", "raise")
+
+
+def _ptr(cdata: Any) -> int:
+    return int(_native.ffi().cast("uintptr_t", cdata))
+
+
+def _arrow_schema(schema: Any) -> pa.Schema | None:
+    if schema is None or isinstance(schema, pa.Schema):
+        return schema
+    try:
+        from pyspark.sql.types import StructType
+    except ImportError:  # pragma: no cover - pyspark is a dependency of the Spark source only
+        StructType = None  # noqa: N806
+    if StructType is not None and isinstance(schema, StructType):
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        return to_arrow_schema(schema, timezone="UTC")
+    raise InvalidArgumentError(3, "schema must be a pyarrow.Schema or a pyspark StructType, "
+                                  f"got {type(schema).__name__}")
+
+
+def decoder_config(format: str | None = None, schema: pa.Schema | None = None, decoder: str | None = None,
+                   options: Mapping[str, Any] | None = None, *, timeout_ms: int = DEFAULT_TIMEOUT_MS,
+                   memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB) -> dict[str, Any]:
+    """The library's decoder config (go/internal/subscriber.DecoderConfig)."""
+    if (format is None) == (decoder is None):
+        raise InvalidArgumentError(3, "give exactly one of format (a built-in decoder: json or avro) and decoder "
+                                      "(the path of a .wasm decoder module)")
+    if format is not None and format not in BUILTIN_FORMATS:
+        raise InvalidArgumentError(3, f"format={format!r} is not a built-in decoder; expected json or avro "
+                                      "(or decoder=<path to a .wasm module> for other formats)")
+    opts = {}
+    for k, v in (options or {}).items():
+        opts[k] = v if isinstance(v, str) else json.dumps(v)  # e.g. avro_schema given as a dict
+    cfg: dict[str, Any] = {"format": format or os.path.basename(str(decoder)), "options": opts,
+                           "timeout_ms": timeout_ms, "memory_limit_mb": memory_limit_mb}
+    if decoder is not None:
+        cfg["wasm"] = os.path.abspath(decoder)
+    if schema is not None:
+        cfg["schema"] = base64.b64encode(schema.serialize().to_pybytes()).decode()
+    return cfg
+
+
+class NativeDecoder:
+    """One decoder opened in the native library; safe to share between
+    threads. Prefer :func:`decode`, which keeps decoders open for reuse."""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        h = _native.ffi().new("uint64_t*")
+        _native.call("pg_decoder_open", json.dumps(config).encode(), h)
+        self._h: int = h[0]
+        self._pid = os.getpid()
+        f = _native.ffi()
+        sch = f.new("struct ArrowSchema*")
+        _native.call("pg_decoder_schema", self._h, sch)
+        self.schema: pa.Schema = pa.Schema._import_from_c(_ptr(sch))
+
+    def decode(self, payloads: pa.Array) -> pa.RecordBatch:
+        """Decoded columns plus ``__decode_error`` (null where the row decoded)."""
+        if not self._h:
+            raise _native.error_for(9, "FAILED_PRECONDITION: decoder is closed")
+        f = _native.ffi()
+        arr, sch = f.new("struct ArrowArray*"), f.new("struct ArrowSchema*")
+        out, out_sch = f.new("struct ArrowArray*"), f.new("struct ArrowSchema*")
+        payloads._export_to_c(_ptr(arr), _ptr(sch))
+        _native.call("pg_decoder_decode", self._h, arr, sch, out, out_sch)
+        return pa.RecordBatch._import_from_c(_ptr(out), _ptr(out_sch))
+
+    def close(self) -> None:
+        if getattr(self, "_h", 0) and self._pid == os.getpid():
+            h, self._h = self._h, 0
+            _native.call("pg_decoder_close", h)
+
+    def __enter__(self) -> NativeDecoder:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+# Open decoders by config: decode() is called once per batch (mapInArrow),
+# and opening one compiles or finds a module and starts an instance.
+_CACHE_SIZE = 8
+_cache: OrderedDict[str, NativeDecoder] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def _cached(config: dict[str, Any]) -> NativeDecoder:
+    key = json.dumps(config, sort_keys=True)
+    with _cache_lock:
+        dec = _cache.get(key)
+        if dec is not None and dec._pid == os.getpid():
+            _cache.move_to_end(key)
+            return dec
+        dec = NativeDecoder(config)
+        _cache[key] = dec
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)[1].close()
+        return dec
+
+
+def decode(payloads: pa.Array | pa.ChunkedArray, format: str | None = None, schema: Any = None,
+           decoder: str | None = None, *, on_error: str = "column", timeout_ms: int = DEFAULT_TIMEOUT_MS,
+           memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB, **options: Any) -> pa.RecordBatch:
+    """Decodes a pyarrow array of payloads (binary or string) into a record
+    batch, row i from payload i, on the native data plane.
+
+    format: a built-in decoder, ``"json"`` (Spark ``from_json`` semantics,
+    schema required) or ``"avro"`` (``from_avro``; option ``avro_schema``,
+    the writer's schema as JSON text or a dict; the schema is derived from
+    it when not given). decoder: instead, the path of a ``.wasm`` decoder
+    module (docs/writing-a-decoder.md), run in a sandbox with a memory cap
+    (``memory_limit_mb``) and a time limit per batch (``timeout_ms``).
+    schema: the target, a ``pyarrow.Schema`` or a Spark ``StructType``.
+    options: decoder options (``avro_schema``, ``timezone``...).
+
+    on_error: what a payload that fails to decode gives: ``"column"``
+    (default) a null row and its message in a last column
+    ``__decode_error``; ``"null"`` a null row, as ``from_json`` does;
+    ``"raise"`` an ``InvalidArgumentError`` naming the first failed rows.
+    A failure of the whole batch (time limit, memory cap, a crashed module)
+    raises ``DeadlineExceededError``, ``ResourceExhaustedError`` or
+    ``AbortedError``; the process carries on.
+    """
+    if on_error not in ON_ERROR:
+        raise InvalidArgumentError(3, f"on_error={on_error!r}; expected one of {', '.join(ON_ERROR)}")
+    if isinstance(payloads, pa.ChunkedArray):
+        payloads = payloads.combine_chunks()
+    if not isinstance(payloads, pa.Array):
+        raise InvalidArgumentError(3, "payloads must be a pyarrow Array of binary or string, "
+                                      f"got {type(payloads).__name__}")
+    cfg = decoder_config(format, _arrow_schema(schema), decoder, options, timeout_ms=timeout_ms,
+                         memory_limit_mb=memory_limit_mb)
+    batch = _cached(cfg).decode(payloads)
+    if on_error == "column":
+        return batch
+    errs = batch.column(DECODE_ERROR_COLUMN)
+    if on_error == "raise" and errs.null_count < len(errs):
+        bad = [(i, e) for i, e in enumerate(errs.to_pylist()) if e is not None]
+        shown = "; ".join(f"row {i}: {e}" for i, e in bad[:5])
+        more = f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""
+        raise InvalidArgumentError(3, f"{len(bad)} payload(s) failed to decode: {shown}{more}")
+    return batch.drop_columns([DECODE_ERROR_COLUMN])

@@ -1,0 +1,169 @@
+"""pubsub_go.decode: the native decoder API (built-ins natively in Go, user
+modules in the Go host's sandbox). Compared with Spark's own from_json /
+from_avro on the same bytes, inside mapInArrow as docs/decode.md shows;
+hostile modules are stopped within their limits and the process carries on."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import pubsub_go
+from pubsub_go.errors import AbortedError, DeadlineExceededError, InvalidArgumentError, ResourceExhaustedError
+from sparkutil import spark_session, stop_spark
+from test_schema_mode import AVRO_SCHEMA, JSON_DDL, avro_payloads, json_payloads
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def hostile_wasm(tmp_path_factory) -> Path:
+    go = shutil.which("go")
+    if go is None:
+        pytest.skip("the Go toolchain is needed to build the hostile decoder module")
+    out = tmp_path_factory.mktemp("hostile") / "hostile.wasm"
+    subprocess.run([go, "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", str(out),
+                    "./internal/testguests/hostile"], cwd=ROOT / "wasm-decoders", check=True, timeout=600,
+                   env=dict(os.environ, GOOS="wasip1", GOARCH="wasm"))
+    return out
+
+
+# --- without Spark ----------------------------------------------------------
+
+SCHEMA = pa.schema([("id", pa.int64()), ("tags", pa.list_(pa.string()))])
+
+
+def test_rows_errors_and_on_error_modes():
+    payloads = pa.array([b'{"id": 1, "tags": ["a"]}', b"{oops", None, b'{"id": 2}'])
+    batch = pubsub_go.decode(payloads, format="json", schema=SCHEMA)
+    assert batch.schema.names == ["id", "tags", "__decode_error"]
+    assert batch.column("id").to_pylist() == [1, None, None, 2]
+    errs = batch.column("__decode_error").to_pylist()
+    assert errs[0] is None and errs[2] is None and errs[3] is None and "offset" in errs[1]
+    nulls = pubsub_go.decode(payloads, format="json", schema=SCHEMA, on_error="null")
+    assert nulls.schema == SCHEMA and nulls.column("tags").to_pylist() == [["a"], None, None, None]
+    with pytest.raises(InvalidArgumentError, match=r"1 payload\(s\) failed to decode: row 1: "):
+        pubsub_go.decode(payloads, format="json", schema=SCHEMA, on_error="raise")
+
+
+@pytest.mark.parametrize("typ", [pa.binary(), pa.large_binary(), pa.string(), pa.large_string()])
+def test_payload_array_types(typ):
+    payloads = pa.chunked_array([pa.array(['{"id": 5}', None], typ), pa.array(['{"id": 6}'], typ)])
+    batch = pubsub_go.decode(payloads, format="json", schema=SCHEMA, on_error="raise")
+    assert batch.column("id").to_pylist() == [5, None, 6]
+
+
+def test_avro_schema_is_derived():
+    avro = {"type": "record", "name": "E", "fields": [{"name": "n", "type": "long"},
+                                                      {"name": "s", "type": ["null", "string"]}]}
+    batch = pubsub_go.decode(pa.array([b"\x04\x02\x02x", b"\x01"]), format="avro", avro_schema=avro)
+    assert batch.schema.field("n").type == pa.int64() and batch.schema.field("s").type == pa.string()
+    assert batch.column("n").to_pylist() == [2, None] and batch.column("s").to_pylist() == ["x", None]
+    assert "__decode_error" in batch.schema.names and batch.column("__decode_error")[1].is_valid
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(InvalidArgumentError, match="exactly one of format"):
+        pubsub_go.decode(pa.array([b""]), format="json", decoder="/x.wasm")
+    with pytest.raises(InvalidArgumentError, match="format='xml' is not a built-in decoder"):
+        pubsub_go.decode(pa.array([b""]), format="xml")
+    with pytest.raises(InvalidArgumentError, match="target schema"):
+        pubsub_go.decode(pa.array([b""]), format="json")  # JSON needs a schema
+    with pytest.raises(InvalidArgumentError, match="unknown option"):
+        pubsub_go.decode(pa.array([b""]), format="json", schema=SCHEMA, nope="1")
+    with pytest.raises(InvalidArgumentError, match="decoder.wasm .*not a readable file"):
+        pubsub_go.decode(pa.array([b""]), decoder="/nonexistent/d.wasm")
+    with pytest.raises(InvalidArgumentError, match="payloads must be a binary"):
+        pubsub_go.decode(pa.array([1, 2]), format="json", schema=SCHEMA)
+
+
+def test_hostile_modules_are_stopped_and_the_process_carries_on(hostile_wasm):
+    dec = str(hostile_wasm)
+    start = time.monotonic()
+    with pytest.raises(DeadlineExceededError, match="exceeded its time limit.*timeout_ms=500"):
+        pubsub_go.decode(pa.array([b"loop"]), decoder=dec, timeout_ms=500)
+    assert time.monotonic() - start < 10
+    with pytest.raises(ResourceExhaustedError, match="memory limit of 48 MiB"):
+        pubsub_go.decode(pa.array([b"alloc"]), decoder=dec, memory_limit_mb=48, timeout_ms=30_000)
+    with pytest.raises(AbortedError, match="crashed"):
+        pubsub_go.decode(pa.array([b"exit"]), decoder=dec)
+    # A panic in the guest is that row's error; opening a file fails inside the sandbox.
+    batch = pubsub_go.decode(pa.array([b"panic", b"probe", b"ok"]), decoder=dec)
+    assert "boom" in batch.column("__decode_error")[0].as_py()
+    assert batch.column("v").to_pylist()[1:] == ["env=0 args=0 file=true dir=true", "ok"]
+
+
+# --- against Spark ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def spark():
+    stop_spark()
+    s = spark_session(master="local[2]", app="decode", spark__sql__session__timeZone="UTC")
+    yield s
+    s.stop()
+
+
+def decode_in_spark(df, schema, **kwargs):
+    """The docs/decode.md pattern: decode the payload column in mapInArrow."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    out_schema = StructType([*schema.fields, StructField("i", LongType())])
+
+    def decode_batches(batches):
+        import pubsub_go
+
+        for b in batches:
+            decoded = pubsub_go.decode(b.column("payload"), schema=schema, on_error="null", **kwargs)
+            yield decoded.append_column("i", b.column("i"))
+
+    return {r.i: r.asDict(recursive=True) for r in df.mapInArrow(decode_batches, out_schema).collect()}
+
+
+def spark_rows(df, expr):
+    return {r.i: r.ref.asDict(recursive=True) if r.ref is not None else None
+            for r in df.selectExpr("i", f"{expr} AS ref").collect()}
+
+
+def assert_same(mine: dict, ref: dict, fields: list[str]):
+    assert sorted(mine) == sorted(ref)
+    bad = []
+    for i, want in ref.items():
+        got = {f: mine[i][f] for f in fields}
+        if want is None:
+            want = dict.fromkeys(fields)  # a null payload: a null struct in Spark, null columns here
+        if got != want:
+            bad.append((i, got, want))
+    assert not bad, f"{len(bad)} rows differ from Spark, e.g. {bad[:2]}"
+
+
+def test_json_equals_spark_from_json(spark):
+    # Nested structs, arrays of structs, maps, timestamps (zones, epoch
+    # seconds), dates, decimals (numbers and strings), nulls; and a null payload.
+    payloads = [*json_payloads(80), None]
+    df = spark.createDataFrame(list(enumerate(payloads)), "i LONG, payload BINARY").repartition(2)
+    schema = spark.createDataFrame([], JSON_DDL).schema
+    mine = decode_in_spark(df, schema, format="json")
+    ref = spark_rows(df, f"from_json(CAST(payload AS STRING), '{JSON_DDL}')")
+    assert_same(mine, ref, schema.names)
+    assert any(r["customer"] and r["customer"]["address"] for r in mine.values())
+
+
+def test_avro_equals_spark_from_avro(spark):
+    from pyspark.sql.types import StructField, StructType
+
+    payloads = avro_payloads(spark, 60)
+    df = spark.createDataFrame(list(enumerate(payloads)), "i LONG, payload BINARY").repartition(2)
+    expr = f"from_avro(payload, '{json.dumps(AVRO_SCHEMA)}')"
+    derived = spark.createDataFrame([(b"",)], "payload BINARY").selectExpr(f"{expr} AS r").schema[0].dataType
+    schema = StructType([StructField(f.name, f.dataType, True) for f in derived.fields])
+    mine = decode_in_spark(df, schema, format="avro", avro_schema=AVRO_SCHEMA)
+    ref = spark_rows(df, expr)
+    assert_same(mine, ref, schema.names)

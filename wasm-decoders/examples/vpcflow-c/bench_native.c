@@ -1,0 +1,51 @@
+/* The C example decoder compiled natively: decodes the benchmark batch
+ * (1000 lines, as BenchmarkVpcflow* build it) for about SECONDS seconds
+ * through the same ABI entry points the .wasm exports, and prints MB/s.
+ *   gcc -O2 -I ../../sdk-c ../../sdk-c/pgdecoder.c vpcflow.c bench_native.c -o bench && ./bench 3 */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pgdecoder.h"
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv) {
+  double seconds = argc > 1 ? atof(argv[1]) : 3;
+  enum { N = 1000 };
+  static char lines[N][256];
+  uint32_t total = 0;
+  for (int i = 0; i < N; i++) {
+    snprintf(lines[i], sizeof lines[i], "2 123456789010 eni-%08x 172.31.%d.%d 10.0.%d.%d %d 443 6 %d %d %d %d ACCEPT OK",
+             i, i % 256, i % 200, i % 100, i % 250, 20000 + i % 40000, i % 1000, i * 37 % 100000, 1418530010 + i,
+             1418530070 + i);
+    total += (uint32_t)strlen(lines[i]);
+  }
+  uint32_t size = 4 + 4 * (N + 1) + total;
+  uint8_t *in = malloc(size);
+  uint32_t n = N, off = 0;
+  memcpy(in, &n, 4);
+  uint8_t *data = in + 4 + 4 * (N + 1);
+  for (int i = 0; i <= N; i++) {
+    memcpy(in + 4 + 4 * i, &off, 4);
+    if (i < N) {
+      memcpy(data + off, lines[i], strlen(lines[i]));
+      off += (uint32_t)strlen(lines[i]);
+    }
+  }
+  uint8_t config[8] = {0}; /* no schema, no options */
+  if (pg_init((uintptr_t)config, sizeof config)) return fprintf(stderr, "pg_init failed\n"), 1;
+  long iters = 0;
+  double start = now(), el;
+  do {
+    if (pg_decode((uintptr_t)in, size)) return fprintf(stderr, "pg_decode failed\n"), 1;
+    iters++;
+  } while ((el = now() - start) < seconds);
+  printf("%.1f MB/s\n", (double)iters * total / el / 1e6);
+  return 0;
+}
