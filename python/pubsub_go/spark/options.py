@@ -10,7 +10,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..client import subscription_path, topic_path
-from .optparse import OptionError, bool_option, connection_options, int_option
+from .optparse import (
+    CONNECTION_OPTIONS,
+    ConnectionOptions,
+    OptionError,
+    bool_option,
+    connection_options,
+    default_project,
+    int_option,
+)
 
 __all__ = ["OptionError", "SourceOptions"]
 
@@ -21,7 +29,7 @@ RAW_SCHEMA_DDL = (
 
 # Every option the source understands, as documented (Spark lower-cases keys).
 DOCUMENTED = [
-    "projectId", "subscriptionId", "emulatorHost", "credentials", "numPartitions", "parallelism",
+    "projectId", "subscriptionId", *CONNECTION_OPTIONS, "numPartitions", "parallelism",
     "batchSize", "maxWaitTimeMs", "maxRecordsPerTrigger", "maxBytesPerTrigger", "maxRecordsPerPartition",
     "maxBatchDurationMs", "ackOnCommit", "batchLogLocation", "streamsPerPartition", "maxOutstandingMessages",
     "maxBytesPerPartition", "subscriberIdleMs",
@@ -166,8 +174,7 @@ def _parse_decode(opts: Mapping[str, str], project: str) -> DecodeOptions | None
 @dataclass(frozen=True)
 class SourceOptions:
     subscription: str  # projects/P/subscriptions/S
-    emulator_host: str | None
-    credentials: str | None
+    conn: ConnectionOptions
     num_partitions: int
     batch_size: int
     max_wait_ms: int
@@ -196,13 +203,16 @@ class SourceOptions:
         if not sub:
             raise OptionError("option subscriptionId is required: a subscription id (with projectId) "
                               "or a full path projects/PROJECT/subscriptions/ID")
+        conn = connection_options(opts)
+        if project is None and not sub.startswith("projects/"):
+            project = default_project(conn)
         try:
             sub_path = subscription_path(project, sub)
         except ValueError as e:
-            raise OptionError(f"option subscriptionId: {e}; set projectId or give the full path") from None
-        if project and sub_path.split("/")[1] != project:
+            raise OptionError(f"option subscriptionId: {e}; set projectId (or GOOGLE_CLOUD_PROJECT) or give "
+                              "the full path") from None
+        if project and sub_path.split("/")[1] != project and "projectid" in opts:
             raise OptionError(f"option projectId={project!r} disagrees with subscriptionId={sub!r}")
-        emulator, creds = connection_options(opts)
         if "numpartitions" in opts and "parallelism" in opts and opts["numpartitions"] != opts["parallelism"]:
             raise OptionError("options numPartitions and parallelism are aliases; set one")
         parts_name = "numPartitions" if "numpartitions" in opts else "parallelism"
@@ -213,8 +223,7 @@ class SourceOptions:
                                    sub_path.replace("projects/", "").replace("/subscriptions/", "."))
         return SourceOptions(
             subscription=sub_path,
-            emulator_host=emulator,
-            credentials=creds,
+            conn=conn,
             num_partitions=num_parts,
             batch_size=int_option(opts, "batchSize", 1000, 1, 1_000_000),
             max_wait_ms=int_option(opts, "maxWaitTimeMs", 100, 1, 600_000),
