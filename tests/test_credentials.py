@@ -204,3 +204,42 @@ def test_bad_connection_options_name_the_option(options, expected):
     with pytest.raises(OptionError) as e:
         SinkOptions.parse({"topicId": "projects/p/topics/t", **options})
     assert expected in str(e.value)
+
+
+@pytest.mark.spark
+def test_spark_reads_and_writes_over_tls_with_inline_key(google, emulator, sa, tokens, tmp_path):
+    """Source and sink with endpoint + credentialsJson; the key reaches the
+    executors inside the options and shows nowhere Spark prints options."""
+    import pubsub_go
+    from sparkutil import run_until, spark_session, stop_spark
+
+    topic, sub = google.topic(ack_deadline=30)
+    out_topic, out_sub = google.topic(ack_deadline=30)
+    google.publish(topic, [b"p%d" % i for i in range(40)])
+    proxy = start_proxy(emulator, sa, [tokens.access_token], tmp_path)
+    creds = sa.json(tokens.token_uri)
+    stop_spark()  # Python workers get the CA through executorEnv, set when the context starts
+    spark = spark_session(master="local[2]", spark__executorEnv__SSL_CERT_FILE=str(proxy.ca_file))
+    pubsub_go.register(spark)
+    try:
+        df = (spark.readStream.format("pubsub-go").option("subscriptionId", sub)
+              .option("endpoint", proxy.host_port).option("credentialsJson", creds)
+              .option("batchLogLocation", str(tmp_path / "log")).option("numPartitions", "1")
+              .option("maxWaitTimeMs", "300").load())
+        q = (df.select("payload").writeStream.format("pubsub-go").option("topicId", out_topic)
+             .option("endpoint", proxy.host_port).option("credentialsJson", creds)
+             .option("checkpointLocation", str(tmp_path / "ck")).start())
+        got: list = []
+        try:
+            run_until(q, lambda: got.extend(google.pull_all(out_sub, max_wait=1)) or len(got) >= 40, timeout=180)
+            shown = [q._jsq.explainInternal(True), json.dumps(q.recentProgress, default=str), str(q.status),
+                     df._jdf.queryExecution().toString()]
+        finally:
+            q.stop()
+        assert sorted(m.message.data for m in got) == sorted(b"p%d" % i for i in range(40))
+        logs = "\n".join(p.read_text(errors="replace") for p in tmp_path.rglob("*.log"))
+        assert_no_secret("\n".join(shown) + logs, sa, tokens.access_token)
+        assert not proxy.rejections, proxy.rejections
+    finally:
+        stop_spark()
+        proxy.stop()

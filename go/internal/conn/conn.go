@@ -40,10 +40,29 @@ type Options struct {
 	IAMCredentialsEndpoint string `json:"iam_credentials_endpoint"`
 }
 
-// Resolve fills EmulatorHost from the environment when unset.
+// emulatorEnv is PUBSUB_EMULATOR_HOST as the process started. The variable
+// is then removed from the process environment: Google's generated clients
+// read it themselves (apiv1's emulator hook) and would dial it in plaintext
+// without credentials even when a config names an Endpoint. Resolve is the
+// one place that applies it.
+var emulatorEnv = takeEmulatorEnv()
+
+func takeEmulatorEnv() string {
+	v := os.Getenv("PUBSUB_EMULATOR_HOST")
+	if v != "" {
+		os.Unsetenv("PUBSUB_EMULATOR_HOST")
+	}
+	return v
+}
+
+// Resolve fills EmulatorHost from the environment when neither it nor an
+// Endpoint is set.
 func (o Options) Resolve() Options {
 	if o.EmulatorHost == "" && o.Endpoint == "" {
 		o.EmulatorHost = os.Getenv("PUBSUB_EMULATOR_HOST")
+		if o.EmulatorHost == "" {
+			o.EmulatorHost = emulatorEnv
+		}
 	}
 	return o
 }
