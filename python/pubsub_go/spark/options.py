@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..client import subscription_path, topic_path
+from . import lifecycle, start_position
 from .optparse import (
     CONNECTION_OPTIONS,
     ConnectionOptions,
@@ -35,6 +36,7 @@ DOCUMENTED = [
     "maxBytesPerPartition", "subscriberIdleMs",
     "ackDeadlineSeconds", "commitLeaseSeconds", "format", "decoder", "avroSchema", "deadLetterTopicId",
     "onDecodeError", "errorColumn", "decoderOptions", "decoderTimeoutMs", "decoderMemoryLimitMB", "path",
+    *lifecycle.OPTIONS, *start_position.OPTIONS,
 ]
 CANONICAL = {name.lower(): name for name in DOCUMENTED}
 KNOWN = set(CANONICAL)
@@ -191,6 +193,8 @@ class SourceOptions:
     commit_lease_seconds: int
     subscriber_idle_ms: int
     decode: DecodeOptions | None = None  # schema mode
+    setup: lifecycle.SubscriptionSetup | None = None  # topicId: create the subscription; delete on stop
+    start: start_position.StartPosition = start_position.StartPosition()  # seek on the first start
 
     @staticmethod
     def parse(options: Mapping[str, str]) -> SourceOptions:
@@ -221,6 +225,8 @@ class SourceOptions:
         num_parts = int_option(opts, parts_name, os.cpu_count() or 1, 1, 10_000)
         log_default = os.path.join(os.path.expanduser("~"), ".pubsub-go", "batchlog",
                                    sub_path.replace("projects/", "").replace("/subscriptions/", "."))
+        ack_deadline = int_option(opts, "ackDeadlineSeconds", 60, 10, 600)
+        project_id = sub_path.split("/")[1]
         return SourceOptions(
             subscription=sub_path,
             conn=conn,
@@ -236,10 +242,12 @@ class SourceOptions:
             streams_per_partition=int_option(opts, "streamsPerPartition", 1, 1, 32),
             max_outstanding_messages=int_option(opts, "maxOutstandingMessages", 0, 0),
             max_bytes_per_partition=int_option(opts, "maxBytesPerPartition", 128 << 20, 1 << 20),
-            ack_deadline_seconds=int_option(opts, "ackDeadlineSeconds", 60, 10, 600),
+            ack_deadline_seconds=ack_deadline,
             commit_lease_seconds=int_option(opts, "commitLeaseSeconds", 600, 10, 600),
             # Off by default: a kept subscriber prefetches, and if its executor
             # dies those messages stay invisible until their lease runs out.
             subscriber_idle_ms=int_option(opts, "subscriberIdleMs", 0, 0, 3_600_000),
             decode=_parse_decode(opts, sub_path.split("/")[1]),
+            setup=lifecycle.SubscriptionSetup.parse(opts, project_id, ack_deadline),
+            start=start_position.StartPosition.parse(opts, project_id),
         )

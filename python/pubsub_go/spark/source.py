@@ -29,9 +29,11 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructField, StructType
 
 from .batchlog import BatchLog
+from .lifecycle import delete_subscription, ensure_subscription
 from .options import RAW_SCHEMA_DDL, OptionError, SourceOptions
 from .partition_reader import PubSubPartition, read_partition, subscriber_config
 from .schema_mode import METADATA, SchemaPlan, derive_schema
+from .start_position import seek_on_first_start
 
 log = logging.getLogger("pubsub_go.source")
 
@@ -55,8 +57,8 @@ class PubSubDataSource(DataSource):
         # Called at load() without a .schema(); with one, PySpark skips it
         # and streamReader validates at query start, still before any task.
         opts = {k.lower(): v for k, v in self.options.items()}
-        if "topicid" in opts:
-            return RAW_SCHEMA_DDL  # writing
+        if "topicid" in opts and "subscriptionid" not in opts:
+            return RAW_SCHEMA_DDL  # writing (a read always names its subscription; topicId may create it)
         parsed = SourceOptions.parse(self.options)
         if parsed.decode is not None:
             return derive_schema(parsed.decode)
@@ -102,12 +104,16 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._driver is None:
             if self.plan is not None:
                 self.plan.check_on_driver()
+            ensure_subscription(self.opts.subscription, self.opts.setup, self.opts.conn)  # topicId only
             self._driver = _DriverState(self.opts)
         return self._driver
 
     # -- offsets -------------------------------------------------------------
     def initialOffset(self) -> dict:
         self._state()  # fails fast: NOT_FOUND for an unknown subscription
+        # Spark asks for the initial offset only when the checkpoint has none:
+        # a restart never seeks again.
+        seek_on_first_start(self.opts.subscription, self.opts.start, self.opts.conn)
         return {"gen": uuid.uuid4().hex[:16], "batch": 0}
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -179,6 +185,7 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._driver is not None:
             self._driver.stop()
             self._driver = None
+            delete_subscription(self.opts.subscription, self.opts.setup, self.opts.conn)  # if asked
 
 
 @dataclass(frozen=True)
