@@ -279,3 +279,30 @@ def test_ten_thousand_batches_keep_rss_flat():
         assert server.stats()["acks"] >= rows
     finally:
         server.stop()
+
+
+def test_acks_on_an_exactly_once_subscription_report_their_results(emulator, google):
+    """The official emulator accepts exactly-once delivery subscriptions (it
+    does not return per-ack-id failures: those are covered by the Go tests
+    with a fault-injecting server)."""
+    from pubsub_go import Subscriber, admin
+
+    topic, _ = google.topic()
+    sub = topic.replace("/topics/", "/subscriptions/") + "-eod"
+    admin("create_subscription", emulator_host=emulator.host_port, topic=topic, subscription=sub,
+          enable_exactly_once_delivery=True, ack_deadline_seconds=10)
+    assert admin("get_subscription", emulator_host=emulator.host_port,
+                 subscription=sub)["enable_exactly_once_delivery"] is True
+    google.publish(topic, [b"e%d" % i for i in range(30)])
+    got = 0
+    with Subscriber(subscription=sub, emulator_host=emulator.host_port) as s:
+        deadline = time.monotonic() + 30
+        while got < 30 and time.monotonic() < deadline:
+            batch, ids = s.next_batch(max_rows=100, wait_ms=300)
+            if len(ids):
+                assert s.ack(ids) == {"done": len(ids), "rejected": {}}
+                got += len(ids)
+        assert s.stats()["acked"] == 30 and s.stats()["ack_rejected"] == 0
+    assert got == 30
+    time.sleep(11)  # past the deadline: nothing comes back
+    assert google.pull_all(sub, max_wait=2) == []

@@ -178,8 +178,20 @@ class Subscriber(_Handle):
         args: tuple[Any, ...] = (self._handle(), arr, sch, *extra)
         _native.call(fn, *args)
 
-    def ack(self, ack_ids: pa.Array | list[str]) -> None:
-        self._with_ids("pg_subscriber_ack", ack_ids)
+    def ack(self, ack_ids: pa.Array | list[str]) -> dict[str, Any]:
+        """Acks the ids; returns {"done": n, "rejected": {reason: count}}.
+        Rejected ids (exactly-once delivery subscriptions only, e.g. an
+        expired lease) were not acked and will be redelivered; raises when
+        ids failed in a way a retry may fix."""
+        out = _native.ffi().new("char**")
+        try:
+            self._with_ids("pg_subscriber_ack_results", ack_ids, out)
+        finally:
+            text = _native.take_string(out[0])
+        result = json.loads(text) if text else {}
+        result.setdefault("done", 0)
+        result.setdefault("rejected", {})
+        return result
 
     def nack(self, ack_ids: pa.Array | list[str]) -> None:
         self._with_ids("pg_subscriber_nack", ack_ids)

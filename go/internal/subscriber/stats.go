@@ -15,11 +15,23 @@ type Stats struct {
 	DecodeErrors     int64 `json:"decode_errors"`     // rows a decoder could not decode
 	BytesPulled      int64 `json:"bytes_pulled"`      // message bytes received (data, attributes, ids)
 	StreamsRestarted int64 `json:"streams_restarted"` // stream reconnects after an error
+	// Exactly-once delivery: ack ids the service refused for good (not
+	// acked; the message comes back), and likewise for modacks and nacks.
+	AckRejected    int64 `json:"ack_rejected"`
+	ModackRejected int64 `json:"modack_rejected"`
 }
 
 type counters struct {
 	pulled, handedOut, acked, nacked, extended, redeliveries,
-	decodeErrors, bytesPulled, streamsRestarted atomic.Int64
+	decodeErrors, bytesPulled, streamsRestarted, ackRejected, modackRejected atomic.Int64
+}
+
+// countModack counts a modack's outcome: done into c (if any), rejections.
+func (c *counters) countModack(o AckOutcome, done *atomic.Int64) {
+	if done != nil {
+		done.Add(int64(o.Done))
+	}
+	c.modackRejected.Add(int64(o.RejectedCount()))
 }
 
 func (c *counters) snapshot(held int64) Stats {
@@ -34,5 +46,7 @@ func (c *counters) snapshot(held int64) Stats {
 		DecodeErrors:     c.decodeErrors.Load(),
 		BytesPulled:      c.bytesPulled.Load(),
 		StreamsRestarted: c.streamsRestarted.Load(),
+		AckRejected:      c.ackRejected.Load(),
+		ModackRejected:   c.modackRejected.Load(),
 	}
 }

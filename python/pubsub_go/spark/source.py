@@ -276,8 +276,15 @@ class _DriverState:
                 try:
                     if ids and self.opts.ack_on_commit:
                         acks = pa.concat_arrays(ids)
-                        self.acker.ack(acks)
-                        self.metrics["acked"] += len(acks)
+                        res = self.acker.ack(acks)
+                        # Exactly-once delivery: ids the service refused for good
+                        # were not acked (they come back); never count them as acked.
+                        self.metrics["acked"] += res["done"]
+                        rejected = sum(res["rejected"].values())
+                        if rejected:
+                            self.metrics["ackRejected"] = self.metrics.get("ackRejected", 0) + rejected
+                            log.warning("batch %d: the service rejected %d of %d acks (%s); those messages will "
+                                        "be redelivered", batch, rejected, len(acks), res["rejected"])
                 except Exception as e:
                     # Kept in the log: the next commit retries. Leases are still kept alive.
                     self.metrics["ackFailures"] += 1
