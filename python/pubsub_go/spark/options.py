@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,18 @@ def unknown_option_message(unknown: list[str], documented: list[str], fmt: str =
         parts.append(f"{u!r}{hint}")
     return (f"unknown option(s) {', '.join(parts)} for format {fmt}; "
             f"accepted options: {', '.join(documented)}")
+
+
+# pubsub_go.register(spark) puts the session's master here, in the
+# environment Spark gives the source's Python processes.
+SPARK_MASTER_ENV = "PUBSUB_GO_SPARK_MASTER"
+
+
+def missing_batch_log_message(why: str) -> str:
+    return (f"option batchLogLocation is required here ({why}): the driver and every executor read and write "
+            "the batch log, so it must be a location they all share, e.g. gs://bucket/queries/q1/pubsub-log or "
+            "hdfs:///queries/q1/pubsub-log (one per query). The default, a directory in the driver's home, "
+            "only works with master local[...]")
 
 
 FORMATS = ("json", "avro")
@@ -185,7 +198,7 @@ class SourceOptions:
     max_records_per_partition: int
     max_batch_duration_ms: int
     ack_on_commit: bool
-    batch_log_location: str
+    batch_log_path: str  # see batch_log_location
     streams_per_partition: int
     max_outstanding_messages: int
     max_bytes_per_partition: int
@@ -195,6 +208,18 @@ class SourceOptions:
     decode: DecodeOptions | None = None  # schema mode
     setup: lifecycle.SubscriptionSetup | None = None  # topicId: create the subscription; delete on stop
     start: start_position.StartPosition = start_position.StartPosition()  # seek on the first start
+    # Set when batchLogLocation was not given: the driver's host, where the
+    # default (a local directory) is valid.
+    batch_log_default_host: str | None = None
+
+    @property
+    def batch_log_location(self) -> str:
+        """The batch log; the default local path fails on any other host
+        (an executor of a cluster) instead of silently splitting the log."""
+        if self.batch_log_default_host is not None and socket.gethostname() != self.batch_log_default_host:
+            raise OptionError(missing_batch_log_message(f"executors run on other hosts than the driver "
+                                                        f"({socket.gethostname()} vs {self.batch_log_default_host})"))
+        return self.batch_log_path
 
     @staticmethod
     def parse(options: Mapping[str, str]) -> SourceOptions:
@@ -223,6 +248,9 @@ class SourceOptions:
         # Spark's default parallelism is not visible to a Python data source;
         # the driver's core count equals it in local mode.
         num_parts = int_option(opts, parts_name, os.cpu_count() or 1, 1, 10_000)
+        master = os.environ.get(SPARK_MASTER_ENV, "")
+        if not opts.get("batchloglocation") and master and not master.startswith("local"):
+            raise OptionError(missing_batch_log_message(f"the Spark master is {master}"))
         log_default = os.path.join(os.path.expanduser("~"), ".pubsub-go", "batchlog",
                                    sub_path.replace("projects/", "").replace("/subscriptions/", "."))
         ack_deadline = int_option(opts, "ackDeadlineSeconds", 60, 10, 600)
@@ -238,7 +266,8 @@ class SourceOptions:
             max_records_per_partition=int_option(opts, "maxRecordsPerPartition", 500_000, 1),
             max_batch_duration_ms=int_option(opts, "maxBatchDurationMs", 10_000, 1, 3_600_000),
             ack_on_commit=bool_option(opts, "ackOnCommit", True),
-            batch_log_location=str(opts.get("batchloglocation") or log_default),
+            batch_log_path=str(opts.get("batchloglocation") or log_default),
+            batch_log_default_host=None if opts.get("batchloglocation") else socket.gethostname(),
             streams_per_partition=int_option(opts, "streamsPerPartition", 1, 1, 32),
             max_outstanding_messages=int_option(opts, "maxOutstandingMessages", 0, 0),
             max_bytes_per_partition=int_option(opts, "maxBytesPerPartition", 128 << 20, 1 << 20),
