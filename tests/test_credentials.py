@@ -243,3 +243,17 @@ def test_spark_reads_and_writes_over_tls_with_inline_key(google, emulator, sa, t
     finally:
         stop_spark()
         proxy.stop()
+
+
+def test_project_from_application_default_credentials(sa, tmp_path):
+    """No projectId, no GOOGLE_CLOUD_PROJECT, no credentials option: the
+    project comes from ADC (here GOOGLE_APPLICATION_CREDENTIALS), found by
+    the Go auth library. A fresh process: Go reads its environment at load."""
+    key = tmp_path / "adc.json"
+    key.write_text(ServiceAccount(project="adc-project").json("http://127.0.0.1:1/token"))
+    env = {k: v for k, v in os.environ.items() if k not in ("GOOGLE_CLOUD_PROJECT", "PUBSUB_EMULATOR_HOST")}
+    env["GOOGLE_APPLICATION_CREDENTIALS"] = str(key)
+    code = ("from pubsub_go.spark.sink_options import SinkOptions\n"
+            "print(SinkOptions.parse({'topicId': 't'}).topic)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60, cwd="/tmp")
+    assert p.stdout.strip() == "projects/adc-project/topics/t", p.stdout + p.stderr

@@ -78,3 +78,16 @@ func TestImpersonationOptionsAreChecked(t *testing.T) {
 		t.Errorf("impersonation gives %d credential options, want 1", n)
 	}
 }
+
+func TestEmulatorVariableIsAppliedOnlyByResolve(t *testing.T) {
+	saved := emulatorEnv
+	t.Cleanup(func() { emulatorEnv = saved })
+	t.Setenv("PUBSUB_EMULATOR_HOST", "")
+	emulatorEnv = "127.0.0.1:7" // as taken from the environment at load
+	if got := (Options{}).Resolve().EmulatorHost; got != "127.0.0.1:7" {
+		t.Fatalf("Resolve().EmulatorHost = %q, want the variable taken at load", got)
+	}
+	if got := (Options{Endpoint: "e:443"}).Resolve().EmulatorHost; got != "" {
+		t.Fatalf("an explicit endpoint must win, got emulator %q", got)
+	}
+}
