@@ -90,9 +90,11 @@ def test_inline_key_over_tls_with_checked_tokens(google, emulator, sa, tokens, t
     try:
         res, out = run_client(proxy, {"credentials_json": sa.json(tokens.token_uri)}, topic, sub)
         assert res == {"ok": True, "read": 50}, out
-        # Google's clients sign their own JWT with a service-account key for
-        # Pub/Sub (self-signed JWT); the proxy verified its signature.
+        # Google's Go client signs its own JWT with a service-account key for
+        # Pub/Sub (self-signed JWT, no token exchange: the token_uri is never
+        # called); the proxy verified its signature on every call.
         assert not proxy.rejections, proxy.rejections
+        assert "/token" not in tokens.calls
         assert_no_secret(out + proxy.log.read_text(), sa, tokens.access_token)
     finally:
         proxy.stop()

@@ -58,7 +58,6 @@ class ConnectionOptions:
     emulator_host: str | None = None
     endpoint: str | None = None
     credentials_json: str | None = field(default=None, repr=False)
-    credentials_source: str | None = None  # what credentials_json came from, for messages: a path or "inline"
     impersonate_service_account: str | None = None
     iam_credentials_endpoint: str | None = None
 
@@ -119,7 +118,7 @@ def connection_options(opts: Mapping[str, str]) -> ConnectionOptions:
     if len(files) + (inline is not None) > 1:
         raise OptionError("set one of the options credentials (alias credentialsFile: a path) and "
                           "credentialsJson (the JSON itself)")
-    creds_json = source = None
+    creds_json = None
     if files:
         path = opts[files[0].lower()].strip()
         if not os.path.isfile(path):
@@ -130,9 +129,8 @@ def connection_options(opts: Mapping[str, str]) -> ConnectionOptions:
                 creds_json = _credentials_json(f.read(), f"{files[0]} (file {path})")
         except OSError as e:
             raise OptionError(f"option {files[0]}={path!r} cannot be read: {e.strerror}") from None
-        source = path
     elif inline is not None:
-        creds_json, source = _credentials_json(inline, "credentialsJson"), "inline"
+        creds_json = _credentials_json(inline, "credentialsJson")
     target = (opts.get("impersonateserviceaccount") or "").strip() or None
     if target and "@" not in target:
         raise OptionError(f"option impersonateServiceAccount={target!r} must be a service account email, "
@@ -144,8 +142,7 @@ def connection_options(opts: Mapping[str, str]) -> ConnectionOptions:
         raise OptionError(f"option iamCredentialsEndpoint={iam!r} must be a base URL, "
                           "e.g. https://iamcredentials.googleapis.com")
     return ConnectionOptions(emulator_host=emulator, endpoint=endpoint, credentials_json=creds_json,
-                             credentials_source=source, impersonate_service_account=target,
-                             iam_credentials_endpoint=iam)
+                             impersonate_service_account=target, iam_credentials_endpoint=iam)
 
 
 def default_project(conn: ConnectionOptions) -> str | None:
