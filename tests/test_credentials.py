@@ -239,6 +239,8 @@ def test_spark_reads_and_writes_over_tls_with_inline_key(google, emulator, sa, t
         finally:
             q.stop()
         assert sorted(m.message.data for m in got) == sorted(b"p%d" % i for i in range(40))
+        # The plan lists the options; Spark's redaction (spark.redaction.regex) hides this one.
+        assert "credentialsJson=*********(redacted)" in shown[3], shown[3][:2000]
         logs = "\n".join(p.read_text(errors="replace") for p in tmp_path.rglob("*.log"))
         assert_no_secret("\n".join(shown) + logs, sa, tokens.access_token)
         assert not proxy.rejections, proxy.rejections
