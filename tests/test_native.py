@@ -306,3 +306,26 @@ def test_acks_on_an_exactly_once_subscription_report_their_results(emulator, goo
     assert got == 30
     time.sleep(11)  # past the deadline: nothing comes back
     assert google.pull_all(sub, max_wait=2) == []
+
+
+def test_acks_rejected_like_exactly_once_delivery_are_never_counted_as_acked():
+    """bench/loadserver refuses every ack id the way an exactly-once
+    subscription refuses expired ones (ErrorInfo metadata per ack id)."""
+    from emulators import LoadServer
+    from pubsub_go.client import admin
+
+    server = LoadServer("--ack-reject-rate", "1", "--messages", "40")
+    try:
+        admin("create_topic", emulator_host=server.host_port, topic="projects/m/topics/t")
+        admin("create_subscription", emulator_host=server.host_port, topic="projects/m/topics/t",
+              subscription="projects/m/subscriptions/s")
+        with Subscriber(subscription="projects/m/subscriptions/s", emulator_host=server.host_port) as sub:
+            b, acks = sub.next_batch(max_rows=40, wait_ms=5000)
+            assert b.num_rows > 0
+            res = sub.ack(acks)
+            assert res == {"done": 0, "rejected": {"PERMANENT_FAILURE_INVALID_ACK_ID": b.num_rows}}, res
+            st = sub.stats()
+            assert st["acked"] == 0 and st["ack_rejected"] == b.num_rows
+        assert server.stats()["acks"] == 0
+    finally:
+        server.stop()
