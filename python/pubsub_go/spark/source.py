@@ -32,6 +32,7 @@ from .batchlog import BatchLog
 from .lifecycle import delete_subscription, ensure_subscription
 from .options import RAW_SCHEMA_DDL, OptionError, SourceOptions
 from .partition_reader import PubSubPartition, read_partition, subscriber_config
+from .runner_signals import stop_on_sigterm
 from .schema_mode import METADATA, SchemaPlan, derive_schema
 from .start_position import seek_on_first_start
 
@@ -105,6 +106,7 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if self.plan is not None:
                 self.plan.check_on_driver()
             ensure_subscription(self.opts.subscription, self.opts.setup, self.opts.conn)  # topicId only
+            stop_on_sigterm()  # else Spark's stop never reaches stop() below
             self._driver = _DriverState(self.opts)
         return self._driver
 
@@ -183,9 +185,11 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def stop(self) -> None:
         if self._driver is not None:
+            # First: Spark may end this process soon after calling stop(), and
+            # the last commit's acks do not matter for a throw-away subscription.
+            delete_subscription(self.opts.subscription, self.opts.setup, self.opts.conn)  # if asked
             self._driver.stop()
             self._driver = None
-            delete_subscription(self.opts.subscription, self.opts.setup, self.opts.conn)  # if asked
 
 
 @dataclass(frozen=True)
