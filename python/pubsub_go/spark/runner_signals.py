@@ -16,6 +16,9 @@ _installed = False
 
 
 def _raise_exit(signum: int, frame: FrameType | None) -> None:
+    # Spark may send SIGTERM more than once; a second SystemExit would abort
+    # stop() midway, so later ones are ignored (SIGKILL still ends us).
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise SystemExit(128 + signum)
 
 
