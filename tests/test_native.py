@@ -279,3 +279,53 @@ def test_ten_thousand_batches_keep_rss_flat():
         assert server.stats()["acks"] >= rows
     finally:
         server.stop()
+
+
+def test_acks_on_an_exactly_once_subscription_report_their_results(emulator, google):
+    """The official emulator accepts exactly-once delivery subscriptions (it
+    does not return per-ack-id failures: those are covered by the Go tests
+    with a fault-injecting server)."""
+    from pubsub_go import Subscriber, admin
+
+    topic, _ = google.topic()
+    sub = topic.replace("/topics/", "/subscriptions/") + "-eod"
+    admin("create_subscription", emulator_host=emulator.host_port, topic=topic, subscription=sub,
+          enable_exactly_once_delivery=True, ack_deadline_seconds=10)
+    assert admin("get_subscription", emulator_host=emulator.host_port,
+                 subscription=sub)["enable_exactly_once_delivery"] is True
+    google.publish(topic, [b"e%d" % i for i in range(30)])
+    got = 0
+    with Subscriber(subscription=sub, emulator_host=emulator.host_port) as s:
+        deadline = time.monotonic() + 30
+        while got < 30 and time.monotonic() < deadline:
+            batch, ids = s.next_batch(max_rows=100, wait_ms=300)
+            if len(ids):
+                assert s.ack(ids) == {"done": len(ids), "rejected": {}}
+                got += len(ids)
+        assert s.stats()["acked"] == 30 and s.stats()["ack_rejected"] == 0
+    assert got == 30
+    time.sleep(11)  # past the deadline: nothing comes back
+    assert google.pull_all(sub, max_wait=2) == []
+
+
+def test_acks_rejected_like_exactly_once_delivery_are_never_counted_as_acked():
+    """bench/loadserver refuses every ack id the way an exactly-once
+    subscription refuses expired ones (ErrorInfo metadata per ack id)."""
+    from emulators import LoadServer
+    from pubsub_go.client import admin
+
+    server = LoadServer("--ack-reject-rate", "1", "--messages", "40")
+    try:
+        admin("create_topic", emulator_host=server.host_port, topic="projects/m/topics/t")
+        admin("create_subscription", emulator_host=server.host_port, topic="projects/m/topics/t",
+              subscription="projects/m/subscriptions/s")
+        with Subscriber(subscription="projects/m/subscriptions/s", emulator_host=server.host_port) as sub:
+            b, acks = sub.next_batch(max_rows=40, wait_ms=5000)
+            assert b.num_rows > 0
+            res = sub.ack(acks)
+            assert res == {"done": 0, "rejected": {"PERMANENT_FAILURE_INVALID_ACK_ID": b.num_rows}}, res
+            st = sub.stats()
+            assert st["acked"] == 0 and st["ack_rejected"] == b.num_rows
+        assert server.stats()["acks"] == 0
+    finally:
+        server.stop()

@@ -64,10 +64,10 @@ def test_options_defaults_and_case_insensitive_keys() -> None:
 
 def test_emulator_host_falls_back_to_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PUBSUB_EMULATOR_HOST", "127.0.0.1:9999")
-    assert SinkOptions.parse({"projectId": "p", "topicId": "t"}).emulator_host == "127.0.0.1:9999"
-    assert SinkOptions.parse({"projectId": "p", "topicId": "t", "emulatorHost": "h:1"}).emulator_host == "h:1"
+    assert SinkOptions.parse({"projectId": "p", "topicId": "t"}).conn.emulator_host == "127.0.0.1:9999"
+    assert SinkOptions.parse({"projectId": "p", "topicId": "t", "emulatorHost": "h:1"}).conn.emulator_host == "h:1"
     monkeypatch.delenv("PUBSUB_EMULATOR_HOST")
-    assert SinkOptions.parse({"projectId": "p", "topicId": "t"}).emulator_host is None
+    assert SinkOptions.parse({"projectId": "p", "topicId": "t"}).conn.emulator_host is None
 
 
 @pytest.mark.parametrize("options, expected", [

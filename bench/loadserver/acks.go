@@ -23,6 +23,17 @@ func (s *subscriberService) Acknowledge(ctx context.Context, req *pubsubpb.Ackno
 		s.stats.injected.Add(1)
 		return nil, err
 	}
+	if refused := f.ackRejects(req.GetAckIds()); refused != nil {
+		var ok []string
+		for _, id := range req.GetAckIds() {
+			if _, no := refused[id]; !no {
+				ok = append(ok, id)
+			}
+		}
+		s.ack(ok)
+		s.stats.injected.Add(1)
+		return nil, rejectErr(refused)
+	}
 	s.ack(req.GetAckIds())
 	return &emptypb.Empty{}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -23,6 +24,12 @@ type Faults struct {
 	// AckErrorCode; their acks are not applied.
 	AckErrorRate float64 `json:"ack_error_rate"`
 	AckErrorCode Code    `json:"ack_error_code"`
+	// AckRejectRate is the fraction of ack ids in each Acknowledge that are
+	// refused as a subscription with exactly-once delivery refuses an
+	// expired ack id: INVALID_ARGUMENT with ErrorInfo metadata mapping each
+	// refused id to PERMANENT_FAILURE_INVALID_ACK_ID. Refused ids are not
+	// settled; the others are.
+	AckRejectRate float64 `json:"ack_reject_rate"`
 	// Latency is added to every unary RPC and to opening a StreamingPull.
 	Latency Duration `json:"latency"`
 	// StreamCloseEvery closes each StreamingPull stream with UNAVAILABLE
@@ -35,7 +42,7 @@ func defaultFaults() Faults {
 }
 
 func (f Faults) validate() error {
-	for _, r := range []float64{f.PublishErrorRate, f.AckErrorRate} {
+	for _, r := range []float64{f.PublishErrorRate, f.AckErrorRate, f.AckRejectRate} {
 		if r < 0 || r > 1 {
 			return fmt.Errorf("error rate %v outside [0, 1]", r)
 		}
@@ -57,6 +64,34 @@ func (f *Faults) publishErr() error {
 // ackErr decides whether this Acknowledge fails.
 func (f *Faults) ackErr() error {
 	return roll(f.AckErrorRate, f.AckErrorCode, "acknowledge")
+}
+
+// ackRejects picks the ack ids this Acknowledge refuses (nil: none).
+func (f *Faults) ackRejects(ids []string) map[string]string {
+	if f.AckRejectRate <= 0 {
+		return nil
+	}
+	var out map[string]string
+	for _, id := range ids {
+		if rand.Float64() < f.AckRejectRate {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[id] = "PERMANENT_FAILURE_INVALID_ACK_ID"
+		}
+	}
+	return out
+}
+
+// rejectErr is the exactly-once delivery answer naming refused ack ids.
+func rejectErr(refused map[string]string) error {
+	st, err := status.New(codes.InvalidArgument, "Some acknowledgement ids in the request were invalid. This could be "+
+		"because the acknowledgement ids have expired or the acknowledgement ids were malformed.").WithDetails(
+		&errdetails.ErrorInfo{Reason: "EXACTLY_ONCE_ACKID_FAILURE", Domain: "pubsub.googleapis.com", Metadata: refused})
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	return st.Err()
 }
 
 func roll(rate float64, c Code, what string) error {

@@ -62,6 +62,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.Var(&o.faults.PublishErrorCode, "publish-error-code", "gRPC code of injected Publish failures")
 	fs.Float64Var(&o.faults.AckErrorRate, "ack-error-rate", o.faults.AckErrorRate, "fraction of Acknowledge RPCs that fail")
 	fs.Var(&o.faults.AckErrorCode, "ack-error-code", "gRPC code of injected Acknowledge failures")
+	fs.Float64Var(&o.faults.AckRejectRate, "ack-reject-rate", o.faults.AckRejectRate, "fraction of ack ids refused as exactly-once delivery refuses expired ones")
 	fs.Var(&o.faults.Latency, "latency", "latency added to each unary RPC and stream open")
 	fs.Var(&o.faults.StreamCloseEvery, "stream-close-every", "close each StreamingPull with UNAVAILABLE after this long (0: never)")
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"github.com/googleapis/gax-go/v2/apierror"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -65,6 +66,25 @@ func TestAckFaultInjection(t *testing.T) {
 	// A failed Acknowledge settles nothing.
 	if s := in.snapshot(); s.Acks != 0 || s.Outstanding != 3 || s.InjectedErrors != 1 {
 		t.Fatalf("stats = %+v", s)
+	}
+}
+
+func TestAckRejectionLikeExactlyOnceDelivery(t *testing.T) {
+	in := startServer(t, func(o *options) { o.faults.AckRejectRate = 1 })
+	sc := rawSubscriber(t, in.addr)
+	ctx := context.Background()
+	r, err := sc.Pull(ctx, &pubsubpb.PullRequest{Subscription: testSub, MaxMessages: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := ackIDs(r.ReceivedMessages)
+	_, err = sc.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: testSub, AckIds: ids})
+	apiErr, ok := apierror.FromError(err)
+	if !ok || status.Code(err) != codes.InvalidArgument || len(apiErr.Metadata()) != 3 || apiErr.Metadata()[ids[0]] != "PERMANENT_FAILURE_INVALID_ACK_ID" {
+		t.Fatalf("Acknowledge error %v, want INVALID_ARGUMENT naming the 3 ids", err)
+	}
+	if s := in.snapshot(); s.Acks != 0 || s.Outstanding != 3 {
+		t.Fatalf("refused ids must stay unsettled: stats = %+v", s)
 	}
 }
 

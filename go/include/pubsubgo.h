@@ -127,8 +127,18 @@ int pg_subscriber_modack(uint64_t handle, struct ArrowArray* ack_ids, struct Arr
  * lease over to another process, e.g. the Spark driver). */
 int pg_subscriber_release(uint64_t handle, struct ArrowArray* ack_ids, struct ArrowSchema* schema, char** err);
 
+/* pg_subscriber_ack, reporting what happened to the ids as JSON:
+ * {"done": n, "rejected": {"<reason>": count, ...}}. On a subscription with
+ * exactly-once delivery the service may refuse ack ids for good (e.g.
+ * PERMANENT_FAILURE_INVALID_ACK_ID: the lease expired); those were not
+ * acked and come back. Transient per-id failures are retried first; an
+ * error means some ids may still succeed when retried. */
+int pg_subscriber_ack_results(uint64_t handle, struct ArrowArray* ack_ids, struct ArrowSchema* schema,
+                              char** json_out, char** err);
+
 /* Counters as JSON: pulled, handed_out, held, acked, nacked, extended,
- * redeliveries, decode_errors, bytes_pulled, streams_restarted. */
+ * redeliveries, decode_errors, bytes_pulled, streams_restarted,
+ * ack_rejected, modack_rejected. */
 int pg_subscriber_stats(uint64_t handle, char** json_out, char** err);
 
 /* Closes the subscriber: waits for pending acks to be sent, nacks every

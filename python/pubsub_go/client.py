@@ -38,22 +38,21 @@ def topic_path(project: str | None, topic: str) -> str:
     return _full_name("topics", project, topic)
 
 
-def _conn(emulator_host: str | None, endpoint: str | None, credentials: str | None) -> dict[str, str]:
-    out: dict[str, str] = {}
-    if emulator_host:
-        out["emulator_host"] = emulator_host
-    if endpoint:
-        out["endpoint"] = endpoint
-    if credentials:
-        out["credentials_file"] = credentials
-    return out
+# Connection fields of the configs -> the library's JSON keys (go/internal/conn.Options).
+_CONN_KEYS = {"emulator_host": "emulator_host", "endpoint": "endpoint", "credentials": "credentials_file",
+              "credentials_json": "credentials_json", "impersonate_service_account": "impersonate_service_account",
+              "iam_credentials_endpoint": "iam_credentials_endpoint"}
+
+
+def _conn(**fields: str | None) -> dict[str, str]:
+    return {_CONN_KEYS[k]: v for k, v in fields.items() if v}
 
 
 def _config_json(cfg: Any) -> str:
     """A config dataclass as the library's JSON: connection keys renamed,
     zero values left out (the library default), `extra` merged last."""
-    d = {k: v for k, v in asdict(cfg).items() if v and k not in ("emulator_host", "endpoint", "credentials", "extra")}
-    d.update(_conn(cfg.emulator_host, cfg.endpoint, cfg.credentials))
+    d = {k: v for k, v in asdict(cfg).items() if v and k not in _CONN_KEYS and k != "extra"}
+    d.update(_conn(**{k: getattr(cfg, k) for k in _CONN_KEYS}))
     d.update(getattr(cfg, "extra", {}))
     return json.dumps(d)
 
@@ -106,7 +105,10 @@ class SubscriberConfig:
     subscription: str
     emulator_host: str | None = None
     endpoint: str | None = None
-    credentials: str | None = None
+    credentials: str | None = None  # a credentials JSON file
+    credentials_json: str | None = field(default=None, repr=False)  # the same inline: a secret, never in repr
+    impersonate_service_account: str | None = None
+    iam_credentials_endpoint: str | None = None
     streams: int = 0
     max_outstanding_messages: int = 0
     max_outstanding_bytes: int = 0
@@ -196,8 +198,20 @@ class Subscriber(_Handle):
         args: tuple[Any, ...] = (self._handle(), arr, sch, *extra)
         _native.call(fn, *args)
 
-    def ack(self, ack_ids: pa.Array | list[str]) -> None:
-        self._with_ids("pg_subscriber_ack", ack_ids)
+    def ack(self, ack_ids: pa.Array | list[str]) -> dict[str, Any]:
+        """Acks the ids; returns {"done": n, "rejected": {reason: count}}.
+        Rejected ids (exactly-once delivery subscriptions only, e.g. an
+        expired lease) were not acked and will be redelivered; raises when
+        ids failed in a way a retry may fix."""
+        out = _native.ffi().new("char**")
+        try:
+            self._with_ids("pg_subscriber_ack_results", ack_ids, out)
+        finally:
+            text = _native.take_string(out[0])
+        result = json.loads(text) if text else {}
+        result.setdefault("done", 0)
+        result.setdefault("rejected", {})
+        return result
 
     def nack(self, ack_ids: pa.Array | list[str]) -> None:
         self._with_ids("pg_subscriber_nack", ack_ids)
@@ -221,7 +235,10 @@ class PublisherConfig:
     topic: str
     emulator_host: str | None = None
     endpoint: str | None = None
-    credentials: str | None = None
+    credentials: str | None = None  # a credentials JSON file
+    credentials_json: str | None = field(default=None, repr=False)  # the same inline: a secret, never in repr
+    impersonate_service_account: str | None = None
+    iam_credentials_endpoint: str | None = None
     max_batch_messages: int = 0
     max_batch_bytes: int = 0
     linger_ms: int = 0
@@ -290,10 +307,16 @@ class Emulator:
 
 
 def admin(op: str, *, emulator_host: str | None = None, endpoint: str | None = None,
-          credentials: str | None = None, **params: Any) -> dict[str, Any]:
+          credentials: str | None = None, credentials_json: str | None = None,
+          impersonate_service_account: str | None = None, iam_credentials_endpoint: str | None = None,
+          **params: Any) -> dict[str, Any]:
     """Runs one admin op (create_topic, create_subscription, get_subscription,
-    delete_topic, delete_subscription) through the native library."""
-    req = {"op": op, **_conn(emulator_host, endpoint, credentials), **{k: v for k, v in params.items() if v}}
+    delete_topic, delete_subscription, seek, default_project; see
+    docs/c-api.md) through the native library."""
+    conn = _conn(emulator_host=emulator_host, endpoint=endpoint, credentials=credentials,
+                 credentials_json=credentials_json, impersonate_service_account=impersonate_service_account,
+                 iam_credentials_endpoint=iam_credentials_endpoint)
+    req = {"op": op, **conn, **{k: v for k, v in params.items() if v}}
     out = _native.ffi().new("char**")
     _native.call("pg_admin", json.dumps(req).encode(), out)
     return json.loads(_native.take_string(out[0]) or "{}")

@@ -28,11 +28,20 @@ type Request struct {
 	DeadLetterTopic       string `json:"dead_letter_topic"`
 	MaxDeliveryAttempts   int32  `json:"max_delivery_attempts"`
 	RetainAckedSeconds    int64  `json:"retain_acked_seconds"`
-	TimeoutMs             int    `json:"timeout_ms"`
+	// MessageRetentionSeconds is how long unacked messages are kept
+	// (10 minutes to 31 days; 0: the service default, 7 days).
+	MessageRetentionSeconds   int64  `json:"message_retention_seconds"`
+	Filter                    string `json:"filter"`
+	EnableExactlyOnceDelivery bool   `json:"enable_exactly_once_delivery"`
+	TimeoutMs                 int    `json:"timeout_ms"`
+	// Seek: exactly one of TimeUnixMicros (> 0) and Snapshot.
+	TimeUnixMicros int64  `json:"time_unix_micros"`
+	Snapshot       string `json:"snapshot"`
 }
 
 // Ops lists the supported operations.
-var Ops = []string{"create_topic", "delete_topic", "get_topic", "create_subscription", "delete_subscription", "get_subscription"}
+var Ops = []string{"create_topic", "delete_topic", "get_topic", "create_subscription", "delete_subscription",
+	"get_subscription", "seek", "create_snapshot", "delete_snapshot", "default_project"}
 
 // Parse decodes a request strictly: unknown keys are errors.
 func Parse(raw []byte) (Request, error) {
@@ -57,6 +66,14 @@ func Do(ctx context.Context, r Request) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	switch r.Op {
+	case "default_project":
+		p, err := conn.DefaultProject(ctx, r.Options)
+		if err != nil {
+			return nil, conn.Errorf(codes.FailedPrecondition, "finding the default project: %v", err)
+		}
+		return json.Marshal(map[string]string{"project": p})
+	case "seek", "create_snapshot", "delete_snapshot":
+		return doSnapshotOp(ctx, r)
 	case "create_topic", "delete_topic", "get_topic":
 		if r.Topic == "" {
 			return nil, conn.Errorf(codes.InvalidArgument, "%s needs \"topic\": projects/P/topics/T", r.Op)
@@ -100,17 +117,24 @@ func Do(ctx context.Context, r Request) ([]byte, error) {
 				return nil, conn.Errorf(codes.InvalidArgument, "create_subscription needs \"topic\": projects/P/topics/T")
 			}
 			s := &pubsubpb.Subscription{
-				Name:                  r.Subscription,
-				Topic:                 r.Topic,
-				AckDeadlineSeconds:    r.AckDeadlineSeconds,
-				EnableMessageOrdering: r.EnableMessageOrdering,
+				Name:                      r.Subscription,
+				Topic:                     r.Topic,
+				AckDeadlineSeconds:        r.AckDeadlineSeconds,
+				EnableMessageOrdering:     r.EnableMessageOrdering,
+				Filter:                    r.Filter,
+				EnableExactlyOnceDelivery: r.EnableExactlyOnceDelivery,
+			}
+			if r.MessageRetentionSeconds > 0 {
+				s.MessageRetentionDuration = durationpb.New(time.Duration(r.MessageRetentionSeconds) * time.Second)
 			}
 			if r.DeadLetterTopic != "" {
 				s.DeadLetterPolicy = &pubsubpb.DeadLetterPolicy{DeadLetterTopic: r.DeadLetterTopic, MaxDeliveryAttempts: r.MaxDeliveryAttempts}
 			}
 			if r.RetainAckedSeconds > 0 {
 				s.RetainAckedMessages = true
-				s.MessageRetentionDuration = durationpb.New(time.Duration(r.RetainAckedSeconds) * time.Second)
+				if r.MessageRetentionSeconds == 0 {
+					s.MessageRetentionDuration = durationpb.New(time.Duration(r.RetainAckedSeconds) * time.Second)
+				}
 			}
 			got, err := c.CreateSubscription(ctx, s)
 			if err != nil {
@@ -135,10 +159,16 @@ func Do(ctx context.Context, r Request) ([]byte, error) {
 
 func subscriptionJSON(s *pubsubpb.Subscription) ([]byte, error) {
 	out := map[string]any{
-		"name":                    s.Name,
-		"topic":                   s.Topic,
-		"ack_deadline_seconds":    s.AckDeadlineSeconds,
-		"enable_message_ordering": s.EnableMessageOrdering,
+		"name":                         s.Name,
+		"topic":                        s.Topic,
+		"ack_deadline_seconds":         s.AckDeadlineSeconds,
+		"enable_message_ordering":      s.EnableMessageOrdering,
+		"enable_exactly_once_delivery": s.EnableExactlyOnceDelivery,
+		"filter":                       s.Filter,
+		"retain_acked_messages":        s.RetainAckedMessages,
+	}
+	if d := s.MessageRetentionDuration; d != nil {
+		out["message_retention_seconds"] = int64(d.AsDuration() / time.Second)
 	}
 	if s.DeadLetterPolicy != nil {
 		out["dead_letter_topic"] = s.DeadLetterPolicy.DeadLetterTopic

@@ -63,3 +63,44 @@ func TestParseRejectsUnknownKeysAndOps(t *testing.T) {
 		t.Fatalf("unknown op: err = %v", err)
 	}
 }
+
+func TestSubscriptionSettingsAndSeek(t *testing.T) {
+	e, err := emulator.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop()
+	ctx := context.Background()
+	do := func(r Request) (map[string]any, error) {
+		r.Options = conn.Options{EmulatorHost: e.Addr()}
+		raw, err := Do(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		var m map[string]any
+		return m, json.Unmarshal(raw, &m)
+	}
+	if _, err := do(Request{Op: "create_topic", Topic: "projects/p/topics/t"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = do(Request{Op: "create_subscription", Topic: "projects/p/topics/t", Subscription: "projects/p/subscriptions/s",
+		Filter: `attributes.k = "v"`, EnableExactlyOnceDelivery: true, MessageRetentionSeconds: 3600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := do(Request{Op: "get_subscription", Subscription: "projects/p/subscriptions/s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["filter"] != `attributes.k = "v"` || got["enable_exactly_once_delivery"] != true || got["message_retention_seconds"].(float64) != 3600 {
+		t.Fatalf("get_subscription = %v", got)
+	}
+	if _, err := do(Request{Op: "seek", Subscription: "projects/p/subscriptions/s", TimeUnixMicros: 1}); err != nil {
+		t.Fatalf("seek to a time: %v", err)
+	}
+	// pstest has no snapshots; seeking to one is tested on the official emulator (tests/test_lifecycle.py).
+	_, err = do(Request{Op: "seek", Subscription: "projects/p/subscriptions/s", TimeUnixMicros: 1, Snapshot: "projects/p/snapshots/n"})
+	if conn.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "exactly one") {
+		t.Fatalf("seek with both targets: %v", err)
+	}
+}

@@ -24,14 +24,45 @@ type Options struct {
 	EmulatorHost string `json:"emulator_host"`
 	// Endpoint overrides the production endpoint (TLS, authenticated).
 	Endpoint string `json:"endpoint"`
-	// CredentialsFile is a service-account key; empty means ADC.
+	// CredentialsFile is a credentials JSON file (a service-account key,
+	// or any type ADC accepts); empty means ADC.
 	CredentialsFile string `json:"credentials_file"`
+	// CredentialsJSON is the same JSON inline (exclusive with
+	// CredentialsFile). It never appears in errors or formatted output.
+	CredentialsJSON Secret `json:"credentials_json"`
+	// ImpersonateServiceAccount is the email of a service account to act
+	// as: the credentials above (or ADC) get short-lived tokens for it from
+	// the IAM Credentials API (they need roles/iam.serviceAccountTokenCreator).
+	ImpersonateServiceAccount string `json:"impersonate_service_account"`
+	// IAMCredentialsEndpoint is the base URL of the IAM Credentials API
+	// used for impersonation (private service connect); empty means
+	// https://iamcredentials.googleapis.com.
+	IAMCredentialsEndpoint string `json:"iam_credentials_endpoint"`
 }
 
-// Resolve fills EmulatorHost from the environment when unset.
+// emulatorEnv is PUBSUB_EMULATOR_HOST as the process started. The variable
+// is then removed from the process environment: Google's generated clients
+// read it themselves (apiv1's emulator hook) and would dial it in plaintext
+// without credentials even when a config names an Endpoint. Resolve is the
+// one place that applies it.
+var emulatorEnv = takeEmulatorEnv()
+
+func takeEmulatorEnv() string {
+	v := os.Getenv("PUBSUB_EMULATOR_HOST")
+	if v != "" {
+		os.Unsetenv("PUBSUB_EMULATOR_HOST")
+	}
+	return v
+}
+
+// Resolve fills EmulatorHost from the environment when neither it nor an
+// Endpoint is set.
 func (o Options) Resolve() Options {
 	if o.EmulatorHost == "" && o.Endpoint == "" {
 		o.EmulatorHost = os.Getenv("PUBSUB_EMULATOR_HOST")
+		if o.EmulatorHost == "" {
+			o.EmulatorHost = emulatorEnv
+		}
 	}
 	return o
 }
@@ -45,12 +76,20 @@ func (o Options) Validate() error {
 	if o.EmulatorHost != "" && !strings.Contains(o.EmulatorHost, ":") {
 		return fmt.Errorf("emulator_host %q must be host:port, e.g. 127.0.0.1:8085", o.EmulatorHost)
 	}
+	if o.CredentialsFile != "" && o.CredentialsJSON != "" {
+		return fmt.Errorf("credentials_file and credentials_json are exclusive: set one")
+	}
 	if o.CredentialsFile != "" {
 		if _, err := os.Stat(o.CredentialsFile); err != nil {
 			return fmt.Errorf("credentials_file %q: %v (expected a service-account key JSON file)", o.CredentialsFile, err)
 		}
 	}
-	return nil
+	if o.CredentialsJSON != "" {
+		if _, err := credentialsType([]byte(o.CredentialsJSON)); err != nil {
+			return fmt.Errorf("credentials_json: %v", err)
+		}
+	}
+	return o.validateImpersonation()
 }
 
 // ClientOptions are the options for the generated apiv1 clients.
@@ -67,10 +106,7 @@ func (o Options) ClientOptions() []option.ClientOption {
 	if o.Endpoint != "" {
 		opts = append(opts, option.WithEndpoint(o.Endpoint))
 	}
-	if o.CredentialsFile != "" {
-		opts = append(opts, option.WithAuthCredentialsFile(option.ServiceAccount, o.CredentialsFile))
-	}
-	return opts
+	return append(opts, o.credentialOptions()...)
 }
 
 // Code is the gRPC code of err (codes.OK for nil, codes.Unknown for a

@@ -3,11 +3,14 @@ package subscriber
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	gax "github.com/googleapis/gax-go/v2"
+	"github.com/googleapis/gax-go/v2/apierror"
+	"google.golang.org/grpc/codes"
 
 	"github.com/pubsub-go/pubsub-go/go/internal/conn"
 )
@@ -40,27 +43,56 @@ type acker struct {
 // is the only one, so attempts are bounded and counted in one place.
 var noRetry = gax.WithRetry(nil)
 
-// ack acknowledges ids. It returns how many were acknowledged.
-func (a *acker) ack(ctx context.Context, ids []string) (int, error) {
+// AckOutcome is what one ack, nack or modack call achieved.
+type AckOutcome struct {
+	// Done counts the ack ids the service took.
+	Done int `json:"done"`
+	// Rejected counts, by reason, the ack ids the service refused for good
+	// (exactly-once delivery: e.g. PERMANENT_FAILURE_INVALID_ACK_ID, an
+	// expired lease). They were not acked: the message comes back.
+	Rejected map[string]int `json:"rejected,omitempty"`
+}
+
+// RejectedCount is the number of rejected ack ids.
+func (o AckOutcome) RejectedCount() int {
+	n := 0
+	for _, c := range o.Rejected {
+		n += c
+	}
+	return n
+}
+
+func (o *AckOutcome) add(c AckOutcome) {
+	o.Done += c.Done
+	for k, v := range c.Rejected {
+		if o.Rejected == nil {
+			o.Rejected = map[string]int{}
+		}
+		o.Rejected[k] += v
+	}
+}
+
+// ack acknowledges ids.
+func (a *acker) ack(ctx context.Context, ids []string) (AckOutcome, error) {
 	return a.each(ctx, "acknowledge", ids, func(ctx context.Context, chunk []string) error {
 		return a.rpc.Acknowledge(ctx, &pb.AcknowledgeRequest{Subscription: a.subscription, AckIds: chunk}, noRetry)
 	})
 }
 
-// modack sets the deadline of ids to secs seconds (0 nacks them). It
-// returns how many were modified.
-func (a *acker) modack(ctx context.Context, ids []string, secs int32) (int, error) {
+// modack sets the deadline of ids to secs seconds (0 nacks them).
+func (a *acker) modack(ctx context.Context, ids []string, secs int32) (AckOutcome, error) {
 	return a.each(ctx, "modify ack deadline", ids, func(ctx context.Context, chunk []string) error {
 		return a.rpc.ModifyAckDeadline(ctx, &pb.ModifyAckDeadlineRequest{Subscription: a.subscription, AckIds: chunk, AckDeadlineSeconds: secs}, noRetry)
 	})
 }
 
 // each runs call on chunks of ids, a few at a time, and reports the ids
-// done and the first error, which keeps its gRPC code.
-func (a *acker) each(ctx context.Context, what string, ids []string, call func(context.Context, []string) error) (int, error) {
+// done or rejected, and the first error that is not a per-ack-id
+// rejection (it keeps its gRPC code; the caller may retry those ids).
+func (a *acker) each(ctx context.Context, what string, ids []string, call func(context.Context, []string) error) (AckOutcome, error) {
 	var (
 		mu       sync.Mutex
-		done     int
+		out      AckOutcome
 		failed   int
 		firstErr error
 		wg       sync.WaitGroup
@@ -71,38 +103,88 @@ func (a *acker) each(ctx context.Context, what string, ids []string, call func(c
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			err := a.withRetry(ctx, func(ctx context.Context) error { return call(ctx, chunk) })
+			got, left, err := a.chunk(ctx, chunk, call)
 			mu.Lock()
 			defer mu.Unlock()
+			out.add(got)
 			if err != nil {
-				failed += len(chunk)
+				failed += left
 				if firstErr == nil {
 					firstErr = err
 				}
-				return
 			}
-			done += len(chunk)
 		})
 	}
 	wg.Wait()
 	if firstErr != nil {
-		return done, fmt.Errorf("%s of %d of %d ids on %s failed: %w", what, failed, len(ids), a.subscription, firstErr)
+		return out, fmt.Errorf("%s of %d of %d ids on %s failed: %w", what, failed, len(ids), a.subscription, firstErr)
 	}
-	return done, nil
+	return out, nil
 }
 
-// withRetry runs f until it succeeds, fails permanently, or has been tried
-// a.attempts times.
-func (a *acker) withRetry(ctx context.Context, f func(context.Context) error) error {
+// chunk sends one request's ids until each is done, rejected, or still
+// failing after a.attempts tries (left counts those). On a subscription
+// with exactly-once delivery the service answers an error whose ErrorInfo
+// metadata maps failed ack ids to a reason; as in Google's clients, ids
+// with a TRANSIENT_ reason are retried (only they), other listed ids are
+// rejected for good, and unlisted ids share the fate of the status code.
+func (a *acker) chunk(ctx context.Context, ids []string, call func(context.Context, []string) error) (out AckOutcome, left int, err error) {
+	pending := ids
 	for attempt := 0; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, a.timeout)
-		err := f(actx)
+		err = call(actx, pending)
 		cancel()
-		if err == nil || !conn.Retryable(err) || attempt+1 >= a.attempts || ctx.Err() != nil {
-			return err
+		if err == nil {
+			out.Done += len(pending)
+			return out, 0, nil
+		}
+		perID := ackIDErrors(err)
+		if perID == nil {
+			if !conn.Retryable(err) || attempt+1 >= a.attempts || ctx.Err() != nil {
+				return out, len(pending), err
+			}
+		} else {
+			transient := conn.Retryable(err)
+			var retry []string
+			for _, id := range pending {
+				reason, listed := perID[id]
+				switch {
+				case listed && strings.HasPrefix(reason, "TRANSIENT_"), !listed && transient:
+					retry = append(retry, id)
+				default:
+					if !listed {
+						reason = conn.Code(err).String()
+					}
+					if out.Rejected == nil {
+						out.Rejected = map[string]int{}
+					}
+					out.Rejected[reason]++
+				}
+			}
+			if len(retry) == 0 {
+				return out, 0, nil
+			}
+			pending = retry
+			if attempt+1 >= a.attempts || ctx.Err() != nil {
+				return out, len(pending), conn.Errorf(codes.Unavailable, "%d ack ids still failing transiently after %d attempts: %v", len(pending), a.attempts, err)
+			}
 		}
 		if err := sleep(ctx, a.retry.delay(attempt)); err != nil {
-			return err
+			return out, len(pending), err
 		}
 	}
+}
+
+// ackIDErrors is the per-ack-id failure map of an exactly-once delivery
+// error (ErrorInfo metadata), or nil when err carries none.
+func ackIDErrors(err error) map[string]string {
+	apiErr, ok := apierror.FromError(err)
+	if !ok {
+		return nil
+	}
+	md := apiErr.Metadata()
+	if len(md) == 0 {
+		return nil
+	}
+	return md
 }

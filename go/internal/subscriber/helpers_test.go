@@ -232,7 +232,9 @@ type faults struct {
 	recvErr  func(stream int) error
 	silence  func(stream int, res *pb.StreamingPullResponse) bool
 	unaryErr func(method string, call int) error
-	events   []string // "closesend N", "eof N", "Method" in order
+	// idsErr, if set, may fail a call given its ack ids (before it is sent).
+	idsErr func(method string, call int, ids []string) error
+	events []string // "closesend N", "eof N", "Method" in order
 }
 
 func (f *faults) event(e string) {
@@ -315,13 +317,14 @@ func (s *faultStream) RecvMsg(m any) error {
 }
 
 func (f *faults) unaryCall(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	var ids int
+	var idList []string
 	switch r := req.(type) {
 	case *pb.AcknowledgeRequest:
-		ids = len(r.AckIds)
+		idList = r.AckIds
 	case *pb.ModifyAckDeadlineRequest:
-		ids = len(r.AckIds)
+		idList = r.AckIds
 	}
+	ids := len(idList)
 	name := method[strings.LastIndex(method, "/")+1:]
 	f.mu.Lock()
 	if f.unary == nil {
@@ -333,10 +336,15 @@ func (f *faults) unaryCall(ctx context.Context, method string, req, reply any, c
 	}
 	f.events = append(f.events, name)
 	call := len(f.unary[name])
-	unaryErr := f.unaryErr
+	unaryErr, idsErr := f.unaryErr, f.idsErr
 	f.mu.Unlock()
 	if unaryErr != nil {
 		if err := unaryErr(name, call); err != nil {
+			return err
+		}
+	}
+	if idsErr != nil {
+		if err := idsErr(name, call, idList); err != nil {
 			return err
 		}
 	}

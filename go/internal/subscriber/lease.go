@@ -26,7 +26,7 @@ func (s *Subscriber) leaseLoop(ctx context.Context) {
 		// A failed extension is not fatal: the messages come back after
 		// their deadline and are counted as redeliveries.
 		n, _ := s.acker.modack(ctx, ids, secs)
-		s.stats.extended.Add(int64(n))
+		s.stats.countModack(n, &s.stats.extended)
 	}
 }
 

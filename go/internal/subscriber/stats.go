@@ -20,11 +20,23 @@ type Stats struct {
 	// QuietMs is how long every stream has been in a live session, flow
 	// control open, with no message arriving (current; see quietClock).
 	QuietMs int64 `json:"quiet_ms"`
+	// Exactly-once delivery: ack ids the service refused for good (not
+	// acked; the message comes back), and likewise for modacks and nacks.
+	AckRejected    int64 `json:"ack_rejected"`
+	ModackRejected int64 `json:"modack_rejected"`
 }
 
 type counters struct {
 	pulled, handedOut, acked, nacked, extended, redeliveries,
-	decodeErrors, bytesPulled, streamsRestarted, nackedOnClose atomic.Int64
+	decodeErrors, bytesPulled, streamsRestarted, nackedOnClose, ackRejected, modackRejected atomic.Int64
+}
+
+// countModack counts a modack's outcome: done into c (if any), rejections.
+func (c *counters) countModack(o AckOutcome, done *atomic.Int64) {
+	if done != nil {
+		done.Add(int64(o.Done))
+	}
+	c.modackRejected.Add(int64(o.RejectedCount()))
 }
 
 func (c *counters) snapshot(held int64) Stats {
@@ -40,5 +52,7 @@ func (c *counters) snapshot(held int64) Stats {
 		BytesPulled:      c.bytesPulled.Load(),
 		StreamsRestarted: c.streamsRestarted.Load(),
 		NackedOnClose:    c.nackedOnClose.Load(),
+		AckRejected:      c.ackRejected.Load(),
+		ModackRejected:   c.modackRejected.Load(),
 	}
 }

@@ -325,14 +325,28 @@ func (s *Subscriber) rpc(f func() error) error {
 }
 
 // Ack acknowledges ack ids: they are not redelivered. Any ack id of the
-// subscription works, also one pulled elsewhere.
+// subscription works, also one pulled elsewhere. Ids the service rejects
+// for good (exactly-once delivery) are counted in Stats.AckRejected; use
+// AckWithResults to learn about them.
 func (s *Subscriber) Ack(ids []string) error {
-	return s.rpc(func() error {
+	_, err := s.AckWithResults(ids)
+	return err
+}
+
+// AckWithResults is Ack, reporting how many ids were acked and which were
+// rejected, by reason. Transient per-id failures were retried; the error
+// is for what may still succeed when retried.
+func (s *Subscriber) AckWithResults(ids []string) (AckOutcome, error) {
+	var out AckOutcome
+	err := s.rpc(func() error {
 		s.res.remove(ids)
-		n, err := s.acker.ack(context.Background(), ids)
-		s.stats.acked.Add(int64(n))
+		var err error
+		out, err = s.acker.ack(context.Background(), ids)
+		s.stats.acked.Add(int64(out.Done))
+		s.stats.ackRejected.Add(int64(out.RejectedCount()))
 		return err
 	})
+	return out, err
 }
 
 // Nack makes ack ids available for redelivery now.
@@ -340,7 +354,7 @@ func (s *Subscriber) Nack(ids []string) error {
 	return s.rpc(func() error {
 		s.res.remove(ids)
 		n, err := s.acker.modack(context.Background(), ids, 0)
-		s.stats.nacked.Add(int64(n))
+		s.stats.countModack(n, &s.stats.nacked)
 		return err
 	})
 }
@@ -357,7 +371,8 @@ func (s *Subscriber) Modack(ids []string, deadlineSeconds int) error {
 	}
 	return s.rpc(func() error {
 		s.res.touch(ids, time.Now().Add(time.Duration(deadlineSeconds)*time.Second))
-		_, err := s.acker.modack(context.Background(), ids, int32(deadlineSeconds))
+		n, err := s.acker.modack(context.Background(), ids, int32(deadlineSeconds))
+		s.stats.countModack(n, nil)
 		return err
 	})
 }
@@ -420,8 +435,8 @@ func (s *Subscriber) Close() error {
 			ctx, cancel := context.WithTimeout(context.Background(), s.set.closeTimeout)
 			n, err := s.acker.modack(ctx, ids, 0)
 			cancel()
-			s.stats.nacked.Add(int64(n))
-			s.stats.nackedOnClose.Add(int64(n))
+			s.stats.countModack(n, &s.stats.nacked)
+			s.stats.nackedOnClose.Add(int64(n.Done))
 			// After a permanent failure (say, the subscription is gone)
 			// the nacks are best effort.
 			if err != nil && s.res.failure() == nil {

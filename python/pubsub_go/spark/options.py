@@ -5,12 +5,22 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..client import subscription_path, topic_path
-from .optparse import OptionError, bool_option, connection_options, int_option
+from . import lifecycle, start_position
+from .optparse import (
+    CONNECTION_OPTIONS,
+    ConnectionOptions,
+    OptionError,
+    bool_option,
+    connection_options,
+    default_project,
+    int_option,
+)
 
 __all__ = ["OptionError", "SourceOptions"]
 
@@ -21,12 +31,13 @@ RAW_SCHEMA_DDL = (
 
 # Every option the source understands, as documented (Spark lower-cases keys).
 DOCUMENTED = [
-    "projectId", "subscriptionId", "emulatorHost", "credentials", "numPartitions", "parallelism",
+    "projectId", "subscriptionId", *CONNECTION_OPTIONS, "numPartitions", "parallelism",
     "batchSize", "maxWaitTimeMs", "maxRecordsPerTrigger", "maxBytesPerTrigger", "maxRecordsPerPartition",
     "maxBatchDurationMs", "ackOnCommit", "batchLogLocation", "streamsPerPartition", "maxOutstandingMessages",
     "maxBytesPerPartition", "subscriberIdleMs", "quietPeriodMs",
     "ackDeadlineSeconds", "commitLeaseSeconds", "format", "decoder", "avroSchema", "deadLetterTopicId",
     "onDecodeError", "errorColumn", "decoderOptions", "decoderTimeoutMs", "decoderMemoryLimitMB", "path",
+    *lifecycle.OPTIONS, *start_position.OPTIONS,
 ]
 CANONICAL = {name.lower(): name for name in DOCUMENTED}
 KNOWN = set(CANONICAL)
@@ -52,6 +63,18 @@ def unknown_option_message(unknown: list[str], documented: list[str], fmt: str =
 # pooled subscriber's idle time plus the redelivery of what it prefetched.
 DEFAULT_SUBSCRIBER_IDLE_MS = 2_000
 DEFAULT_QUIET_PERIOD_MS = 5_000
+
+# pubsub_go.register(spark) puts the session's master here, in the
+# environment Spark gives the source's Python processes.
+SPARK_MASTER_ENV = "PUBSUB_GO_SPARK_MASTER"
+
+
+def missing_batch_log_message(why: str) -> str:
+    return (f"option batchLogLocation is required here ({why}): the driver and every executor read and write "
+            "the batch log, so it must be a location they all share, e.g. gs://bucket/queries/q1/pubsub-log or "
+            "hdfs:///queries/q1/pubsub-log (one per query). The default, a directory in the driver's home, "
+            "only works with master local[...]")
+
 
 FORMATS = ("json", "avro")
 ON_DECODE_ERROR = ("deadletter", "fail", "column")
@@ -175,8 +198,7 @@ def _parse_decode(opts: Mapping[str, str], project: str) -> DecodeOptions | None
 @dataclass(frozen=True)
 class SourceOptions:
     subscription: str  # projects/P/subscriptions/S
-    emulator_host: str | None
-    credentials: str | None
+    conn: ConnectionOptions
     num_partitions: int
     batch_size: int
     max_wait_ms: int
@@ -185,7 +207,7 @@ class SourceOptions:
     max_records_per_partition: int
     max_batch_duration_ms: int
     ack_on_commit: bool
-    batch_log_location: str
+    batch_log_path: str  # see batch_log_location
     streams_per_partition: int
     max_outstanding_messages: int
     max_bytes_per_partition: int
@@ -194,6 +216,20 @@ class SourceOptions:
     subscriber_idle_ms: int | None  # None: the default for the trigger, see idle_ms
     quiet_period_ms: int
     decode: DecodeOptions | None = None  # schema mode
+    setup: lifecycle.SubscriptionSetup | None = None  # topicId: create the subscription; delete on stop
+    start: start_position.StartPosition = start_position.StartPosition()  # seek on the first start
+    # Set when batchLogLocation was not given: the driver's host, where the
+    # default (a local directory) is valid.
+    batch_log_default_host: str | None = None
+
+    @property
+    def batch_log_location(self) -> str:
+        """The batch log; the default local path fails on any other host
+        (an executor of a cluster) instead of silently splitting the log."""
+        if self.batch_log_default_host is not None and socket.gethostname() != self.batch_log_default_host:
+            raise OptionError(missing_batch_log_message(f"executors run on other hosts than the driver "
+                                                        f"({socket.gethostname()} vs {self.batch_log_default_host})"))
+        return self.batch_log_path
 
     def idle_ms(self, available_now: bool) -> int:
         """How long an executor keeps a subscriber (its streams and what they
@@ -217,25 +253,36 @@ class SourceOptions:
         if not sub:
             raise OptionError("option subscriptionId is required: a subscription id (with projectId) "
                               "or a full path projects/PROJECT/subscriptions/ID")
+        conn = connection_options(opts)
+        if project is None and not sub.startswith("projects/"):
+            project = default_project(conn)
         try:
             sub_path = subscription_path(project, sub)
         except ValueError as e:
-            raise OptionError(f"option subscriptionId: {e}; set projectId or give the full path") from None
-        if project and sub_path.split("/")[1] != project:
+            raise OptionError(f"option subscriptionId: {e}; set projectId (or GOOGLE_CLOUD_PROJECT) or give "
+                              "the full path") from None
+        if project and sub_path.split("/")[1] != project and "projectid" in opts:
             raise OptionError(f"option projectId={project!r} disagrees with subscriptionId={sub!r}")
-        emulator, creds = connection_options(opts)
         if "numpartitions" in opts and "parallelism" in opts and opts["numpartitions"] != opts["parallelism"]:
             raise OptionError("options numPartitions and parallelism are aliases; set one")
         parts_name = "numPartitions" if "numpartitions" in opts else "parallelism"
         # Spark's default parallelism is not visible to a Python data source;
         # the driver's core count equals it in local mode.
         num_parts = int_option(opts, parts_name, os.cpu_count() or 1, 1, 10_000)
+        master = os.environ.get(SPARK_MASTER_ENV, "")
+        if not opts.get("batchloglocation") and master and not master.startswith("local"):
+            raise OptionError(missing_batch_log_message(f"the Spark master is {master}"))
         log_default = os.path.join(os.path.expanduser("~"), ".pubsub-go", "batchlog",
                                    sub_path.replace("projects/", "").replace("/subscriptions/", "."))
+        # The lease of a message an executor holds but has not recorded:
+        # extended every few seconds while the executor lives, so if it dies
+        # the message is redelivered within this time. 10 s is Pub/Sub's
+        # minimum.
+        ack_deadline = int_option(opts, "ackDeadlineSeconds", 10, 10, 600)
+        project_id = sub_path.split("/")[1]
         return SourceOptions(
             subscription=sub_path,
-            emulator_host=emulator,
-            credentials=creds,
+            conn=conn,
             num_partitions=num_parts,
             batch_size=int_option(opts, "batchSize", 1000, 1, 1_000_000),
             max_wait_ms=int_option(opts, "maxWaitTimeMs", 100, 1, 600_000),
@@ -244,19 +291,18 @@ class SourceOptions:
             max_records_per_partition=int_option(opts, "maxRecordsPerPartition", 500_000, 1),
             max_batch_duration_ms=int_option(opts, "maxBatchDurationMs", 10_000, 1, 3_600_000),
             ack_on_commit=bool_option(opts, "ackOnCommit", True),
-            batch_log_location=str(opts.get("batchloglocation") or log_default),
+            batch_log_path=str(opts.get("batchloglocation") or log_default),
+            batch_log_default_host=None if opts.get("batchloglocation") else socket.gethostname(),
             streams_per_partition=int_option(opts, "streamsPerPartition", 1, 1, 32),
             max_outstanding_messages=int_option(opts, "maxOutstandingMessages", 0, 0),
             max_bytes_per_partition=int_option(opts, "maxBytesPerPartition", 128 << 20, 1 << 20),
-            # The lease of a message an executor holds but has not recorded:
-            # extended every few seconds while the executor lives, so if it
-            # dies the message is redelivered within this time. 10 s is
-            # Pub/Sub's minimum.
-            ack_deadline_seconds=int_option(opts, "ackDeadlineSeconds", 10, 10, 600),
+            ack_deadline_seconds=ack_deadline,
             commit_lease_seconds=int_option(opts, "commitLeaseSeconds", 600, 10, 600),
             # None: the default, which depends on the trigger (idle_ms()).
             subscriber_idle_ms=(int_option(opts, "subscriberIdleMs", 0, 0, 3_600_000)
                                 if "subscriberidlems" in opts else None),
             quiet_period_ms=int_option(opts, "quietPeriodMs", DEFAULT_QUIET_PERIOD_MS, 100, 3_600_000),
             decode=_parse_decode(opts, sub_path.split("/")[1]),
+            setup=lifecycle.SubscriptionSetup.parse(opts, project_id, ack_deadline),
+            start=start_position.StartPosition.parse(opts, project_id),
         )

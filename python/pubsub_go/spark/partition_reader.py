@@ -48,8 +48,7 @@ def subscriber_config(opts: SourceOptions, pull: bool = True, plan: SchemaPlan |
         extra["decoder"] = plan.decoder_config()
     return SubscriberConfig(
         subscription=opts.subscription,
-        emulator_host=opts.emulator_host,
-        credentials=opts.credentials,
+        **opts.conn.client_kwargs(),
         streams=opts.streams_per_partition,
         max_outstanding_messages=_flow_control_messages(opts, part),
         max_outstanding_bytes=opts.max_bytes_per_partition,
@@ -331,8 +330,7 @@ class _DeadLetters:
     def publish(self, batch: pa.RecordBatch, bad: pa.Array) -> None:
         if self._pub is None:
             self._pub = Publisher(PublisherConfig(topic=self.plan.decode.dead_letter_topic,
-                                                  emulator_host=self.opts.emulator_host,
-                                                  credentials=self.opts.credentials))
+                                                  **self.opts.conn.client_kwargs()))
         out = dead_letter_batch(batch, bad, self.opts.subscription)
         self._pub.publish(out)
         self._pub.flush(timeout_ms=60_000)

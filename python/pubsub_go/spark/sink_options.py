@@ -11,7 +11,15 @@ from typing import TYPE_CHECKING
 from pyspark.sql.types import BinaryType, MapType, StringType, StructType
 
 from ..client import topic_path
-from .optparse import OptionError, bool_option, connection_options, int_option
+from .optparse import (
+    CONNECTION_OPTIONS,
+    ConnectionOptions,
+    OptionError,
+    bool_option,
+    connection_options,
+    default_project,
+    int_option,
+)
 
 if TYPE_CHECKING:
     from ..client import PublisherConfig
@@ -24,11 +32,11 @@ MAX_ATTRIBUTE_KEY_BYTES = 256
 
 # Every option the sink understands (lower-case), plus the ones Spark
 # itself passes to a streaming sink; anything else is a typo.
-KNOWN = {
-    "projectid", "topicid", "emulatorhost", "credentials", "batchmaxmessages", "batchmaxbytes",
-    "lingerms", "maxinflightbytes", "enablemessageordering", "idattribute", "publishtimeoutms",
-    "retrytimeoutms",
-}
+DOCUMENTED = [
+    "projectId", "topicId", *CONNECTION_OPTIONS, "batchMaxMessages", "batchMaxBytes", "lingerMs",
+    "maxInFlightBytes", "enableMessageOrdering", "idAttribute", "publishTimeoutMs", "retryTimeoutMs",
+]
+KNOWN = {n.lower() for n in DOCUMENTED}
 SPARK_OWNED = {"checkpointlocation"}
 
 ACCEPTED_COLUMNS = (
@@ -42,8 +50,7 @@ class SinkOptions:
     """The validated sink options; picklable, shipped to every task."""
 
     topic: str  # projects/P/topics/T
-    emulator_host: str | None
-    credentials: str | None
+    conn: ConnectionOptions
     batch_max_messages: int
     batch_max_bytes: int
     linger_ms: int
@@ -62,23 +69,23 @@ class SinkOptions:
         unknown = sorted(set(opts) - KNOWN - SPARK_OWNED - {"path"})
         if unknown:
             raise OptionError(f"unknown option(s) {unknown} for writing to pubsub-go; known options: "
-                              "projectId, topicId, emulatorHost, credentials, batchMaxMessages, "
-                              "batchMaxBytes, lingerMs, maxInFlightBytes, enableMessageOrdering, "
-                              "idAttribute, publishTimeoutMs, retryTimeoutMs (see docs/sink.md)")
+                              f"{', '.join(DOCUMENTED)} (see docs/sink.md)")
         project = (opts.get("projectid") or "").strip() or None
         topic = (opts.get("topicid") or "").strip()
         if not topic:
             raise OptionError("option topicId is required to write to pubsub-go: a topic id (with projectId) "
                               "or a full path projects/PROJECT/topics/ID")
+        conn = connection_options(opts)
+        if project is None and not topic.startswith("projects/"):
+            project = default_project(conn)
         try:
             path = topic_path(project, topic)
         except ValueError as e:
-            raise OptionError(f"option topicId: {e}; set projectId or give the full path") from None
-        if project and path.split("/")[1] != project:
+            raise OptionError(f"option topicId: {e}; set projectId (or GOOGLE_CLOUD_PROJECT) or give "
+                              "the full path") from None
+        if project and path.split("/")[1] != project and "projectid" in opts:
             raise OptionError(f"option projectId={project!r} disagrees with topicId={topic!r}; "
                               "drop projectId or make them match")
-
-        emulator, creds = connection_options(opts)
 
         id_attr = (opts.get("idattribute") or "").strip() or None
         if id_attr is not None:
@@ -91,8 +98,7 @@ class SinkOptions:
 
         return SinkOptions(
             topic=path,
-            emulator_host=emulator,
-            credentials=creds,
+            conn=conn,
             batch_max_messages=int_option(opts, "batchMaxMessages", 1000, 1, MAX_BATCH_MESSAGES,
                                     " (the service takes at most 1000 messages per Publish request)"),
             batch_max_bytes=int_option(opts, "batchMaxBytes", 4 << 20, 1, MAX_BATCH_BYTES,
@@ -111,8 +117,7 @@ class SinkOptions:
 
         return PublisherConfig(
             topic=self.topic,
-            emulator_host=self.emulator_host,
-            credentials=self.credentials,
+            **self.conn.client_kwargs(),
             max_batch_messages=self.batch_max_messages,
             max_batch_bytes=self.batch_max_bytes,
             linger_ms=self.linger_ms,

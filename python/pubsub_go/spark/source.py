@@ -30,9 +30,12 @@ from pyspark.sql.types import StructField, StructType
 
 from . import faults
 from .batchlog import BatchLog
+from .lifecycle import delete_subscription, ensure_subscription
 from .options import RAW_SCHEMA_DDL, OptionError, SourceOptions
 from .partition_reader import PubSubPartition, read_partition, subscriber_config
+from .runner_signals import stop_on_sigterm
 from .schema_mode import METADATA, SchemaPlan, derive_schema
+from .start_position import seek_on_first_start
 
 log = logging.getLogger("pubsub_go.source")
 
@@ -56,8 +59,8 @@ class PubSubDataSource(DataSource):
         # Called at load() without a .schema(); with one, PySpark skips it
         # and streamReader validates at query start, still before any task.
         opts = {k.lower(): v for k, v in self.options.items()}
-        if "topicid" in opts:
-            return RAW_SCHEMA_DDL  # writing
+        if "topicid" in opts and "subscriptionid" not in opts:
+            return RAW_SCHEMA_DDL  # writing (a read always names its subscription; topicId may create it)
         parsed = SourceOptions.parse(self.options)
         if parsed.decode is not None:
             return derive_schema(parsed.decode)
@@ -103,12 +106,17 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._driver is None:
             if self.plan is not None:
                 self.plan.check_on_driver()
+            ensure_subscription(self.opts.subscription, self.opts.setup, self.opts.conn)  # topicId only
+            stop_on_sigterm()  # else Spark's stop never reaches stop() below
             self._driver = _DriverState(self.opts)
         return self._driver
 
     # -- offsets -------------------------------------------------------------
     def initialOffset(self) -> dict:
         self._state()  # fails fast: NOT_FOUND for an unknown subscription
+        # Spark asks for the initial offset only when the checkpoint has none:
+        # a restart never seeks again.
+        seek_on_first_start(self.opts.subscription, self.opts.start, self.opts.conn)
         return {"gen": uuid.uuid4().hex[:16], "batch": 0}
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -181,6 +189,9 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def stop(self) -> None:
         if self._driver is not None:
+            # First: Spark may end this process soon after calling stop(), and
+            # the last commit's acks do not matter for a throw-away subscription.
+            delete_subscription(self.opts.subscription, self.opts.setup, self.opts.conn)  # if asked
             self._driver.stop()
             self._driver = None
 
@@ -337,8 +348,15 @@ class _DriverState:
                     if ids and self.opts.ack_on_commit:
                         acks = pa.concat_arrays(ids)
                         faults.inject("commit_ack")
-                        self.acker.ack(acks)
-                        self.metrics["acked"] += len(acks)
+                        res = self.acker.ack(acks)
+                        # Exactly-once delivery: ids the service refused for good
+                        # were not acked (they come back); never count them as acked.
+                        self.metrics["acked"] += res["done"]
+                        rejected = sum(res["rejected"].values())
+                        if rejected:
+                            self.metrics["ackRejected"] = self.metrics.get("ackRejected", 0) + rejected
+                            log.warning("batch %d: the service rejected %d of %d acks (%s); those messages will "
+                                        "be redelivered", batch, rejected, len(acks), res["rejected"])
                 except Exception as e:
                     # Kept in the log: the next commit retries. Leases are still kept alive.
                     self.metrics["ackFailures"] += 1
