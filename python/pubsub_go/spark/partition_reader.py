@@ -127,6 +127,7 @@ class _Tally:
     duplicates: int = 0  # redeliveries of messages already recorded, dropped and acked
     drained: bool = False  # ended on positive evidence that the backlog is empty
     quiet_ms: int = 0  # the subscriber's quiet time when the task ended
+    oldest_publish_us: int = 0  # publish time of the oldest row handed to Spark; 0: none
 
 
 def _record(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, batch_log: BatchLog,
@@ -161,7 +162,8 @@ def _record(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, batch_l
                  "held": after.get("held", 0), "buffered": after.get("buffered", 0),
                  "taken": tally.taken, "rows": tally.rows, "late": tally.late,
                  "dead_lettered": tally.dead_lettered, "duplicates": tally.duplicates,
-                 "drained": tally.drained, "quiet_ms": tally.quiet_ms}
+                 "drained": tally.drained, "quiet_ms": tally.quiet_ms,
+                 "oldest_publish_us": tally.oldest_publish_us}
         published = entry.publish(schema, stats)
         if not published:
             raise LostRaceError(f"batch {part.batch} partition {part.index} was recorded by another attempt "
@@ -239,6 +241,10 @@ def _pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sch
         if plan is not None and b.num_rows:
             b, a = _handle_decode_errors(sub, opts, plan, dlq, b, a, tally)
         ids = b.column("message_id")
+        if b.num_rows:
+            oldest = pc.min(b.column("publish_time")).cast(pa.int64()).as_py()
+            if oldest is not None:
+                tally.oldest_publish_us = min(tally.oldest_publish_us or oldest, oldest)
         if plan is not None:
             b = plan.project(b)
         tally.rows += b.num_rows

@@ -216,6 +216,9 @@ class BatchSummary:
 
 
 # Per-task counters summed into a batch's and the query's figures.
+BACKLOG_NOTE = ("not reported: Pub/Sub's API has no backlog figure; see Cloud Monitoring's "
+                "subscription/num_undelivered_messages and oldest_unacked_message_age")
+
 # Their names in the progress report, where they differ (camelCase, as Spark's).
 _METRIC_NAMES = {"dead_lettered": "deadLettered", "decode_errors": "decodeErrors", "bytes_pulled": "bytesPulled",
                  "streams_restarted": "streamsRestarted", "extended": "leaseExtensions"}
@@ -393,8 +396,28 @@ class _DriverState:
             self.metrics["pendingAcks"] = pending
             out: dict[str, Any] = dict(self.latest or {})
             out.update(self.metrics)
+            out["oldestUnackedAgeMs"] = self._oldest_unacked_age_ms()
+            # Pub/Sub's API reports no backlog (Cloud Monitoring's
+            # num_undelivered_messages does, minutes late); say so rather
+            # than print 0.
+            out["backlogMessages"] = None
+            out["backlogNote"] = BACKLOG_NOTE
             out["lastBatch"] = dict(self.last_batch)
             return out
+
+    def _oldest_unacked_age_ms(self) -> int | None:
+        """Age of the oldest message this query handed to Spark and has not
+        acked yet (recorded batches awaiting commit or ack); None if none.
+        The caller holds _lock."""
+        if self.latest is None:
+            return None
+        gen = self.latest["gen"]
+        oldest = [int(e.stats.get("oldest_publish_us", 0)) for b in self.log.batches(gen)
+                  for e in self._entries(gen, b) if e.rows]
+        oldest = [o for o in oldest if o > 0]
+        if not oldest:
+            return None
+        return max(0, (time.time_ns() // 1000 - min(oldest)) // 1000)
 
     def stop(self) -> None:
         with self._commit_cv:
