@@ -10,7 +10,6 @@ import base64
 import json
 import secrets
 import subprocess
-import tempfile
 import threading
 import time
 import urllib.parse
@@ -22,7 +21,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-REPO = Path(__file__).resolve().parent.parent
+from emulators import go_binary
+
 EMAIL = "reader@pubsub-go-test.iam.gserviceaccount.com"
 TARGET = "writer@pubsub-go-test.iam.gserviceaccount.com"
 
@@ -129,15 +129,9 @@ class TokenServer:
 class AuthProxy:
     """tests/authproxy: TLS + bearer-token checks in front of an emulator."""
 
-    _binary: Path | None = None
-
-    @classmethod
-    def build(cls) -> Path:
-        if cls._binary is None or not cls._binary.exists():
-            out = Path(tempfile.mkdtemp(prefix="authproxy-")) / "authproxy"
-            subprocess.run(["go", "build", "-o", str(out), "./tests/authproxy"], cwd=REPO, check=True, timeout=600)
-            cls._binary = out
-        return cls._binary
+    @staticmethod
+    def build() -> Path:
+        return go_binary("./tests/authproxy")
 
     def __init__(self, upstream: str, sa: ServiceAccount, tokens: list[str], workdir: Path) -> None:
         self.ca_file = workdir / "ca.pem"

@@ -9,7 +9,6 @@ from __future__ import annotations
 import socket
 import struct
 import threading
-import time
 
 from emulators import free_port
 
@@ -109,11 +108,3 @@ class CutProxy:
                     pass
                 self.cuts += 1
 
-
-def wait_until(pred, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.2)
-    return False

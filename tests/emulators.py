@@ -92,19 +92,26 @@ class OfficialEmulator:
 REPO = Path(__file__).resolve().parent.parent
 
 
+def go_binary(package: str) -> Path:
+    """Builds a Go main package of this repo (e.g. "./bench/loadserver") once
+    per test session and returns the binary."""
+    if package not in _BINARIES or not _BINARIES[package].exists():
+        out = Path(tempfile.mkdtemp(prefix="pubsub-go-bin-")) / Path(package).name
+        subprocess.run(["go", "build", "-o", str(out), package], cwd=REPO, check=True, timeout=600)
+        _BINARIES[package] = out
+    return _BINARIES[package]
+
+
+_BINARIES: dict[str, Path] = {}
+
+
 class LoadServer:
     """bench/loadserver: a line-rate Pub/Sub server of synthetic messages (a
     generated load, not a reference for behaviour), built from this repo."""
 
-    _binary: Path | None = None
-
-    @classmethod
-    def build(cls) -> Path:
-        if cls._binary is None or not cls._binary.exists():
-            out = Path(tempfile.mkdtemp(prefix="loadserver-")) / "loadserver"
-            subprocess.run(["go", "build", "-o", str(out), "./bench/loadserver"], cwd=REPO, check=True, timeout=600)
-            cls._binary = out
-        return cls._binary
+    @staticmethod
+    def build() -> Path:
+        return go_binary("./bench/loadserver")
 
     def __init__(self, *args: str) -> None:
         self.proc = subprocess.Popen([str(self.build()), "--addr", "127.0.0.1:0", "--http", "127.0.0.1:0", *args],

@@ -369,11 +369,16 @@ class _DriverState:
                     self._read.pop(path, None)
                 self.log.remove_batch(gen, batch)
 
-    def _pending_ack_ids(self) -> list[pa.Array]:
+    def _pending_entries(self) -> list[_EntryInfo]:
+        """The entries of every batch in the log (recorded, not yet acked);
+        the caller holds _lock."""
         if self.latest is None:
             return []
         gen = self.latest["gen"]
-        return [e.ack_ids for batch in self.log.batches(gen) for e in self._entries(gen, batch) if len(e.ack_ids)]
+        return [e for batch in self.log.batches(gen) for e in self._entries(gen, batch)]
+
+    def _pending_ack_ids(self) -> list[pa.Array]:
+        return [e.ack_ids for e in self._pending_entries() if len(e.ack_ids)]
 
     def _keep_leases(self) -> None:
         period = max(5.0, self.opts.commit_lease_seconds / 4)
@@ -392,11 +397,11 @@ class _DriverState:
 
     def report(self) -> dict[str, Any]:
         with self._lock:
-            pending = sum(len(a) for a in self._pending_ack_ids()) if self.opts.ack_on_commit else 0
-            self.metrics["pendingAcks"] = pending
+            entries = self._pending_entries()  # one listing of the log per report
+            self.metrics["pendingAcks"] = sum(len(e.ack_ids) for e in entries) if self.opts.ack_on_commit else 0
             out: dict[str, Any] = dict(self.latest or {})
             out.update(self.metrics)
-            out["oldestUnackedAgeMs"] = self._oldest_unacked_age_ms()
+            out["oldestUnackedAgeMs"] = _oldest_age_ms(entries)
             # Pub/Sub's API reports no backlog (Cloud Monitoring's
             # num_undelivered_messages does, minutes late); say so rather
             # than print 0.
@@ -404,20 +409,6 @@ class _DriverState:
             out["backlogNote"] = BACKLOG_NOTE
             out["lastBatch"] = dict(self.last_batch)
             return out
-
-    def _oldest_unacked_age_ms(self) -> int | None:
-        """Age of the oldest message this query handed to Spark and has not
-        acked yet (recorded batches awaiting commit or ack); None if none.
-        The caller holds _lock."""
-        if self.latest is None:
-            return None
-        gen = self.latest["gen"]
-        oldest = [int(e.stats.get("oldest_publish_us", 0)) for b in self.log.batches(gen)
-                  for e in self._entries(gen, b) if e.rows]
-        oldest = [o for o in oldest if o > 0]
-        if not oldest:
-            return None
-        return max(0, (time.time_ns() // 1000 - min(oldest)) // 1000)
 
     def stop(self) -> None:
         with self._commit_cv:
@@ -427,3 +418,12 @@ class _DriverState:
         self._committer.join(timeout=120)
         self._keeper.join(timeout=10)
         self.acker.close()
+
+
+def _oldest_age_ms(entries: list[_EntryInfo]) -> int | None:
+    """Age of the oldest message in entries (handed to Spark, not acked
+    yet), by publish time; None if there is none."""
+    oldest = [o for e in entries if e.rows and (o := int(e.stats.get("oldest_publish_us", 0))) > 0]
+    if not oldest:
+        return None
+    return max(0, (time.time_ns() // 1000 - min(oldest)) // 1000)
