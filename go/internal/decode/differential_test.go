@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -77,6 +78,13 @@ func FuzzNativeVsWasm(f *testing.F) {
 		b.Release()
 		defer in.Release()
 		rec, errs, err := p.wasm.Decode(context.Background(), in)
+		if errors.Is(err, ErrMemoryLimit) {
+			// The sandbox's memory cap is the host's, not the decoder's: the
+			// native build has none. An input that makes the decoder
+			// allocate past it (an Avro length prefix larger than the data)
+			// is stopped there by design; the two cannot be compared.
+			t.Skipf("wasm stopped at its memory cap: %v", err)
+		}
 		if err != nil {
 			t.Fatalf("wasm: %v", err)
 		}
