@@ -2,6 +2,6 @@
 pyspark_* and registers its DefaultSource, so `format("pubsub-go")` works
 right after `pip install`. Importing this must not load the Go library."""
 
-from pubsub_go.spark.source import PubSubDataSource as DefaultSource
+from pubsub_go.spark.provider import PubSubDataSource as DefaultSource
 
 __all__ = ["DefaultSource"]

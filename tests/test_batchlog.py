@@ -6,7 +6,7 @@ import threading
 
 import pyarrow as pa
 
-from pubsub_go.spark.batchlog import BatchLog
+from pubsub_go.spark.read.batchlog import BatchLog
 
 SCHEMA = pa.schema([("message_id", pa.string()), ("payload", pa.binary())])
 
@@ -59,7 +59,7 @@ def test_batches_listing_and_removal(tmp_path):
     empty_b, empty_a = entry("e", 0)
     assert write_once(log, "g", 10, 1, empty_b, empty_a, SCHEMA, {"rows": 0})
     assert log.batches("g") == [1, 2, 10]
-    assert [len(e.ack_ids) for e in log.entries("g", 10)] == [2, 0]
+    assert [len(log.read_path(p).ack_ids) for p in log.entry_paths("g", 10)] == [2, 0]
     log.remove_batch("g", 2)
     assert log.batches("g") == [1, 10]
     assert log.read("g", 2, 0) is None
@@ -73,8 +73,9 @@ def test_attempt_that_loses_the_race_fails_and_hands_its_messages_back(tmp_path)
     import pytest
 
     from pubsub_go.client import Emulator, Publisher, Subscriber, admin
-    from pubsub_go.spark.options import SourceOptions
-    from pubsub_go.spark.partition_reader import LostRaceError, PubSubPartition, _pull_and_record
+    from pubsub_go.spark.read.options import SourceOptions
+    from pubsub_go.spark.read.partition import PubSubPartition
+    from pubsub_go.spark.read.task import LostRaceError, _pull_and_record
 
     with Emulator() as emu:
         topic, sub = "projects/r/topics/t", "projects/r/subscriptions/s"

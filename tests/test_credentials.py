@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from authpeers import TARGET, AuthProxy, ServiceAccount, TokenServer
-from pubsub_go.spark.options import SourceOptions
 from pubsub_go.spark.optparse import OptionError
-from pubsub_go.spark.sink_options import SinkOptions
+from pubsub_go.spark.read.options import SourceOptions
+from pubsub_go.spark.write.options import SinkOptions
 
 CLIENT = r"""
 import json, sys, time
@@ -257,7 +257,7 @@ def test_project_from_application_default_credentials(sa, tmp_path):
     key.write_text(ServiceAccount(project="adc-project").json("http://127.0.0.1:1/token"))
     env = {k: v for k, v in os.environ.items() if k not in ("GOOGLE_CLOUD_PROJECT", "PUBSUB_EMULATOR_HOST")}
     env["GOOGLE_APPLICATION_CREDENTIALS"] = str(key)
-    code = ("from pubsub_go.spark.sink_options import SinkOptions\n"
+    code = ("from pubsub_go.spark.write.options import SinkOptions\n"
             "print(SinkOptions.parse({'topicId': 't'}).topic)")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60, cwd="/tmp")
     assert p.stdout.strip() == "projects/adc-project/topics/t", p.stdout + p.stderr

@@ -29,15 +29,14 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from pubsub_go.spark.options import OptionError
-from pubsub_go.spark.sink import (
+from pubsub_go.spark.optparse import OptionError
+from pubsub_go.spark.write.options import SinkOptions, validate_sink_schema
+from pubsub_go.spark.write.writer import (
     PublishCommitMessage,
     PubSubArrowWriter,
     PubSubStreamArrowWriter,
     make_writer,
-    validate_sink_schema,
 )
-from pubsub_go.spark.sink_options import SinkOptions
 
 ID_ATTR = "pubsub_go_id"
 RAW = StructType([
@@ -140,7 +139,7 @@ def test_building_and_pickling_a_writer_does_not_load_go() -> None:
         "import pickle\n"
         "from pyspark.sql.types import StructType, StructField, BinaryType\n"
         "from pubsub_go import _native\n"
-        "from pubsub_go.spark.sink import make_writer\n"
+        "from pubsub_go.spark.write.writer import make_writer\n"
         "s = StructType([StructField('payload', BinaryType())])\n"
         "for streaming in (False, True):\n"
         "    w = make_writer({'topicId': 'projects/p/topics/t', 'idAttribute': 'id'}, s, False, streaming)\n"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 from pubsub_go.client import SubscriberConfig
-from pubsub_go.spark.subscriber_pool import SubscriberPool
+from pubsub_go.spark.read.subscriber_pool import SubscriberPool
 
 
 def test_idle_subscriber_is_reused_then_closed_and_its_prefetch_nacked(google, emulator):

@@ -41,7 +41,7 @@ def session(build: Build):
     from arrow_source import ArrowMemorySource
     from plain_source import PlainPubSubSource
 
-    from pubsub_go.spark.source import PubSubDataSource
+    from pubsub_go.spark.provider import PubSubDataSource
 
     for src in (ArrowMemorySource, PlainPubSubSource, PubSubDataSource):
         spark.dataSource.register(src)

@@ -52,8 +52,8 @@ def __getattr__(name: str) -> Any:
 def register(spark: SparkSession) -> None:
     """Registers the `pubsub-go` data source on a session (PySpark also
     auto-registers it through the top-level module pyspark_pubsub_go)."""
-    from .spark.options import SPARK_MASTER_ENV
-    from .spark.source import PubSubDataSource
+    from .spark.provider import PubSubDataSource
+    from .spark.read.options import SPARK_MASTER_ENV
 
     # The source's Python processes cannot see the master; they get it in
     # their environment (taken at registration), to check cluster-only options.

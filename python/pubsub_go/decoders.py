@@ -29,9 +29,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import wasmtime
 
+from .schema import MODULE_ERROR_COLUMN
+
 __all__ = [
     "ABI_VERSION",
-    "ERROR_COLUMN",
     "BUILTINS",
     "Decoder",
     "DecoderError",
@@ -43,7 +44,6 @@ __all__ = [
 
 ABI_VERSION = 1  # also accepted: ABI_VERSION_2 (docs/decoder-abi.md#version-2)
 ABI_VERSION_2 = 2
-ERROR_COLUMN = "__error"
 BUILTINS = ("json", "avro")
 
 _WASM_DIR = Path(__file__).resolve().parent / "wasm"
@@ -500,8 +500,8 @@ class Decoder:
         reader = pa.ipc.open_stream(pa.py_buffer(out))
         batch = reader.read_next_batch()
         n = batch.num_columns - 1
-        if n < 0 or batch.schema.field(n).name != ERROR_COLUMN:
-            raise DecoderError(f"module output lacks the {ERROR_COLUMN} column")
+        if n < 0 or batch.schema.field(n).name != MODULE_ERROR_COLUMN:
+            raise DecoderError(f"module output lacks the {MODULE_ERROR_COLUMN} column")
         errors = batch.column(n)
         decoded = pa.RecordBatch.from_arrays(
             batch.columns[:n], schema=pa.schema(list(batch.schema)[:n], metadata=batch.schema.metadata)
@@ -549,7 +549,7 @@ class Decoder:
                 return pa.Array.from_buffers(t, length, [valid], null_count=nulls, children=kids)
             return pa.Array.from_buffers(t, length, [valid, take()], null_count=nulls)
 
-        full = inst.v2_schema.append(pa.field(ERROR_COLUMN, pa.string()))
+        full = inst.v2_schema.append(pa.field(MODULE_ERROR_COLUMN, pa.string()))
         try:
             cols = [load(f.type) for f in full]
             for c in cols:

@@ -25,10 +25,10 @@ import pyarrow as pa
 
 from . import _native
 from .errors import InvalidArgumentError
+from .schema import DECODE_ERROR_COLUMN
 
 __all__ = ["DECODE_ERROR_COLUMN", "DEFAULT_MEMORY_LIMIT_MB", "DEFAULT_TIMEOUT_MS", "NativeDecoder", "decode"]
 
-DECODE_ERROR_COLUMN = "__decode_error"  # go/internal/subscriber.DecodeErrorColumn
 DEFAULT_TIMEOUT_MS = 10_000  # go/internal/decode.DefaultTimeout
 DEFAULT_MEMORY_LIMIT_MB = 256  # go/internal/decode.DefaultMemoryLimitMB
 BUILTIN_FORMATS = ("json", "avro")

@@ -11,6 +11,7 @@ import pytest
 from vectorlib import all_vectors, load, payloads, rows, schema_of
 
 from pubsub_go.decoders import Decoder
+from pubsub_go.schema import MODULE_ERROR_COLUMN
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,7 +69,7 @@ def test_go_and_python_hosts_agree(path, build, builtin_wasm, go_results):
     vec = load(path)
     batch, errors = decode_vector(vec, builtin_wasm)
     py = pa.RecordBatch.from_arrays(
-        batch.columns + [errors], schema=batch.schema.append(pa.field("__error", pa.string()))
+        batch.columns + [errors], schema=batch.schema.append(pa.field(MODULE_ERROR_COLUMN, pa.string()))
     )
     suffix = ".native.arrows" if build == "native" else ".arrows"
     go = pa.ipc.open_stream((go_results / f"{path.stem}{suffix}").read_bytes()).read_all().combine_chunks()

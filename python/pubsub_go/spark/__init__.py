@@ -1,1 +1,1 @@
-"""Spark data source `pubsub-go`: the stream reader (source) and writers (sink)."""
+"""Spark data source `pubsub-go`: provider.py, the source (read/) and the sink (write/)."""

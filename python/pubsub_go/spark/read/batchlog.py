@@ -71,9 +71,9 @@ class BatchLog:
         path = self.entry_path(gen, batch, part)
         if self.fs.get_file_info(path).type == pafs.FileType.NotFound:
             return None
-        return self._read_path(path)
+        return self.read_path(path)
 
-    def _read_path(self, path: str) -> Entry:
+    def read_path(self, path: str) -> Entry:
         if self._local:
             # Memory-mapped: the driver reading only ack ids touches only their pages.
             with pa.memory_map(path) as f:
@@ -106,7 +106,7 @@ class BatchLog:
             for p in paths:
                 ids = _IDS_CACHE.get(p)
                 if ids is None:
-                    e = self._read_path(p)
+                    e = self.read_path(p)
                     ids = _IDS_CACHE[p] = (e.message_ids if e.message_ids is not None
                                            else e.data.column("message_id").combine_chunks())
                 out.append(ids)
@@ -143,12 +143,6 @@ class BatchLog:
         """The published entries of a batch (temporary files excluded)."""
         sel = pafs.FileSelector(self.batch_dir(gen, batch), allow_not_found=True)
         return sorted(i.path for i in self.fs.get_file_info(sel) if i.path.endswith(".arrow"))
-
-    def read_path(self, path: str) -> Entry:
-        return self._read_path(path)
-
-    def entries(self, gen: str, batch: int) -> list[Entry]:
-        return [self._read_path(p) for p in self.entry_paths(gen, batch)]
 
     def batches(self, gen: str) -> list[int]:
         sel = pafs.FileSelector(f"{self.root}/{gen}", allow_not_found=True)

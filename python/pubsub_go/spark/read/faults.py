@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import threading
 
-from ..errors import UnavailableError
+from ...errors import UnavailableError
 
 ENV = "PUBSUB_GO_FAULTS"
 POINTS = ("post_record_modack", "post_record_ack", "commit_ack")

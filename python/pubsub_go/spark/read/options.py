@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..client import subscription_path, topic_path
-from . import lifecycle, start_position
-from .optparse import (
+from ...client import subscription_path, topic_path
+from ...schema import DEFAULT_ERROR_COLUMN
+from ..optparse import (
     CONNECTION_OPTIONS,
     ConnectionOptions,
     OptionError,
@@ -21,13 +21,9 @@ from .optparse import (
     default_project,
     int_option,
 )
+from . import start_position, subscription_lifecycle
 
 __all__ = ["OptionError", "SourceOptions"]
-
-RAW_SCHEMA_DDL = (
-    "message_id STRING, publish_time TIMESTAMP, attributes MAP<STRING, STRING>, "
-    "payload BINARY, ordering_key STRING, delivery_attempt INT"
-)
 
 # Every option the source understands, as documented (Spark lower-cases keys).
 DOCUMENTED = [
@@ -37,7 +33,7 @@ DOCUMENTED = [
     "maxBytesPerPartition", "subscriberIdleMs", "quietPeriodMs",
     "ackDeadlineSeconds", "commitLeaseSeconds", "format", "decoder", "avroSchema", "deadLetterTopicId",
     "onDecodeError", "errorColumn", "decoderOptions", "decoderTimeoutMs", "decoderMemoryLimitMB", "path",
-    *lifecycle.OPTIONS, *start_position.OPTIONS,
+    *subscription_lifecycle.OPTIONS, *start_position.OPTIONS,
 ]
 CANONICAL = {name.lower(): name for name in DOCUMENTED}
 KNOWN = set(CANONICAL)
@@ -78,7 +74,6 @@ def missing_batch_log_message(why: str) -> str:
 
 FORMATS = ("json", "avro")
 ON_DECODE_ERROR = ("deadletter", "fail", "column")
-DEFAULT_ERROR_COLUMN = "_decode_error"
 # Options that only mean something in schema mode (format or decoder set).
 SCHEMA_MODE_ONLY = ["avroSchema", "onDecodeError", "errorColumn", "deadLetterTopicId", "decoderOptions",
                     "decoderTimeoutMs", "decoderMemoryLimitMB"]
@@ -103,7 +98,7 @@ class DecodeOptions:
         installed package may live elsewhere than the driver's)."""
         if self.decoder_path:
             return self.decoder_path
-        path = Path(__file__).resolve().parents[1] / "wasm" / f"{self.format}.wasm"
+        path = Path(__file__).resolve().parents[2] / "wasm" / f"{self.format}.wasm"
         if not path.is_file():
             raise FileNotFoundError(f"built-in decoder {path} is missing; reinstall pubsub-go "
                                     "(or build it with: bash wasm-decoders/build.sh)")
@@ -216,7 +211,7 @@ class SourceOptions:
     subscriber_idle_ms: int | None  # None: the default for the trigger, see idle_ms
     quiet_period_ms: int
     decode: DecodeOptions | None = None  # schema mode
-    setup: lifecycle.SubscriptionSetup | None = None  # topicId: create the subscription; delete on stop
+    setup: subscription_lifecycle.SubscriptionSetup | None = None  # topicId: create the subscription; delete on stop
     start: start_position.StartPosition = start_position.StartPosition()  # seek on the first start
     # Set when batchLogLocation was not given: the driver's host, where the
     # default (a local directory) is valid.
@@ -303,6 +298,6 @@ class SourceOptions:
                                 if "subscriberidlems" in opts else None),
             quiet_period_ms=int_option(opts, "quietPeriodMs", DEFAULT_QUIET_PERIOD_MS, 100, 3_600_000),
             decode=_parse_decode(opts, sub_path.split("/")[1]),
-            setup=lifecycle.SubscriptionSetup.parse(opts, project_id, ack_deadline),
+            setup=subscription_lifecycle.SubscriptionSetup.parse(opts, project_id, ack_deadline),
             start=start_position.StartPosition.parse(opts, project_id),
         )

@@ -1,56 +1,38 @@
-"""Schema mode: the output schema, what the Go data plane decodes, and what
-happens to records that fail to decode.
+"""Schema mode's plan: the output schema, what the Go data plane decodes.
 
 The user's `.schema(...)` is the output. Columns named like a raw column
 (message_id, publish_time, attributes, payload, ordering_key,
 delivery_attempt) are filled from the message, the error column (column
 mode) gets the decode error, and every other column is decoded from the
 payload: those form the decoder's target schema. The subscriber decodes in
-`Next` and returns decoded columns + raw columns + `__decode_error`; this
-module picks the output columns from that batch without copying.
+`Next` and returns decoded columns + raw columns + DECODE_ERROR_COLUMN; this
+module picks the output columns from that batch without copying. What
+happens to rows that failed to decode: decode_errors.py.
 """
 
 from __future__ import annotations
 
 import base64
-import logging
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
-from pyspark.sql.types import (
-    BinaryType,
-    IntegerType,
-    MapType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StringType, StructField, StructType
 
-from ..errors import PubSubError
-from .options import DecodeOptions, OptionError
+from ...errors import PubSubError
+from ...schema import DECODE_ERROR_COLUMN, RAW_SCHEMA
+from ..optparse import OptionError
+from .options import DecodeOptions
 
 if TYPE_CHECKING:
-    from ..native_decoder import NativeDecoder
+    from ...native_decoder import NativeDecoder
 
-log = logging.getLogger("pubsub_go.source")
-
-GO_ERROR_COLUMN = "__decode_error"  # subscriber.DecodeErrorColumn
-DEAD_LETTER_ERROR_ATTRIBUTE = "pubsub_go_decode_error"
-_ATTRIBUTE_MAX = 1024  # Pub/Sub's limit on an attribute value, in bytes
-
+# The raw schema as Spark sees it: the source's schema without schema mode.
+RAW_SPARK_SCHEMA: StructType = from_arrow_schema(RAW_SCHEMA)
 # Raw columns a schema-mode output may contain, with their Spark types.
-METADATA: dict[str, Any] = {
-    "message_id": StringType(),
-    "publish_time": TimestampType(),
-    "attributes": MapType(StringType(), StringType()),
-    "payload": BinaryType(),
-    "ordering_key": StringType(),
-    "delivery_attempt": IntegerType(),
-}
+METADATA: dict[str, Any] = {f.name: f.dataType for f in RAW_SPARK_SCHEMA.fields}
 # Added to a schema derived from the decoder (no .schema() given).
 DERIVED_METADATA = ("message_id", "publish_time", "attributes")
 
@@ -108,7 +90,7 @@ class SchemaPlan:
         """The output columns of a decoded batch (no copy)."""
         cols = []
         for name in self.output.names:
-            cols.append(batch.column(GO_ERROR_COLUMN if name == self.decode.error_column else name))
+            cols.append(batch.column(DECODE_ERROR_COLUMN if name == self.decode.error_column else name))
         return pa.RecordBatch.from_arrays(cols, schema=self.output)
 
     def check_on_driver(self) -> None:
@@ -138,7 +120,7 @@ def _decoder_config(dec: DecodeOptions, target: pa.Schema | None) -> dict[str, A
 
 
 def _open_on_driver(dec: DecodeOptions, target: pa.Schema | None) -> NativeDecoder:
-    from ..native_decoder import NativeDecoder
+    from ...native_decoder import NativeDecoder
 
     return NativeDecoder(_decoder_config(dec, target))
 
@@ -152,8 +134,6 @@ def derive_schema(dec: DecodeOptions) -> StructType:
         raise OptionError("format=json needs a schema: spark.readStream.format('pubsub-go').schema("
                           "'id BIGINT, name STRING, ...'); columns named like message_id, publish_time or "
                           "attributes are filled from the message")
-    from pyspark.sql.pandas.types import from_arrow_schema
-
     what = "option avroSchema" if dec.format == "avro" else f"decoder {dec.decoder_path}"
     try:
         with _open_on_driver(dec, None) as d:
@@ -180,43 +160,3 @@ def limit_hint(dec: DecodeOptions, err: Exception) -> str:
     if "decoder exceeded its memory limit" in text:
         return f" (source option decoderMemoryLimitMB={dec.memory_limit_mb})"
     return ""
-
-
-def error_rows(batch: pa.RecordBatch) -> pa.Array | None:
-    """A boolean mask of the rows that failed to decode, or None if none did."""
-    errs = batch.column(GO_ERROR_COLUMN)
-    if errs.null_count == len(errs):
-        return None
-    return pc.is_valid(errs)
-
-
-def fail_message(batch: pa.RecordBatch, bad: pa.Array, subscription: str) -> str:
-    rows = batch.filter(bad)
-    ids, errs = rows.column("message_id").to_pylist(), rows.column(GO_ERROR_COLUMN).to_pylist()
-    shown = "; ".join(f"message_id {i}: {e}" for i, e in list(zip(ids, errs, strict=True))[:5])
-    more = f" (and {len(ids) - 5} more)" if len(ids) > 5 else ""
-    return (f"{len(ids)} message(s) of {subscription} failed to decode (onDecodeError=fail): {shown}{more}. "
-            "They were nacked. Use onDecodeError=deadletter with deadLetterTopicId, or column with errorColumn, "
-            "to keep the query running")
-
-
-def _truncate_utf8(s: str, limit: int) -> str:
-    b = s.encode()
-    return s if len(b) <= limit else b[:limit].decode("utf-8", "ignore")
-
-
-def dead_letter_batch(batch: pa.RecordBatch, bad: pa.Array, subscription: str) -> pa.RecordBatch:
-    """The failed rows as a publishable batch: the original payload and
-    attributes, plus the error, the source subscription and message id."""
-    rows = batch.filter(bad)
-    attrs = []
-    for kv, err, mid in zip(rows.column("attributes").to_pylist(), rows.column(GO_ERROR_COLUMN).to_pylist(),
-                            rows.column("message_id").to_pylist(), strict=True):
-        d = dict(kv or [])
-        d[DEAD_LETTER_ERROR_ATTRIBUTE] = _truncate_utf8(err, _ATTRIBUTE_MAX)
-        d["pubsub_go_message_id"] = mid
-        d["pubsub_go_subscription"] = subscription
-        attrs.append(list(d.items()))
-    return pa.RecordBatch.from_arrays(
-        [rows.column("payload"), pa.array(attrs, type=pa.map_(pa.string(), pa.string()))],
-        names=["payload", "attributes"])

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..client import Subscriber, SubscriberConfig
+from ...client import Subscriber, SubscriberConfig
 
 # Different queries in one worker each keep one; beyond this the least
 # recently used is closed.
@@ -72,13 +72,6 @@ class SubscriberPool:
                     s.close()
                 except Exception:  # nothing to report to: no task is running
                     pass
-
-    def close_all(self) -> None:
-        with self._lock:
-            subs = [s for s, _, _ in self._idle.values()]
-            self._idle.clear()
-        for s in subs:
-            s.close()
 
 
 POOL = SubscriberPool()

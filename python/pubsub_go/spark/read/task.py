@@ -2,72 +2,32 @@
 
 A task either replays its batch-log entry (a re-run of a batch Spark already
 saw) or pulls fresh messages through the worker's subscriber for the query
-(its StreamingPull streams stay open between tasks), records them in the
-batch log, hands their leases over to the driver, and yields the Go-built
-Arrow batches to Spark with zero copies.
+(its StreamingPull streams stay open between tasks; pull.py), records them
+in the batch log, hands their leases over to the driver, and yields the
+Go-built Arrow batches to Spark with zero copies.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 import weakref
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from ..client import Publisher, PublisherConfig, Subscriber, SubscriberConfig
-from ..errors import PubSubError
+from ...client import Subscriber
+from ...errors import PubSubError
 from . import faults
 from .batchlog import BatchLog
+from .decode_errors import DeadLetters
 from .options import SourceOptions
-from .schema_mode import SchemaPlan, dead_letter_batch, error_rows, fail_message, limit_hint
+from .partition import PubSubPartition
+from .pull import Tally, pull
+from .schema_plan import SchemaPlan
+from .subscriber_config import subscriber_config
 from .subscriber_pool import POOL
 
 log = logging.getLogger("pubsub_go.source")
-
-
-@dataclass(frozen=True)
-class PubSubPartition:
-    """A planned task; picklable (pyspark InputPartition duck type)."""
-
-    gen: str
-    batch: int
-    index: int
-    max_rows: int
-    max_bytes: int  # 0: no limit
-    cutoff_us: int  # AvailableNow: hand out only messages published at or before this; 0: none
-
-
-def subscriber_config(opts: SourceOptions, pull: bool = True, plan: SchemaPlan | None = None,
-                      part: PubSubPartition | None = None) -> SubscriberConfig:
-    extra: dict = {"no_pull": True} if not pull else {}
-    if pull and plan is not None:
-        extra["decoder"] = plan.decoder_config()
-    return SubscriberConfig(
-        subscription=opts.subscription,
-        **opts.conn.client_kwargs(),
-        streams=opts.streams_per_partition,
-        max_outstanding_messages=_flow_control_messages(opts, part),
-        max_outstanding_bytes=opts.max_bytes_per_partition,
-        batch_size=opts.batch_size,
-        max_wait_ms=opts.max_wait_ms,
-        ack_deadline_seconds=opts.ack_deadline_seconds,
-        arrival_cutoff_us=part.cutoff_us if part else 0,
-        extra=extra,
-    )
-
-
-def _flow_control_messages(opts: SourceOptions, part: PubSubPartition | None) -> int:
-    """Handed-out messages stay outstanding until the task ends, so flow
-    control is sized to what the task may hand out, plus one batch ahead."""
-    if opts.max_outstanding_messages:
-        return opts.max_outstanding_messages
-    if part is None:
-        return max(2 * opts.batch_size, 1000)
-    return min(part.max_rows, 1_000_000) + opts.batch_size
 
 
 def read_partition(opts: SourceOptions, part: PubSubPartition, plan: SchemaPlan | None = None
@@ -114,22 +74,6 @@ _TASK_COUNTERS = ("pulled", "handed_out", "acked", "nacked", "extended", "redeli
 _MARKS: weakref.WeakKeyDictionary[Subscriber, dict[str, int]] = weakref.WeakKeyDictionary()
 
 
-@dataclass
-class _Tally:
-    """What a task did with the messages it took from its subscriber:
-    taken = rows + late + dead_lettered + duplicates (docs/source.md,
-    "Counters")."""
-
-    taken: int = 0  # rows handed to the task by the subscriber
-    rows: int = 0  # handed to Spark (and recorded)
-    late: int = 0  # published after an AvailableNow query's start: left for later runs
-    dead_lettered: int = 0  # undecodable, published to the dead-letter topic and acked
-    duplicates: int = 0  # redeliveries of messages already recorded, dropped and acked
-    drained: bool = False  # ended on positive evidence that the backlog is empty
-    quiet_ms: int = 0  # the subscriber's quiet time when the task ended
-    oldest_publish_us: int = 0  # publish time of the oldest row handed to Spark; 0: none
-
-
 def _record(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, batch_log: BatchLog,
             plan: SchemaPlan | None) -> Iterator[pa.RecordBatch]:
     """Queues each batch for the log's temporary entry (written by the
@@ -140,15 +84,15 @@ def _record(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, batch_l
     # Counted from where the subscriber's previous task left off, so what a
     # pooled subscriber pulled between tasks is counted by the next one.
     before = _MARKS.get(sub) or {}
-    dlq = _DeadLetters(opts, plan) if plan is not None else None
+    dlq = DeadLetters(opts, plan) if plan is not None else None
     entry = batch_log.writer(part.gen, part.batch, part.index)
     recorded = batch_log.recorded_message_ids(part.gen)
-    tally = _Tally()
+    tally = Tally()
     acks: list[pa.Array] = []
     published = False
     try:
         schema: pa.Schema | None = plan.output if plan else None
-        for b, a, ids in _pull(sub, opts, part, plan, dlq, recorded, tally):
+        for b, a, ids in pull(sub, opts, part, plan, dlq, recorded, tally):
             schema = b.schema
             if b.num_rows:
                 entry.write(b, a, ids)
@@ -207,140 +151,3 @@ def _hand_over(sub: Subscriber, opts: SourceOptions, acks: pa.Array) -> None:
                     "reads the entry, and a redelivery of any of them is dropped as a duplicate: %s", len(acks), e)
 
 
-def _pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: SchemaPlan | None,
-          dlq: _DeadLetters | None, recorded: pa.Array, tally: _Tally
-          ) -> Iterator[tuple[pa.RecordBatch, pa.Array, pa.Array]]:
-    """Yields (batch, ack ids, message ids) until a cap, the time budget,
-    (streaming) a wait that ran out after rows were taken, or positive
-    evidence of an empty backlog ends the task; sets tally.drained for the
-    last.
-
-    A task that has yielded nothing does not end when a wait runs out: a
-    new stream, a reconnect or a redelivery burst can take seconds, so it
-    keeps waiting until the subscriber has been able to receive for
-    quietPeriodMs with nothing arriving (or the time budget runs out)."""
-    nbytes = 0
-    deadline = time.monotonic() + opts.max_batch_duration_ms / 1000
-    cutoff = pa.scalar(part.cutoff_us, pa.timestamp("us", tz="UTC")) if part.cutoff_us else None
-    while True:
-        want = min(opts.batch_size, part.max_rows - tally.rows)
-        if want <= 0:
-            return
-        try:
-            got = sub.pull(max_rows=want, wait_ms=opts.max_wait_ms)
-        except PubSubError as e:
-            hint = limit_hint(plan.decode, e) if plan else ""
-            if hint:
-                raise type(e)(e.code, e.message + hint) from None
-            raise
-        b, a = got.batch, got.ack_ids
-        tally.taken += b.num_rows
-        if b.num_rows:
-            b, a = _drop_late(sub, b, a, cutoff, tally)
-            b, a = _drop_recorded(sub, b, a, recorded, tally)
-        if plan is not None and b.num_rows:
-            b, a = _handle_decode_errors(sub, opts, plan, dlq, b, a, tally)
-        ids = b.column("message_id")
-        if b.num_rows:
-            oldest = pc.min(b.column("publish_time")).cast(pa.int64()).as_py()
-            if oldest is not None:
-                tally.oldest_publish_us = min(tally.oldest_publish_us or oldest, oldest)
-        if plan is not None:
-            b = plan.project(b)
-        tally.rows += b.num_rows
-        nbytes += b.nbytes
-        yield b, a, ids
-        if got.waited_out:
-            quiet = int(sub.stats().get("quiet_ms", 0))
-            tally.quiet_ms = quiet
-            if quiet >= opts.quiet_period_ms:
-                tally.drained = True
-                return
-            if tally.rows and not part.cutoff_us:
-                # Streaming: hand over what there is (latency); the next batch
-                # waits for more. AvailableNow reads on until the backlog is
-                # drained or the task's budget is spent (throughput: a bursty
-                # server pauses for longer than maxWaitTimeMs all the time).
-                return
-        if time.monotonic() >= deadline or (part.max_bytes and nbytes >= part.max_bytes):
-            return
-
-
-def _drop_late(sub: Subscriber, b: pa.RecordBatch, a: pa.Array, cutoff: pa.Scalar | None,
-               tally: _Tally) -> tuple[pa.RecordBatch, pa.Array]:
-    """AvailableNow: messages published after the query started are not
-    this run's. They are released, not nacked: they keep their lease (at
-    most ackDeadlineSeconds) and come back after it, instead of bouncing
-    straight back into this run's streams as a nack storm."""
-    if cutoff is None:
-        return b, a
-    keep = pc.less_equal(b.column("publish_time"), cutoff)
-    late = a.filter(pc.invert(keep))
-    if not len(late):
-        return b, a
-    sub.release(late)
-    tally.late += len(late)
-    return b.filter(keep), a.filter(keep)
-
-
-def _drop_recorded(sub: Subscriber, b: pa.RecordBatch, a: pa.Array, recorded: pa.Array,
-                   tally: _Tally) -> tuple[pa.RecordBatch, pa.Array]:
-    """Drops redeliveries of messages already in the batch log (recorded,
-    not yet acked: a lease hand-over or an ack that failed). Replaying the
-    log delivers them; reading them again would deliver them twice. The
-    redelivered copy is acked: the recorded one is Spark's."""
-    if not len(recorded):
-        return b, a
-    dup = pc.is_in(b.column("message_id"), value_set=recorded)
-    if not pc.any(dup).as_py():
-        return b, a
-    dups = a.filter(dup)
-    try:
-        sub.ack(dups)
-    except PubSubError as e:  # they come back and are dropped again
-        log.warning("acking %d redelivered duplicates failed: %s", len(dups), e)
-    tally.duplicates += len(dups)
-    keep = pc.invert(dup)
-    return b.filter(keep), a.filter(keep)
-
-
-def _handle_decode_errors(sub: Subscriber, opts: SourceOptions, plan: SchemaPlan, dlq: _DeadLetters | None,
-                          b: pa.RecordBatch, a: pa.Array, tally: _Tally) -> tuple[pa.RecordBatch, pa.Array]:
-    """Applies onDecodeError to the rows that failed to decode."""
-    bad = error_rows(b)
-    if bad is None or plan.decode.on_error == "column":
-        return b, a
-    if plan.decode.on_error == "fail":
-        msg = fail_message(b, bad, opts.subscription)
-        sub.nack(a)
-        raise DecodeFailedError(msg)
-    assert dlq is not None
-    dlq.publish(b, bad)  # returns once Pub/Sub has them
-    sub.ack(a.filter(bad))
-    tally.dead_lettered += int(pc.sum(bad).as_py() or 0)
-    good = pc.invert(bad)
-    return b.filter(good), a.filter(good)
-
-
-class DecodeFailedError(RuntimeError):
-    """onDecodeError=fail: a record failed to decode."""
-
-
-class _DeadLetters:
-    """Publishes payloads that failed to decode to deadLetterTopicId."""
-
-    def __init__(self, opts: SourceOptions, plan: SchemaPlan) -> None:
-        self.opts, self.plan = opts, plan
-        self._pub: Publisher | None = None
-
-    def publish(self, batch: pa.RecordBatch, bad: pa.Array) -> None:
-        if self._pub is None:
-            self._pub = Publisher(PublisherConfig(topic=self.plan.decode.dead_letter_topic,
-                                                  **self.opts.conn.client_kwargs()))
-        out = dead_letter_batch(batch, bad, self.opts.subscription)
-        self._pub.publish(out)
-        self._pub.flush(timeout_ms=60_000)
-
-    def close(self) -> None:
-        if self._pub is not None:
-            self._pub.close()

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql.types import BinaryType, MapType, StringType, StructType
 
-from ..client import topic_path
-from .optparse import (
+from ...client import topic_path
+from ..optparse import (
     CONNECTION_OPTIONS,
     ConnectionOptions,
     OptionError,
@@ -22,7 +22,7 @@ from .optparse import (
 )
 
 if TYPE_CHECKING:
-    from ..client import PublisherConfig
+    from ...client import PublisherConfig
 
 # Service limits (https://cloud.google.com/pubsub/quotas), as the Go
 # publisher enforces them.
@@ -113,7 +113,7 @@ class SinkOptions:
         )
 
     def publisher_config(self, id_prefix: str = "") -> PublisherConfig:
-        from ..client import PublisherConfig
+        from ...client import PublisherConfig
 
         return PublisherConfig(
             topic=self.topic,

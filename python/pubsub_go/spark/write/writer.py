@@ -25,17 +25,14 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from .options import OptionError
-from .sink_options import SinkOptions, check_ordering, validate_sink_schema
+from ..optparse import OptionError
+from .options import SinkOptions, check_ordering, validate_sink_schema
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark import TaskContext
 
-__all__ = [
-    "PubSubArrowWriter", "PubSubStreamArrowWriter", "PublishCommitMessage", "make_writer",
-    "validate_sink_schema",
-]
+__all__ = ["PubSubArrowWriter", "PubSubStreamArrowWriter", "PublishCommitMessage", "make_writer"]
 
 log = logging.getLogger("pubsub_go.sink")
 
@@ -87,7 +84,7 @@ def publish_partition(opts: SinkOptions, batches: Iterator[pa.RecordBatch], part
                       id_prefix: str, what: str) -> PublishCommitMessage:
     """Publishes every row of one task and waits until the server has
     acknowledged all of them (bounded by publishTimeoutMs)."""
-    from ..errors import DeadlineExceededError, PubSubError
+    from ...errors import DeadlineExceededError, PubSubError
 
     try:
         stats = _publish_all(opts, batches, id_prefix)
@@ -107,8 +104,8 @@ def publish_partition(opts: SinkOptions, batches: Iterator[pa.RecordBatch], part
 
 
 def _publish_all(opts: SinkOptions, batches: Iterator[pa.RecordBatch], id_prefix: str) -> dict[str, Any]:
-    from ..client import Publisher
-    from ..errors import InvalidArgumentError
+    from ...client import Publisher
+    from ...errors import InvalidArgumentError
 
     pub: Publisher | None = None
     first_row = 0  # of the current Arrow batch, within the task

@@ -1,0 +1,68 @@
+"""The source's state on the driver, in the source runner process: the
+acker (a subscriber that never pulls), the lease keeper, the committer and
+the figures, around one lock and the driver's reading of the batch log."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from typing import Any
+
+from ...client import Subscriber
+from .batchlog import BatchLog
+from .committer import Committer
+from .figures import BatchSummary, Figures
+from .leases import LeaseKeeper
+from .logged_batches import LoggedBatches, ack_ids
+from .offsets import BatchOffset
+from .options import SourceOptions
+from .subscriber_config import subscriber_config
+
+
+class DriverState:
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+        self.acker = Subscriber(subscriber_config(opts, pull=False))  # verifies the subscription
+        self.cutoff_us = 0  # AvailableNow: when the query started
+        # Identifies this run of the query (offsets carry it): the
+        # end-of-backlog decision only trusts batches of its own run.
+        self.run_id = uuid.uuid4().hex[:12]
+        self.idle_reported = -1  # the batch after which "no new data" was reported
+        self.latest: BatchOffset | None = None
+        self._lock = threading.Lock()
+        self.logged = LoggedBatches(BatchLog(opts.batch_log_location))
+        self.figures = Figures()
+        self.leases = LeaseKeeper(self.acker, opts, self._lock, self.figures, self._pending_ack_ids)
+        self.committer = Committer(self.acker, opts, self._lock, self.logged, self.figures)
+
+    def _pending_ack_ids(self) -> list:
+        """The caller holds _lock."""
+        return ack_ids(self.logged.pending(self.latest.gen)) if self.latest is not None else []
+
+    def batch_summary(self, gen: str, batch: int) -> BatchSummary | None:
+        """The summary of a batch whose tasks all published their entries
+        (None while any has not); the first time, its leases are taken over."""
+        with self._lock:
+            known = self.figures.known_summary(gen, batch)
+            if known is not None:
+                return known
+            entries = self.logged.entries(gen, batch)
+            if entries and self.opts.ack_on_commit:
+                self.leases.renew(ack_ids(entries))
+            return self.figures.summarize(gen, batch, entries)
+
+    def commit(self, gen: str, upto: int) -> None:
+        self.committer.commit(gen, upto)
+
+    def report(self) -> dict[str, Any]:
+        with self._lock:
+            pending = self.logged.pending(self.latest.gen) if self.latest is not None else []  # one listing
+            return self.figures.report(self.latest, pending, self.opts.ack_on_commit)
+
+    def stop(self) -> None:
+        self.committer.stop()
+        self.leases.stop()
+        # The last commit's acks go out before the acker closes.
+        self.committer.join(timeout=120)
+        self.leases.join(timeout=10)
+        self.acker.close()

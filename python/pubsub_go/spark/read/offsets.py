@@ -1,0 +1,54 @@
+"""The source's offsets: synthetic, since Pub/Sub has none to replay.
+
+An offset names a micro-batch of a query generation; what the batch holds
+is whatever its tasks pulled, recorded in the batch log (batchlog.py), so
+re-running a batch replays the log instead of pulling anew. Spark stores
+offsets as JSON in the checkpoint: the keys below must stay as they are, so
+that a query restarts from a checkpoint written by any version.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class BatchOffset:
+    """The end of micro-batch `batch` (0: the start, before any batch)."""
+
+    gen: str  # the query generation, minted on the query's first start
+    batch: int
+    # The run of the query (driver process) that planned the batch: the
+    # end-of-backlog decision only trusts batches of its own run. None for
+    # the initial offset.
+    run: str | None = None
+    max_rows: int | None = None  # admission control: maxRecordsPerTrigger
+    max_bytes: int | None = None  # admission control: maxBytesPerTrigger
+    cutoff_us: int | None = None  # AvailableNow: only messages published at or before this
+
+    @staticmethod
+    def initial() -> BatchOffset:
+        return BatchOffset(gen=uuid.uuid4().hex[:16], batch=0)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object Spark checkpoints; keys that are not set are left out."""
+        out: dict[str, Any] = {"gen": self.gen, "batch": self.batch}
+        if self.run is not None:
+            out["run"] = self.run
+        if self.max_rows is not None:
+            out["maxRows"] = self.max_rows
+        if self.max_bytes is not None:
+            out["maxBytes"] = self.max_bytes
+        if self.cutoff_us is not None:
+            out["cutoffUs"] = self.cutoff_us
+        return out
+
+    @staticmethod
+    def from_json(obj: dict[str, Any]) -> BatchOffset:
+        def opt(key: str) -> int | None:
+            return int(obj[key]) if obj.get(key) is not None else None
+
+        return BatchOffset(gen=str(obj["gen"]), batch=int(obj["batch"]), run=obj.get("run"),
+                           max_rows=opt("maxRows"), max_bytes=opt("maxBytes"), cutoff_us=opt("cutoffUs"))

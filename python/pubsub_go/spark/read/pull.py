@@ -1,0 +1,141 @@
+"""A task's pull loop: takes batches from its subscriber until a cap, the
+time budget or the end of the backlog ends the task, dropping what is not
+this batch's (late arrivals of an AvailableNow run, redeliveries of recorded
+messages) and applying onDecodeError.
+
+The end of the backlog needs positive evidence: the subscriber has been able
+to receive for quietPeriodMs with nothing arriving (docs/source.md, "End of
+backlog")."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...client import Subscriber
+from ...errors import PubSubError
+from .decode_errors import DeadLetters, handle_decode_errors
+from .options import SourceOptions
+from .partition import PubSubPartition
+from .schema_plan import SchemaPlan, limit_hint
+
+log = logging.getLogger("pubsub_go.source")
+
+
+@dataclass
+class Tally:
+    """What a task did with the messages it took from its subscriber:
+    taken = rows + late + dead_lettered + duplicates (docs/source.md,
+    "Counters")."""
+
+    taken: int = 0  # rows handed to the task by the subscriber
+    rows: int = 0  # handed to Spark (and recorded)
+    late: int = 0  # published after an AvailableNow query's start: left for later runs
+    dead_lettered: int = 0  # undecodable, published to the dead-letter topic and acked
+    duplicates: int = 0  # redeliveries of messages already recorded, dropped and acked
+    drained: bool = False  # ended on positive evidence that the backlog is empty
+    quiet_ms: int = 0  # the subscriber's quiet time when the task ended
+    oldest_publish_us: int = 0  # publish time of the oldest row handed to Spark; 0: none
+
+
+def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: SchemaPlan | None,
+          dlq: DeadLetters | None, recorded: pa.Array, tally: Tally
+          ) -> Iterator[tuple[pa.RecordBatch, pa.Array, pa.Array]]:
+    """Yields (batch, ack ids, message ids) until a cap, the time budget,
+    (streaming) a wait that ran out after rows were taken, or positive
+    evidence of an empty backlog ends the task; sets tally.drained for the
+    last.
+
+    A task that has yielded nothing does not end when a wait runs out: a
+    new stream, a reconnect or a redelivery burst can take seconds, so it
+    keeps waiting until the subscriber has been able to receive for
+    quietPeriodMs with nothing arriving (or the time budget runs out)."""
+    nbytes = 0
+    deadline = time.monotonic() + opts.max_batch_duration_ms / 1000
+    cutoff = pa.scalar(part.cutoff_us, pa.timestamp("us", tz="UTC")) if part.cutoff_us else None
+    while True:
+        want = min(opts.batch_size, part.max_rows - tally.rows)
+        if want <= 0:
+            return
+        try:
+            got = sub.pull(max_rows=want, wait_ms=opts.max_wait_ms)
+        except PubSubError as e:
+            hint = limit_hint(plan.decode, e) if plan else ""
+            if hint:
+                raise type(e)(e.code, e.message + hint) from None
+            raise
+        b, a = got.batch, got.ack_ids
+        tally.taken += b.num_rows
+        if b.num_rows:
+            b, a = _drop_late(sub, b, a, cutoff, tally)
+            b, a = _drop_recorded(sub, b, a, recorded, tally)
+        if plan is not None and b.num_rows:
+            b, a, dead = handle_decode_errors(sub, opts, plan, dlq, b, a)
+            tally.dead_lettered += dead
+        ids = b.column("message_id")
+        if b.num_rows:
+            oldest = pc.min(b.column("publish_time")).cast(pa.int64()).as_py()
+            if oldest is not None:
+                tally.oldest_publish_us = min(tally.oldest_publish_us or oldest, oldest)
+        if plan is not None:
+            b = plan.project(b)
+        tally.rows += b.num_rows
+        nbytes += b.nbytes
+        yield b, a, ids
+        if got.waited_out:
+            quiet = int(sub.stats().get("quiet_ms", 0))
+            tally.quiet_ms = quiet
+            if quiet >= opts.quiet_period_ms:
+                tally.drained = True
+                return
+            if tally.rows and not part.cutoff_us:
+                # Streaming: hand over what there is (latency); the next batch
+                # waits for more. AvailableNow reads on until the backlog is
+                # drained or the task's budget is spent (throughput: a bursty
+                # server pauses for longer than maxWaitTimeMs all the time).
+                return
+        if time.monotonic() >= deadline or (part.max_bytes and nbytes >= part.max_bytes):
+            return
+
+
+def _drop_late(sub: Subscriber, b: pa.RecordBatch, a: pa.Array, cutoff: pa.Scalar | None,
+               tally: Tally) -> tuple[pa.RecordBatch, pa.Array]:
+    """AvailableNow: messages published after the query started are not
+    this run's. They are released, not nacked: they keep their lease (at
+    most ackDeadlineSeconds) and come back after it, instead of bouncing
+    straight back into this run's streams as a nack storm."""
+    if cutoff is None:
+        return b, a
+    keep = pc.less_equal(b.column("publish_time"), cutoff)
+    late = a.filter(pc.invert(keep))
+    if not len(late):
+        return b, a
+    sub.release(late)
+    tally.late += len(late)
+    return b.filter(keep), a.filter(keep)
+
+
+def _drop_recorded(sub: Subscriber, b: pa.RecordBatch, a: pa.Array, recorded: pa.Array,
+                   tally: Tally) -> tuple[pa.RecordBatch, pa.Array]:
+    """Drops redeliveries of messages already in the batch log (recorded,
+    not yet acked: a lease hand-over or an ack that failed). Replaying the
+    log delivers them; reading them again would deliver them twice. The
+    redelivered copy is acked: the recorded one is Spark's."""
+    if not len(recorded):
+        return b, a
+    dup = pc.is_in(b.column("message_id"), value_set=recorded)
+    if not pc.any(dup).as_py():
+        return b, a
+    dups = a.filter(dup)
+    try:
+        sub.ack(dups)
+    except PubSubError as e:  # they come back and are dropped again
+        log.warning("acking %d redelivered duplicates failed: %s", len(dups), e)
+    tally.duplicates += len(dups)
+    keep = pc.invert(dup)
+    return b.filter(keep), a.filter(keep)
