@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 log = logging.getLogger("pubsub_go.options")
@@ -162,3 +162,26 @@ def default_project(conn: ConnectionOptions) -> str | None:
     except Exception as e:  # no ADC at all: the caller says a project is needed
         log.info("no default project from Application Default Credentials: %s", e)
         return None
+
+
+def resource_path(opts: Mapping[str, str], name: str, kind: str, to_path: Callable[[str | None, str], str],
+                  conn: ConnectionOptions, why: str = "") -> str:
+    """The full path (projects/P/<kind>s/ID) of the resource option `name`
+    names: a full path, or an id in projectId (else the default project).
+    to_path is the client's path builder for that kind."""
+    project = (opts.get("projectid") or "").strip() or None
+    raw = (opts.get(name.lower()) or "").strip()
+    if not raw:
+        raise OptionError(f"option {name} is required{why}: a {kind} id (with projectId) "
+                          f"or a full path projects/PROJECT/{kind}s/ID")
+    if project is None and not raw.startswith("projects/"):
+        project = default_project(conn)
+    try:
+        path = to_path(project, raw)
+    except ValueError as e:
+        raise OptionError(f"option {name}: {e}; set projectId (or GOOGLE_CLOUD_PROJECT) or give "
+                          "the full path") from None
+    if project and path.split("/")[1] != project and "projectid" in opts:
+        raise OptionError(f"option projectId={project!r} disagrees with {name}={raw!r}; "
+                          "drop projectId or make them match")
+    return path

@@ -18,8 +18,8 @@ from ..optparse import (
     OptionError,
     bool_option,
     connection_options,
-    default_project,
     int_option,
+    resource_path,
 )
 from . import start_position, subscription_lifecycle
 
@@ -243,21 +243,8 @@ class SourceOptions:
         unknown = sorted(set(opts) - KNOWN)
         if unknown:
             raise OptionError(unknown_option_message(unknown, DOCUMENTED))
-        project = opts.get("projectid") or None
-        sub = opts.get("subscriptionid")
-        if not sub:
-            raise OptionError("option subscriptionId is required: a subscription id (with projectId) "
-                              "or a full path projects/PROJECT/subscriptions/ID")
         conn = connection_options(opts)
-        if project is None and not sub.startswith("projects/"):
-            project = default_project(conn)
-        try:
-            sub_path = subscription_path(project, sub)
-        except ValueError as e:
-            raise OptionError(f"option subscriptionId: {e}; set projectId (or GOOGLE_CLOUD_PROJECT) or give "
-                              "the full path") from None
-        if project and sub_path.split("/")[1] != project and "projectid" in opts:
-            raise OptionError(f"option projectId={project!r} disagrees with subscriptionId={sub!r}")
+        sub_path = resource_path(opts, "subscriptionId", "subscription", subscription_path, conn)
         if "numpartitions" in opts and "parallelism" in opts and opts["numpartitions"] != opts["parallelism"]:
             raise OptionError("options numPartitions and parallelism are aliases; set one")
         parts_name = "numPartitions" if "numpartitions" in opts else "parallelism"

@@ -17,8 +17,8 @@ from ..optparse import (
     OptionError,
     bool_option,
     connection_options,
-    default_project,
     int_option,
+    resource_path,
 )
 
 if TYPE_CHECKING:
@@ -70,22 +70,8 @@ class SinkOptions:
         if unknown:
             raise OptionError(f"unknown option(s) {unknown} for writing to pubsub-go; known options: "
                               f"{', '.join(DOCUMENTED)} (see docs/sink.md)")
-        project = (opts.get("projectid") or "").strip() or None
-        topic = (opts.get("topicid") or "").strip()
-        if not topic:
-            raise OptionError("option topicId is required to write to pubsub-go: a topic id (with projectId) "
-                              "or a full path projects/PROJECT/topics/ID")
         conn = connection_options(opts)
-        if project is None and not topic.startswith("projects/"):
-            project = default_project(conn)
-        try:
-            path = topic_path(project, topic)
-        except ValueError as e:
-            raise OptionError(f"option topicId: {e}; set projectId (or GOOGLE_CLOUD_PROJECT) or give "
-                              "the full path") from None
-        if project and path.split("/")[1] != project and "projectid" in opts:
-            raise OptionError(f"option projectId={project!r} disagrees with topicId={topic!r}; "
-                              "drop projectId or make them match")
+        path = resource_path(opts, "topicId", "topic", topic_path, conn, why=" to write to pubsub-go")
 
         id_attr = (opts.get("idattribute") or "").strip() or None
         if id_attr is not None:
