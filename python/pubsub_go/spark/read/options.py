@@ -8,7 +8,6 @@ import os
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ...client import subscription_path, topic_path
 from ...schema import DEFAULT_ERROR_COLUMN
@@ -84,7 +83,7 @@ class DecodeOptions:
     """Schema mode: payloads are decoded in the Go data plane (docs/source.md)."""
 
     format: str  # "json", "avro", or "custom" for a user module
-    decoder_path: str | None  # the user module; built-ins are found where the task runs
+    decoder_path: str | None  # the user module; None: a built-in format, run natively in Go
     avro_schema: str | None
     decoder_options: dict[str, str] = field(default_factory=dict)
     on_error: str = "fail"  # one of ON_DECODE_ERROR
@@ -92,17 +91,6 @@ class DecodeOptions:
     error_column: str | None = None  # column mode only
     timeout_ms: int = 10_000
     memory_limit_mb: int = 256
-
-    def module_path(self) -> str:
-        """The .wasm to load, resolved in the calling process (an executor's
-        installed package may live elsewhere than the driver's)."""
-        if self.decoder_path:
-            return self.decoder_path
-        path = Path(__file__).resolve().parents[2] / "wasm" / f"{self.format}.wasm"
-        if not path.is_file():
-            raise FileNotFoundError(f"built-in decoder {path} is missing; reinstall pubsub-go "
-                                    "(or build it with: bash wasm-decoders/build.sh)")
-        return str(path)
 
     def module_options(self) -> dict[str, str]:
         out = dict(self.decoder_options)
