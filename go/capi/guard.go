@@ -16,7 +16,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
 
 // codeNames are the canonical upper-case gRPC code names users search for.
@@ -40,7 +40,7 @@ func guard(errOut **C.char, f func() error) (rc C.int) {
 		}
 	}()
 	if err := f(); err != nil {
-		code := conn.Code(err)
+		code := rpc.Code(err)
 		if code == codes.OK {
 			code = codes.Unknown
 		}
@@ -82,12 +82,12 @@ func setString(out **C.char, s string) {
 // decodeConfig parses a JSON config strictly into dst.
 func decodeConfig(what string, raw *C.char, dst any) error {
 	if raw == nil {
-		return conn.Errorf(codes.InvalidArgument, "%s config is NULL; expected a JSON object", what)
+		return rpc.Errorf(codes.InvalidArgument, "%s config is NULL; expected a JSON object", what)
 	}
 	dec := json.NewDecoder(bytes.NewReader([]byte(C.GoString(raw))))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return conn.Errorf(codes.InvalidArgument, "malformed %s config: %v", what, err)
+		return rpc.Errorf(codes.InvalidArgument, "malformed %s config: %v", what, err)
 	}
 	return nil
 }

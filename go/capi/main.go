@@ -21,9 +21,9 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/pubsub-go/pubsub-go/go/internal/admin"
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
 	"github.com/pubsub-go/pubsub-go/go/internal/emulator"
 	"github.com/pubsub-go/pubsub-go/go/internal/handles"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
 
 // ABIVersion changes when pubsubgo.h does (Version is in version.go).
@@ -64,7 +64,7 @@ func pg_debug_c_bytes() C.int64_t {
 func pg_admin(request *C.char, jsonOut **C.char, errOut **C.char) C.int {
 	return guard(errOut, func() error {
 		if request == nil {
-			return conn.Errorf(codes.InvalidArgument, "admin request is NULL")
+			return rpc.Errorf(codes.InvalidArgument, "admin request is NULL")
 		}
 		r, err := admin.Parse([]byte(C.GoString(request)))
 		if err != nil {
@@ -88,7 +88,7 @@ func pg_emulator_start(hostPort *C.char, handleOut *C.uint64_t, addrOut **C.char
 		}
 		e, err := emulator.Start(addr)
 		if err != nil {
-			return conn.Errorf(codes.InvalidArgument, "%v", err)
+			return rpc.Errorf(codes.InvalidArgument, "%v", err)
 		}
 		*handleOut = C.uint64_t(emulators.Put(e))
 		setString(addrOut, e.Addr())
@@ -108,7 +108,7 @@ func pg_emulator_stop(h C.uint64_t, errOut **C.char) C.int {
 }
 
 func closedHandle(what string, h C.uint64_t) error {
-	return conn.Errorf(codes.FailedPrecondition, "%s handle %d is closed or was never opened", what, uint64(h))
+	return rpc.Errorf(codes.FailedPrecondition, "%s handle %d is closed or was never opened", what, uint64(h))
 }
 
 func carray(p *C.struct_ArrowArray) *cdata.CArrowArray {

@@ -13,9 +13,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/cdata"
 	"google.golang.org/grpc/codes"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
 	"github.com/pubsub-go/pubsub-go/go/internal/handles"
 	"github.com/pubsub-go/pubsub-go/go/internal/publisher"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
 
 var publishers handles.Registry[*publisher.Publisher]
@@ -40,11 +40,11 @@ func pg_publisher_open(config *C.char, handleOut *C.uint64_t, errOut **C.char) C
 func pg_publisher_publish(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema, errOut **C.char) C.int {
 	return guard(errOut, func() error {
 		if arr == nil || schema == nil {
-			return conn.Errorf(codes.InvalidArgument, "pg_publisher_publish: ArrowArray/ArrowSchema pointers must not be NULL")
+			return rpc.Errorf(codes.InvalidArgument, "pg_publisher_publish: ArrowArray/ArrowSchema pointers must not be NULL")
 		}
 		rec, err := cdata.ImportCRecordBatch(carray(arr), cschema(schema))
 		if err != nil {
-			return conn.Errorf(codes.InvalidArgument, "publish: cannot import the Arrow batch: %v", err)
+			return rpc.Errorf(codes.InvalidArgument, "publish: cannot import the Arrow batch: %v", err)
 		}
 		defer rec.Release()
 		p, ok := publishers.Get(uint64(h))

@@ -14,8 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/cdata"
 	"google.golang.org/grpc/codes"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
 	"github.com/pubsub-go/pubsub-go/go/internal/handles"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 	"github.com/pubsub-go/pubsub-go/go/internal/subscriber"
 )
 
@@ -51,7 +51,7 @@ func pg_subscriber_next(h C.uint64_t, maxRows C.int64_t, waitMs C.int64_t,
 			return closedHandle("subscriber", h)
 		}
 		if outBatch == nil || outAckIDs == nil {
-			return conn.Errorf(codes.InvalidArgument, "pg_subscriber_next: the output ArrowArray pointers must not be NULL")
+			return rpc.Errorf(codes.InvalidArgument, "pg_subscriber_next: the output ArrowArray pointers must not be NULL")
 		}
 		wait := time.Duration(waitMs) * time.Millisecond
 		ctx, cancel := context.WithTimeout(context.Background(), wait+nextSafetyMargin)
@@ -78,11 +78,11 @@ func pg_subscriber_next(h C.uint64_t, maxRows C.int64_t, waitMs C.int64_t,
 // importAckIDs moves a C utf8 array of ack ids into Go strings.
 func importAckIDs(arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema) ([]string, error) {
 	if arr == nil || schema == nil {
-		return nil, conn.Errorf(codes.InvalidArgument, "ack ids: ArrowArray/ArrowSchema pointers must not be NULL")
+		return nil, rpc.Errorf(codes.InvalidArgument, "ack ids: ArrowArray/ArrowSchema pointers must not be NULL")
 	}
 	_, a, err := cdata.ImportCArray(carray(arr), cschema(schema))
 	if err != nil {
-		return nil, conn.Errorf(codes.InvalidArgument, "ack ids: %v", err)
+		return nil, rpc.Errorf(codes.InvalidArgument, "ack ids: %v", err)
 	}
 	defer a.Release()
 	var ids []string
@@ -102,7 +102,7 @@ func importAckIDs(arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema) ([]str
 			}
 		}
 	default:
-		return nil, conn.Errorf(codes.InvalidArgument, "ack ids must be a utf8 or large_utf8 array, got %s", a.DataType())
+		return nil, rpc.Errorf(codes.InvalidArgument, "ack ids must be a utf8 or large_utf8 array, got %s", a.DataType())
 	}
 	return ids, nil
 }
@@ -139,7 +139,7 @@ func pg_subscriber_nack(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.struct
 func pg_subscriber_modack(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema, deadline C.int32_t, errOut **C.char) C.int {
 	return withAckIDs(h, arr, schema, errOut, func(s *subscriber.Subscriber, ids []string) error {
 		if deadline < 0 || deadline > 600 {
-			return conn.Errorf(codes.InvalidArgument, "modack deadline %d s is out of range; expected 0..600", int32(deadline))
+			return rpc.Errorf(codes.InvalidArgument, "modack deadline %d s is out of range; expected 0..600", int32(deadline))
 		}
 		return s.Modack(ids, int(deadline))
 	})

@@ -6,7 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/clientopt"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 	"google.golang.org/grpc/codes"
 )
 
@@ -38,7 +39,7 @@ var topicPattern = regexp.MustCompile(`^projects/[^/]+/topics/[^/]+$`)
 
 // Config configures a Publisher. Zero numeric fields take their defaults.
 type Config struct {
-	conn.Options
+	clientopt.Options
 	// Topic is the full topic name: projects/P/topics/T.
 	Topic string `json:"topic"`
 	// MaxBatchMessages bounds the messages of one Publish request (1..1000).
@@ -76,7 +77,7 @@ type Config struct {
 // network. Errors have code INVALID_ARGUMENT and name the JSON key.
 func (c *Config) Validate() error {
 	if err := c.Options.Validate(); err != nil {
-		return conn.Errorf(codes.InvalidArgument, "%v", err)
+		return rpc.Errorf(codes.InvalidArgument, "%v", err)
 	}
 	if c.Topic == "" {
 		return invalid("topic is required (projects/P/topics/T)")
@@ -140,7 +141,7 @@ func setDefault[T int | int64](v *T, def T) {
 }
 
 func invalid(format string, args ...any) error {
-	return conn.Errorf(codes.InvalidArgument, format, args...)
+	return rpc.Errorf(codes.InvalidArgument, format, args...)
 }
 
 // checkAttributeKey applies the service's rules for attribute keys.

@@ -6,12 +6,13 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/clientopt"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
 
 // Config is the user configuration of a subscriber (JSON from the C API).
 type Config struct {
-	conn.Options
+	clientopt.Options
 	// Subscription is required: projects/P/subscriptions/S.
 	Subscription string `json:"subscription"`
 	// Streams is the number of StreamingPull streams; default 1.
@@ -66,7 +67,7 @@ const (
 // the JSON key.
 func (c *Config) Validate() error {
 	if err := c.Options.Validate(); err != nil {
-		return conn.Errorf(codes.InvalidArgument, "%v", err)
+		return rpc.Errorf(codes.InvalidArgument, "%v", err)
 	}
 	if c.Subscription == "" {
 		return invalid(`subscription is required, e.g. "projects/my-project/subscriptions/my-sub"`)
@@ -107,7 +108,7 @@ func intField[T int | int64](key string, v *T, def, min, max T) error {
 }
 
 func invalid(format string, args ...any) error {
-	return conn.Errorf(codes.InvalidArgument, format, args...)
+	return rpc.Errorf(codes.InvalidArgument, format, args...)
 }
 
 // settings are the timings derived from a validated Config. Tests shorten
@@ -118,7 +119,7 @@ type settings struct {
 	leaseTick    time.Duration // how often leases are checked
 	openTimeout  time.Duration // bound on GetSubscription retries in Open
 	openAttempt  time.Duration // per-attempt timeout of GetSubscription
-	retry        backoff       // stream reconnects and Open retries
+	retry        rpc.Backoff   // stream reconnects and Open retries
 	rpcAttempts  int           // attempts per ack/modack chunk on transient errors
 	rpcTimeout   time.Duration // per-attempt timeout of ack/modack RPCs
 	drainTimeout time.Duration // bound on Close waiting for half-closed streams to end
@@ -136,7 +137,7 @@ func newSettings(c *Config) settings {
 		leaseTick:    min(max(d/10, 100*time.Millisecond), 5*time.Second),
 		openTimeout:  time.Duration(c.OpenTimeoutMs) * time.Millisecond,
 		openAttempt:  10 * time.Second,
-		retry:        backoff{initial: 100 * time.Millisecond, max: 10 * time.Second, factor: 2},
+		retry:        rpc.Backoff{Initial: 100 * time.Millisecond, Max: 10 * time.Second},
 		// 8 attempts: the backoff's pauses (lower halves 50ms, 100ms, ...,
 		// 3.2s) add up to at least 6.3s, so an outage of a few seconds (a
 		// restarting proxy, refused connections) does not fail a call.

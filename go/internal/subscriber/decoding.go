@@ -15,9 +15,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
 	"github.com/pubsub-go/pubsub-go/go/internal/decode"
 	"github.com/pubsub-go/pubsub-go/go/internal/rawbatch"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
 
 // DecodeErrorColumn is the last column of a decoded batch: null where the
@@ -235,5 +235,5 @@ func decodeStatus(err error, cfg *DecoderConfig, what, note string) error {
 	if note != "" {
 		note = "; " + note
 	}
-	return conn.Errorf(code, "%s: %v%s%s", what, err, limit, note)
+	return rpc.Errorf(code, "%s: %v%s%s", what, err, limit, note)
 }

@@ -1,20 +1,17 @@
-// Package conn turns the connection part of a user config (endpoint,
+// Package clientopt turns the connection part of a user config (endpoint,
 // emulator, credentials) into client options shared by the subscriber,
-// the publisher and the admin helper, and classifies gRPC errors.
-package conn
+// the publisher and the admin helper. Status codes, retry and backoff are
+// in package rpc.
+package clientopt
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 )
 
 // Options says where Pub/Sub is and how to authenticate.
@@ -107,41 +104,4 @@ func (o Options) ClientOptions() []option.ClientOption {
 		opts = append(opts, option.WithEndpoint(o.Endpoint))
 	}
 	return append(opts, o.credentialOptions()...)
-}
-
-// Code is the gRPC code of err (codes.OK for nil, codes.Unknown for a
-// non-status error, DeadlineExceeded/Canceled for context errors).
-func Code(err error) codes.Code {
-	if err == nil {
-		return codes.OK
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return codes.DeadlineExceeded
-	}
-	if errors.Is(err, context.Canceled) {
-		return codes.Canceled
-	}
-	var coded interface{ GRPCStatus() *status.Status }
-	if errors.As(err, &coded) {
-		return coded.GRPCStatus().Code()
-	}
-	if s, ok := status.FromError(err); ok {
-		return s.Code()
-	}
-	return codes.Unknown
-}
-
-// Retryable reports whether err is transient: worth retrying with backoff.
-func Retryable(err error) bool {
-	switch Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted,
-		codes.Aborted, codes.Internal, codes.Unknown:
-		return true
-	}
-	return false
-}
-
-// Errorf wraps err with context while keeping its gRPC code visible to Code.
-func Errorf(code codes.Code, format string, args ...any) error {
-	return status.Error(code, fmt.Sprintf(format, args...))
 }
