@@ -32,7 +32,7 @@ type openDecoder struct {
 var decoders handles.Registry[*openDecoder]
 
 //export pg_decoder_open
-func pg_decoder_open(config *C.char, handleOut *C.uint64_t, errOut **C.char) C.int {
+func pg_decoder_open(config *C.char, handleOut *C.uint64_t, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
 		d := &openDecoder{}
 		if err := decodeConfig("decoder", config, &d.cfg); err != nil {
@@ -49,7 +49,7 @@ func pg_decoder_open(config *C.char, handleOut *C.uint64_t, errOut **C.char) C.i
 }
 
 //export pg_decoder_schema
-func pg_decoder_schema(h C.uint64_t, outSchema *C.struct_ArrowSchema, errOut **C.char) C.int {
+func pg_decoder_schema(h C.uint64_t, outSchema *C.struct_ArrowSchema, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
 		d, ok := decoders.Get(uint64(h))
 		if !ok {
@@ -65,7 +65,7 @@ func pg_decoder_schema(h C.uint64_t, outSchema *C.struct_ArrowSchema, errOut **C
 
 //export pg_decoder_decode
 func pg_decoder_decode(h C.uint64_t, payloads *C.struct_ArrowArray, payloadsSchema *C.struct_ArrowSchema,
-	outBatch *C.struct_ArrowArray, outSchema *C.struct_ArrowSchema, errOut **C.char) C.int {
+	outBatch *C.struct_ArrowArray, outSchema *C.struct_ArrowSchema, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
 		d, ok := decoders.Get(uint64(h))
 		if !ok {
@@ -99,7 +99,7 @@ func pg_decoder_decode(h C.uint64_t, payloads *C.struct_ArrowArray, payloadsSche
 }
 
 //export pg_decoder_close
-func pg_decoder_close(h C.uint64_t, errOut **C.char) C.int {
+func pg_decoder_close(h C.uint64_t, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
 		d, ok := decoders.Take(uint64(h))
 		if !ok {

@@ -38,7 +38,7 @@ var emulators handles.Registry[*emulator.Emulator]
 func main() {}
 
 //export pg_version
-func pg_version(jsonOut **C.char, errOut **C.char) C.int {
+func pg_version(jsonOut **C.char, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
 		b, err := json.Marshal(map[string]any{"version": Version, "abi": ABIVersion, "go": runtime.Version()})
 		setString(jsonOut, string(b))
@@ -47,7 +47,7 @@ func pg_version(jsonOut **C.char, errOut **C.char) C.int {
 }
 
 //export pg_debug_panic
-func pg_debug_panic(errOut **C.char) C.int {
+func pg_debug_panic(errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
 		var m map[string]int
 		m["boom"] = 1 // a real runtime panic: assignment to entry in nil map
@@ -61,7 +61,7 @@ func pg_debug_c_bytes() C.int64_t {
 }
 
 //export pg_admin
-func pg_admin(request *C.char, jsonOut **C.char, errOut **C.char) C.int {
+func pg_admin(request *C.char, jsonOut **C.char, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
 		if request == nil {
 			return rpc.Errorf(codes.InvalidArgument, "admin request is NULL")
@@ -80,7 +80,7 @@ func pg_admin(request *C.char, jsonOut **C.char, errOut **C.char) C.int {
 }
 
 //export pg_emulator_start
-func pg_emulator_start(hostPort *C.char, handleOut *C.uint64_t, addrOut **C.char, errOut **C.char) C.int {
+func pg_emulator_start(hostPort *C.char, handleOut *C.uint64_t, addrOut **C.char, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
 		addr := "127.0.0.1:0"
 		if hostPort != nil {
@@ -97,7 +97,7 @@ func pg_emulator_start(hostPort *C.char, handleOut *C.uint64_t, addrOut **C.char
 }
 
 //export pg_emulator_stop
-func pg_emulator_stop(h C.uint64_t, errOut **C.char) C.int {
+func pg_emulator_stop(h C.uint64_t, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
 		e, ok := emulators.Take(uint64(h))
 		if !ok {
@@ -108,7 +108,7 @@ func pg_emulator_stop(h C.uint64_t, errOut **C.char) C.int {
 }
 
 func closedHandle(what string, h C.uint64_t) error {
-	return rpc.Errorf(codes.FailedPrecondition, "%s handle %d is closed or was never opened", what, uint64(h))
+	return rpc.Closed("%s handle %d is closed or was never opened", what, uint64(h))
 }
 
 func carray(p *C.struct_ArrowArray) *cdata.CArrowArray {

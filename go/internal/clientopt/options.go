@@ -105,3 +105,31 @@ func (o Options) ClientOptions() []option.ClientOption {
 	}
 	return append(opts, o.credentialOptions()...)
 }
+
+// Limit is the default and the range of one numeric config field (0 means
+// the default). Max 0: no upper bound. The subscriber and the publisher
+// keep a table of them by JSON key, the one place they are written;
+// cmd/contract hands them to Python.
+type Limit struct {
+	Default, Min, Max int64
+}
+
+// ApplyLimit replaces a 0 in *v with the default of key in limits and
+// checks the range; the error names the key. A key missing from limits is
+// a bug.
+func ApplyLimit[T int | int64](limits map[string]Limit, key string, v *T) error {
+	l, ok := limits[key]
+	if !ok {
+		panic("no limit for config key " + key)
+	}
+	if *v == 0 {
+		*v = T(l.Default)
+	}
+	switch {
+	case l.Max == 0 && int64(*v) < l.Min:
+		return fmt.Errorf("%s = %d is out of range: must be at least %d (0 or absent means the default %d)", key, *v, l.Min, l.Default)
+	case l.Max != 0 && (int64(*v) < l.Min || int64(*v) > l.Max):
+		return fmt.Errorf("%s = %d is out of range: must be between %d and %d (0 or absent means the default %d)", key, *v, l.Min, l.Max, l.Default)
+	}
+	return nil
+}

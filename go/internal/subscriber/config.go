@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/pubsub-go/pubsub-go/go/internal/clientopt"
+	"github.com/pubsub-go/pubsub-go/go/internal/decode"
 	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
 
@@ -48,19 +49,27 @@ type Config struct {
 	Decoder *DecoderConfig `json:"decoder,omitempty"`
 }
 
-// Defaults and bounds of Config.
+// Defaults of Config used elsewhere in the package.
 const (
-	DefaultStreams                = 1
 	DefaultMaxOutstandingMessages = 1000
 	DefaultMaxOutstandingBytes    = 100 << 20
-	DefaultBatchSize              = 1000
-	DefaultMaxWaitMs              = 100
-	DefaultAckDeadlineSeconds     = 60
-	DefaultMaxExtensionSeconds    = 3600
-	DefaultOpenTimeoutMs          = 30000
-
-	maxStreams = 64
 )
+
+// Limits are the defaults and ranges of the numeric fields of Config and
+// DecoderConfig, by JSON key: the one place they are written. Validate
+// applies them; cmd/contract hands them to Python (the Spark options).
+var Limits = map[string]clientopt.Limit{
+	"streams":                  {Default: 1, Min: 1, Max: 64},
+	"max_outstanding_messages": {Default: DefaultMaxOutstandingMessages, Min: 1, Max: 10_000_000},
+	"max_outstanding_bytes":    {Default: DefaultMaxOutstandingBytes, Min: 1, Max: 1 << 40},
+	"batch_size":               {Default: 1000, Min: 1, Max: 1_000_000},
+	"max_wait_ms":              {Default: 100, Min: 1, Max: 3_600_000},
+	"ack_deadline_seconds":     {Default: 60, Min: 10, Max: 600},
+	"max_extension_seconds":    {Default: 3600, Min: 1, Max: 7 * 24 * 3600},
+	"open_timeout_ms":          {Default: 30000, Min: 1, Max: 3_600_000},
+	"decoder.memory_limit_mb":  {Default: decode.DefaultMemoryLimitMB, Min: 1, Max: 4096},
+	"decoder.timeout_ms":       {Default: int64(decode.DefaultTimeout / time.Millisecond), Min: 1, Max: 3_600_000},
+}
 
 // Validate fills defaults (for zero values) and checks every field,
 // without touching the network. Errors have code INVALID_ARGUMENT and name
@@ -76,14 +85,14 @@ func (c *Config) Validate() error {
 		return invalid("subscription %q must be a full name: projects/<project>/subscriptions/<name>", c.Subscription)
 	}
 	checks := []error{
-		intField("streams", &c.Streams, DefaultStreams, 1, maxStreams),
-		intField("max_outstanding_messages", &c.MaxOutstandingMessages, DefaultMaxOutstandingMessages, 1, 10_000_000),
-		intField("max_outstanding_bytes", &c.MaxOutstandingBytes, DefaultMaxOutstandingBytes, 1, 1<<40),
-		intField("batch_size", &c.BatchSize, DefaultBatchSize, 1, 1_000_000),
-		intField("max_wait_ms", &c.MaxWaitMs, DefaultMaxWaitMs, 1, 3_600_000),
-		intField("ack_deadline_seconds", &c.AckDeadlineSeconds, DefaultAckDeadlineSeconds, 10, 600),
-		intField("max_extension_seconds", &c.MaxExtensionSeconds, DefaultMaxExtensionSeconds, 1, 7*24*3600),
-		intField("open_timeout_ms", &c.OpenTimeoutMs, DefaultOpenTimeoutMs, 1, 3_600_000),
+		intField("streams", &c.Streams),
+		intField("max_outstanding_messages", &c.MaxOutstandingMessages),
+		intField("max_outstanding_bytes", &c.MaxOutstandingBytes),
+		intField("batch_size", &c.BatchSize),
+		intField("max_wait_ms", &c.MaxWaitMs),
+		intField("ack_deadline_seconds", &c.AckDeadlineSeconds),
+		intField("max_extension_seconds", &c.MaxExtensionSeconds),
+		intField("open_timeout_ms", &c.OpenTimeoutMs),
 	}
 	for _, err := range checks {
 		if err != nil {
@@ -96,13 +105,10 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// intField replaces 0 with def and checks min <= *v <= max.
-func intField[T int | int64](key string, v *T, def, min, max T) error {
-	if *v == 0 {
-		*v = def
-	}
-	if *v < min || *v > max {
-		return invalid("%s = %d is out of range: must be between %d and %d (0 or absent means the default %d)", key, *v, min, max, def)
+// intField applies the limit of key (Limits) to *v.
+func intField[T int | int64](key string, v *T) error {
+	if err := clientopt.ApplyLimit(Limits, key, v); err != nil {
+		return invalid("%v", err)
 	}
 	return nil
 }

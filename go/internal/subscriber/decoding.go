@@ -51,12 +51,6 @@ type DecoderConfig struct {
 	target *arrow.Schema // Schema, parsed by validate
 }
 
-// Defaults of DecoderConfig.
-const (
-	DefaultDecoderMemoryLimitMB = decode.DefaultMemoryLimitMB
-	DefaultDecoderTimeoutMs     = int(decode.DefaultTimeout / time.Millisecond)
-)
-
 // validate fills defaults and checks the fields; errors name the JSON key.
 func (d *DecoderConfig) validate() error {
 	if d.Wasm == "" {
@@ -67,10 +61,10 @@ func (d *DecoderConfig) validate() error {
 	} else if st, err := os.Stat(d.Wasm); err != nil || st.IsDir() {
 		return invalid("decoder.wasm %q is not a readable file: %v", d.Wasm, statErr(err))
 	}
-	if err := intField("decoder.memory_limit_mb", &d.MemoryLimitMB, DefaultDecoderMemoryLimitMB, 1, 4096); err != nil {
+	if err := intField("decoder.memory_limit_mb", &d.MemoryLimitMB); err != nil {
 		return err
 	}
-	if err := intField("decoder.timeout_ms", &d.TimeoutMs, DefaultDecoderTimeoutMs, 1, 3_600_000); err != nil {
+	if err := intField("decoder.timeout_ms", &d.TimeoutMs); err != nil {
 		return err
 	}
 	d.target = nil
@@ -219,14 +213,14 @@ func (d *DecoderConfig) Status(err error, what string) error {
 // or part failed; note, if any, ends the message.
 func decodeStatus(err error, cfg *DecoderConfig, what, note string) error {
 	code := codes.InvalidArgument // the module rejected its config (ErrDecoder), or a file error
-	limit := ""
+	kind, limit := rpc.Kind(""), ""
 	switch {
 	case errors.Is(err, decode.ErrTimeLimit):
-		code, limit = codes.DeadlineExceeded, fmt.Sprintf(" (decoder.timeout_ms=%d)", cfg.TimeoutMs)
+		code, kind, limit = codes.DeadlineExceeded, rpc.KindDecoderTimeLimit, fmt.Sprintf(" (decoder.timeout_ms=%d)", cfg.TimeoutMs)
 	case errors.Is(err, decode.ErrMemoryLimit):
-		code, limit = codes.ResourceExhausted, fmt.Sprintf(" (decoder.memory_limit_mb=%d)", cfg.MemoryLimitMB)
+		code, kind, limit = codes.ResourceExhausted, rpc.KindDecoderMemoryLimit, fmt.Sprintf(" (decoder.memory_limit_mb=%d)", cfg.MemoryLimitMB)
 	case errors.Is(err, decode.ErrCrashed):
-		code = codes.Aborted
+		code, kind = codes.Aborted, rpc.KindDecoderCrashed
 	case errors.Is(err, context.Canceled):
 		code = codes.Canceled
 	case errors.Is(err, context.DeadlineExceeded):
@@ -235,5 +229,9 @@ func decodeStatus(err error, cfg *DecoderConfig, what, note string) error {
 	if note != "" {
 		note = "; " + note
 	}
-	return rpc.Errorf(code, "%s: %v%s%s", what, err, limit, note)
+	out := rpc.Errorf(code, "%s: %v%s%s", what, err, limit, note)
+	if kind != "" {
+		out = rpc.WithKind(kind, out)
+	}
+	return out
 }
