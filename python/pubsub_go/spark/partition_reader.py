@@ -43,9 +43,6 @@ class PubSubPartition:
 
 def subscriber_config(opts: SourceOptions, pull: bool = True, plan: SchemaPlan | None = None,
                       part: PubSubPartition | None = None) -> SubscriberConfig:
-    extra: dict = {"no_pull": True} if not pull else {}
-    if pull and plan is not None:
-        extra["decoder"] = plan.decoder_config()
     return SubscriberConfig(
         subscription=opts.subscription,
         **opts.conn.client_kwargs(),
@@ -56,7 +53,8 @@ def subscriber_config(opts: SourceOptions, pull: bool = True, plan: SchemaPlan |
         max_wait_ms=opts.max_wait_ms,
         ack_deadline_seconds=opts.ack_deadline_seconds,
         arrival_cutoff_us=part.cutoff_us if part else 0,
-        extra=extra,
+        no_pull=not pull,
+        decoder=plan.decoder_config() if pull and plan is not None else None,
     )
 
 
@@ -231,7 +229,7 @@ def _pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sch
         except PubSubError as e:
             hint = limit_hint(plan.decode, e) if plan else ""
             if hint:
-                raise type(e)(e.code, e.message + hint) from None
+                raise type(e)(e.code, e.message + hint, e.kind) from None
             raise
         b, a = got.batch, got.ack_ids
         tally.taken += b.num_rows
