@@ -40,12 +40,13 @@ var Limits = map[string]clientopt.Limit{
 
 var topicPattern = regexp.MustCompile(`^projects/[^/]+/topics/[^/]+$`)
 
-// Config configures a Publisher. Zero numeric fields take their defaults.
+// Config configures a Publisher. Zero numeric fields take their defaults
+// (Limits).
 type Config struct {
 	clientopt.Options
 	// Topic is the full topic name: projects/P/topics/T.
 	Topic string `json:"topic"`
-	// MaxBatchMessages bounds the messages of one Publish request (1..1000).
+	// MaxBatchMessages bounds the messages of one Publish request.
 	MaxBatchMessages int `json:"max_batch_messages"`
 	// MaxBatchBytes bounds the encoded size of one Publish request. A
 	// single message larger than this is sent alone.

@@ -12,30 +12,31 @@ import (
 )
 
 // Config is the user configuration of a subscriber (JSON from the C API).
+// The defaults and ranges of its numeric fields are in Limits.
 type Config struct {
 	clientopt.Options
 	// Subscription is required: projects/P/subscriptions/S.
 	Subscription string `json:"subscription"`
-	// Streams is the number of StreamingPull streams; default 1.
+	// Streams is the number of StreamingPull streams.
 	Streams int `json:"streams"`
 	// MaxOutstandingMessages bounds messages held (buffered or handed out
 	// and not yet acked, nacked or released); it is also the server-side
-	// flow control, split across streams. Default 1000.
+	// flow control, split across streams.
 	MaxOutstandingMessages int `json:"max_outstanding_messages"`
-	// MaxOutstandingBytes is the same bound in message bytes; default 100 MiB.
+	// MaxOutstandingBytes is the same bound in message bytes.
 	MaxOutstandingBytes int64 `json:"max_outstanding_bytes"`
-	// BatchSize is the default number of rows per Next; default 1000.
+	// BatchSize is the number of rows per Next that asks for none.
 	BatchSize int `json:"batch_size"`
-	// MaxWaitMs is the default wait per Next; default 100.
+	// MaxWaitMs is the wait of a Next that asks for none.
 	MaxWaitMs int `json:"max_wait_ms"`
 	// AckDeadlineSeconds is the stream ack deadline and the deadline each
-	// lease extension sets; default 60, 10..600.
+	// lease extension sets.
 	AckDeadlineSeconds int `json:"ack_deadline_seconds"`
 	// MaxExtensionSeconds is how long a held message is kept leased at
-	// most; default 3600.
+	// most.
 	MaxExtensionSeconds int `json:"max_extension_seconds"`
 	// OpenTimeoutMs bounds retries in Open while the endpoint is
-	// unreachable; default 30000.
+	// unreachable.
 	OpenTimeoutMs int `json:"open_timeout_ms"`
 	// NoPull opens no stream: the subscriber only acks, nacks and modacks
 	// ack ids pulled elsewhere (the Spark driver acking on commit).
@@ -49,19 +50,13 @@ type Config struct {
 	Decoder *DecoderConfig `json:"decoder,omitempty"`
 }
 
-// Defaults of Config used elsewhere in the package.
-const (
-	DefaultMaxOutstandingMessages = 1000
-	DefaultMaxOutstandingBytes    = 100 << 20
-)
-
 // Limits are the defaults and ranges of the numeric fields of Config and
 // DecoderConfig, by JSON key: the one place they are written. Validate
 // applies them; cmd/contract hands them to Python (the Spark options).
 var Limits = map[string]clientopt.Limit{
 	"streams":                  {Default: 1, Min: 1, Max: 64},
-	"max_outstanding_messages": {Default: DefaultMaxOutstandingMessages, Min: 1, Max: 10_000_000},
-	"max_outstanding_bytes":    {Default: DefaultMaxOutstandingBytes, Min: 1, Max: 1 << 40},
+	"max_outstanding_messages": {Default: 1000, Min: 1, Max: 10_000_000},
+	"max_outstanding_bytes":    {Default: 100 << 20, Min: 1, Max: 1 << 40},
 	"batch_size":               {Default: 1000, Min: 1, Max: 1_000_000},
 	"max_wait_ms":              {Default: 100, Min: 1, Max: 3_600_000},
 	"ack_deadline_seconds":     {Default: 60, Min: 10, Max: 600},

@@ -43,9 +43,9 @@ type DecoderConfig struct {
 	Schema string `json:"schema"`
 	// Options are passed to the module (e.g. "avro_schema", "timezone").
 	Options map[string]string `json:"options"`
-	// MemoryLimitMB caps the module's memory; default 256.
+	// MemoryLimitMB caps the module's memory (default and range: Limits).
 	MemoryLimitMB int `json:"memory_limit_mb"`
-	// TimeoutMs bounds decoding one batch; default 10000.
+	// TimeoutMs bounds decoding one batch (default and range: Limits).
 	TimeoutMs int `json:"timeout_ms"`
 
 	target *arrow.Schema // Schema, parsed by validate
