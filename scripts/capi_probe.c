@@ -8,10 +8,12 @@
 #include <stdio.h>
 #include <string.h>
 
-typedef int (*json_fn)(char**, char**);
-typedef int (*emu_start_fn)(char*, uint64_t*, char**, char**);
-typedef int (*emu_stop_fn)(uint64_t, char**);
-typedef int (*admin_fn)(char*, char**, char**);
+#include "../go/include/pubsubgo.h" /* struct PgError; the functions are looked up with dlsym */
+
+typedef int (*json_fn)(char**, struct PgError*);
+typedef int (*emu_start_fn)(char*, uint64_t*, char**, struct PgError*);
+typedef int (*emu_stop_fn)(uint64_t, struct PgError*);
+typedef int (*admin_fn)(char*, char**, struct PgError*);
 typedef void (*free_fn)(char*);
 
 static void* sym(void* h, const char* name) {
@@ -37,10 +39,12 @@ int main(int argc, char** argv) {
   free_fn pg_free = (free_fn)sym(h, "pg_free");
   if (!version_info || !emu_start || !emu_stop || !admin || !pg_free) return 1;
 
-  char *out = NULL, *err = NULL, *addr = NULL;
+  char *out = NULL, *addr = NULL;
+  struct PgError err;
+  memset(&err, 0, sizeof err);
   int rc = version_info(&out, &err);
   if (rc != 0) {
-    fprintf(stderr, "capi_probe: pg_version_info: %d %s\n", rc, err ? err : "");
+    fprintf(stderr, "capi_probe: pg_version_info: %d %s %s\n", rc, err.kind, err.message ? err.message : "");
     return 1;
   }
   printf("version_info %s\n", out);
@@ -49,7 +53,7 @@ int main(int argc, char** argv) {
   uint64_t emu = 0;
   rc = emu_start("127.0.0.1:0", &emu, &addr, &err);
   if (rc != 0) {
-    fprintf(stderr, "capi_probe: pg_emulator_start: %d %s\n", rc, err ? err : "");
+    fprintf(stderr, "capi_probe: pg_emulator_start: %d %s %s\n", rc, err.kind, err.message ? err.message : "");
     return 1;
   }
   char req[512];
@@ -57,7 +61,7 @@ int main(int argc, char** argv) {
            "{\"op\": \"create_topic\", \"emulator_host\": \"%s\", \"topic\": \"projects/probe/topics/t\"}", addr);
   rc = admin(req, &out, &err);
   if (rc != 0) {
-    fprintf(stderr, "capi_probe: pg_admin create_topic: %d %s\n", rc, err ? err : "");
+    fprintf(stderr, "capi_probe: pg_admin create_topic: %d %s %s\n", rc, err.kind, err.message ? err.message : "");
     return 1;
   }
   printf("emulator %s create_topic %s\n", addr, out);
@@ -65,7 +69,7 @@ int main(int argc, char** argv) {
   pg_free(addr);
   rc = emu_stop(emu, &err);
   if (rc != 0) {
-    fprintf(stderr, "capi_probe: pg_emulator_stop: %d %s\n", rc, err ? err : "");
+    fprintf(stderr, "capi_probe: pg_emulator_stop: %d %s %s\n", rc, err.kind, err.message ? err.message : "");
     return 1;
   }
   printf("capi_probe: ok\n");

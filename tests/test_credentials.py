@@ -106,7 +106,7 @@ def test_key_file_over_tls(google, emulator, sa, tokens, tmp_path):
     key.write_text(sa.json(tokens.token_uri))
     proxy = start_proxy(emulator, sa, [], tmp_path)
     try:
-        res, out = run_client(proxy, {"credentials": str(key)}, topic, sub)
+        res, out = run_client(proxy, {"credentials_file": str(key)}, topic, sub)
         assert res == {"ok": True, "read": 50}, out
     finally:
         proxy.stop()

@@ -143,20 +143,30 @@ def test_unreachable_endpoint_fails_after_bounded_retries():
     ({"ack_deadline_seconds": 5000}, "ack_deadline_seconds"),
 ])
 def test_malformed_config_names_the_key(emulator, extra, needle):
+    import json
+
     from pubsub_go.client import SubscriberConfig
 
-    cfg = SubscriberConfig(subscription="projects/p/subscriptions/s", emulator_host=emulator.host_port, extra=extra)
+    class RawConfig(SubscriberConfig):
+        """Sends keys and values the typed config cannot hold."""
+
+        def to_json(self) -> str:
+            return json.dumps({**json.loads(super().to_json()), **extra})
+
+    cfg = RawConfig(subscription="projects/p/subscriptions/s", emulator_host=emulator.host_port)
     with pytest.raises(pubsub_go.InvalidArgumentError, match="INVALID_ARGUMENT") as e:
         Subscriber(cfg)
     assert needle in str(e.value)
+    assert e.value.kind == "invalid_argument" and e.value.code == 3
 
 
 def test_go_panic_becomes_a_python_exception():
     from pubsub_go.client import debug_panic, version
 
-    with pytest.raises(pubsub_go.InternalError, match="panic"):
+    with pytest.raises(pubsub_go.InternalError, match="panic") as e:
         debug_panic()
-    assert version()["abi"] == 1  # the process and the library are still fine
+    assert e.value.kind == "panic" and e.value.code == 13
+    assert version()["abi"] == 2  # the process and the library are still fine
 
 
 def test_import_does_not_load_the_go_runtime():

@@ -12,7 +12,7 @@ import (
 )
 
 //export pg_subscriber_ack_results
-func pg_subscriber_ack_results(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema, jsonOut **C.char, errOut **C.char) C.int {
+func pg_subscriber_ack_results(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema, jsonOut **C.char, errOut *C.struct_PgError) C.int {
 	return withAckIDs(h, arr, schema, errOut, func(s *subscriber.Subscriber, ids []string) error {
 		out, err := s.AckWithResults(ids)
 		if b, merr := json.Marshal(out); merr == nil {

@@ -14,9 +14,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/cdata"
 	"google.golang.org/grpc/codes"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
 	"github.com/pubsub-go/pubsub-go/go/internal/decode"
 	"github.com/pubsub-go/pubsub-go/go/internal/handles"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 	"github.com/pubsub-go/pubsub-go/go/internal/subscriber"
 )
 
@@ -32,7 +32,7 @@ type openDecoder struct {
 var decoders handles.Registry[*openDecoder]
 
 //export pg_decoder_open
-func pg_decoder_open(config *C.char, handleOut *C.uint64_t, errOut **C.char) C.int {
+func pg_decoder_open(config *C.char, handleOut *C.uint64_t, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
 		d := &openDecoder{}
 		if err := decodeConfig("decoder", config, &d.cfg); err != nil {
@@ -49,14 +49,14 @@ func pg_decoder_open(config *C.char, handleOut *C.uint64_t, errOut **C.char) C.i
 }
 
 //export pg_decoder_schema
-func pg_decoder_schema(h C.uint64_t, outSchema *C.struct_ArrowSchema, errOut **C.char) C.int {
+func pg_decoder_schema(h C.uint64_t, outSchema *C.struct_ArrowSchema, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
 		d, ok := decoders.Get(uint64(h))
 		if !ok {
 			return closedHandle("decoder", h)
 		}
 		if outSchema == nil {
-			return conn.Errorf(codes.InvalidArgument, "pg_decoder_schema: the output ArrowSchema pointer must not be NULL")
+			return rpc.Errorf(codes.InvalidArgument, "pg_decoder_schema: the output ArrowSchema pointer must not be NULL")
 		}
 		cdata.ExportArrowSchema(d.dec.Schema(), cschema(outSchema))
 		return nil
@@ -65,7 +65,7 @@ func pg_decoder_schema(h C.uint64_t, outSchema *C.struct_ArrowSchema, errOut **C
 
 //export pg_decoder_decode
 func pg_decoder_decode(h C.uint64_t, payloads *C.struct_ArrowArray, payloadsSchema *C.struct_ArrowSchema,
-	outBatch *C.struct_ArrowArray, outSchema *C.struct_ArrowSchema, errOut **C.char) C.int {
+	outBatch *C.struct_ArrowArray, outSchema *C.struct_ArrowSchema, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
 		d, ok := decoders.Get(uint64(h))
 		if !ok {
@@ -75,7 +75,7 @@ func pg_decoder_decode(h C.uint64_t, payloads *C.struct_ArrowArray, payloadsSche
 			return closedHandle("decoder", h)
 		}
 		if payloads == nil || payloadsSchema == nil || outBatch == nil {
-			return conn.Errorf(codes.InvalidArgument, "pg_decoder_decode: the ArrowArray/ArrowSchema pointers must not be NULL")
+			return rpc.Errorf(codes.InvalidArgument, "pg_decoder_decode: the ArrowArray/ArrowSchema pointers must not be NULL")
 		}
 		in, err := importPayloads(payloads, payloadsSchema)
 		if err != nil {
@@ -99,7 +99,7 @@ func pg_decoder_decode(h C.uint64_t, payloads *C.struct_ArrowArray, payloadsSche
 }
 
 //export pg_decoder_close
-func pg_decoder_close(h C.uint64_t, errOut **C.char) C.int {
+func pg_decoder_close(h C.uint64_t, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
 		d, ok := decoders.Take(uint64(h))
 		if !ok {
@@ -115,7 +115,7 @@ func pg_decoder_close(h C.uint64_t, errOut **C.char) C.int {
 func importPayloads(arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema) (*array.Binary, error) {
 	_, a, err := cdata.ImportCArray(carray(arr), cschema(schema))
 	if err != nil {
-		return nil, conn.Errorf(codes.InvalidArgument, "payloads: %v", err)
+		return nil, rpc.Errorf(codes.InvalidArgument, "payloads: %v", err)
 	}
 	defer a.Release()
 	switch a.DataType().ID() {
@@ -145,5 +145,5 @@ func importPayloads(arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema) (*ar
 		}
 		return b.NewBinaryArray(), nil
 	}
-	return nil, conn.Errorf(codes.InvalidArgument, "payloads must be a binary, large_binary, string or large_string array, got %s", a.DataType())
+	return nil, rpc.Errorf(codes.InvalidArgument, "payloads must be a binary, large_binary, string or large_string array, got %s", a.DataType())
 }

@@ -7,6 +7,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
 
 func TestGuardTurnsPanicsIntoInternal(t *testing.T) {
@@ -46,5 +48,15 @@ func TestErrorTextIsCanonicalAndClean(t *testing.T) {
 	}
 	if got := errorText(codes.InvalidArgument, "INVALID_ARGUMENT: bad"); got != "INVALID_ARGUMENT: bad" {
 		t.Fatalf("prefix doubled: %q", got)
+	}
+}
+
+func TestKindsFitTheCStruct(t *testing.T) {
+	size := len(kindBytes(""))
+	for k := range rpc.Kinds {
+		b := kindBytes(k)
+		if len(k) >= size || string(b[:len(k)]) != string(k) || b[len(k)] != 0 {
+			t.Errorf("kind %q does not fit PgError.kind (%d bytes with its NUL)", k, size)
+		}
 	}
 }

@@ -21,13 +21,13 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/pubsub-go/pubsub-go/go/internal/admin"
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
 	"github.com/pubsub-go/pubsub-go/go/internal/emulator"
 	"github.com/pubsub-go/pubsub-go/go/internal/handles"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
 
 // ABIVersion changes when pubsubgo.h does (Version is in version.go).
-const ABIVersion = 1
+const ABIVersion = 2
 
 // alloc is the C-memory allocator behind every exported batch (cgo rules:
 // C must not hold Go-heap pointers).
@@ -38,7 +38,7 @@ var emulators handles.Registry[*emulator.Emulator]
 func main() {}
 
 //export pg_version
-func pg_version(jsonOut **C.char, errOut **C.char) C.int {
+func pg_version(jsonOut **C.char, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
 		b, err := json.Marshal(map[string]any{"version": Version, "abi": ABIVersion, "go": runtime.Version()})
 		setString(jsonOut, string(b))
@@ -47,7 +47,7 @@ func pg_version(jsonOut **C.char, errOut **C.char) C.int {
 }
 
 //export pg_debug_panic
-func pg_debug_panic(errOut **C.char) C.int {
+func pg_debug_panic(errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
 		var m map[string]int
 		m["boom"] = 1 // a real runtime panic: assignment to entry in nil map
@@ -61,10 +61,10 @@ func pg_debug_c_bytes() C.int64_t {
 }
 
 //export pg_admin
-func pg_admin(request *C.char, jsonOut **C.char, errOut **C.char) C.int {
+func pg_admin(request *C.char, jsonOut **C.char, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
 		if request == nil {
-			return conn.Errorf(codes.InvalidArgument, "admin request is NULL")
+			return rpc.Errorf(codes.InvalidArgument, "admin request is NULL")
 		}
 		r, err := admin.Parse([]byte(C.GoString(request)))
 		if err != nil {
@@ -80,7 +80,7 @@ func pg_admin(request *C.char, jsonOut **C.char, errOut **C.char) C.int {
 }
 
 //export pg_emulator_start
-func pg_emulator_start(hostPort *C.char, handleOut *C.uint64_t, addrOut **C.char, errOut **C.char) C.int {
+func pg_emulator_start(hostPort *C.char, handleOut *C.uint64_t, addrOut **C.char, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
 		addr := "127.0.0.1:0"
 		if hostPort != nil {
@@ -88,7 +88,7 @@ func pg_emulator_start(hostPort *C.char, handleOut *C.uint64_t, addrOut **C.char
 		}
 		e, err := emulator.Start(addr)
 		if err != nil {
-			return conn.Errorf(codes.InvalidArgument, "%v", err)
+			return rpc.Errorf(codes.InvalidArgument, "%v", err)
 		}
 		*handleOut = C.uint64_t(emulators.Put(e))
 		setString(addrOut, e.Addr())
@@ -97,7 +97,7 @@ func pg_emulator_start(hostPort *C.char, handleOut *C.uint64_t, addrOut **C.char
 }
 
 //export pg_emulator_stop
-func pg_emulator_stop(h C.uint64_t, errOut **C.char) C.int {
+func pg_emulator_stop(h C.uint64_t, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
 		e, ok := emulators.Take(uint64(h))
 		if !ok {
@@ -108,7 +108,7 @@ func pg_emulator_stop(h C.uint64_t, errOut **C.char) C.int {
 }
 
 func closedHandle(what string, h C.uint64_t) error {
-	return conn.Errorf(codes.FailedPrecondition, "%s handle %d is closed or was never opened", what, uint64(h))
+	return rpc.Closed("%s handle %d is closed or was never opened", what, uint64(h))
 }
 
 func carray(p *C.struct_ArrowArray) *cdata.CArrowArray {

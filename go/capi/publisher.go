@@ -13,15 +13,15 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/cdata"
 	"google.golang.org/grpc/codes"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
 	"github.com/pubsub-go/pubsub-go/go/internal/handles"
 	"github.com/pubsub-go/pubsub-go/go/internal/publisher"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
 
 var publishers handles.Registry[*publisher.Publisher]
 
 //export pg_publisher_open
-func pg_publisher_open(config *C.char, handleOut *C.uint64_t, errOut **C.char) C.int {
+func pg_publisher_open(config *C.char, handleOut *C.uint64_t, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
 		var cfg publisher.Config
 		if err := decodeConfig("publisher", config, &cfg); err != nil {
@@ -37,14 +37,14 @@ func pg_publisher_open(config *C.char, handleOut *C.uint64_t, errOut **C.char) C
 }
 
 //export pg_publisher_publish
-func pg_publisher_publish(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema, errOut **C.char) C.int {
+func pg_publisher_publish(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
 		if arr == nil || schema == nil {
-			return conn.Errorf(codes.InvalidArgument, "pg_publisher_publish: ArrowArray/ArrowSchema pointers must not be NULL")
+			return rpc.Errorf(codes.InvalidArgument, "pg_publisher_publish: ArrowArray/ArrowSchema pointers must not be NULL")
 		}
 		rec, err := cdata.ImportCRecordBatch(carray(arr), cschema(schema))
 		if err != nil {
-			return conn.Errorf(codes.InvalidArgument, "publish: cannot import the Arrow batch: %v", err)
+			return rpc.Errorf(codes.InvalidArgument, "publish: cannot import the Arrow batch: %v", err)
 		}
 		defer rec.Release()
 		p, ok := publishers.Get(uint64(h))
@@ -56,7 +56,7 @@ func pg_publisher_publish(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.stru
 }
 
 //export pg_publisher_flush
-func pg_publisher_flush(h C.uint64_t, timeoutMs C.int64_t, jsonOut **C.char, errOut **C.char) C.int {
+func pg_publisher_flush(h C.uint64_t, timeoutMs C.int64_t, jsonOut **C.char, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
 		p, ok := publishers.Get(uint64(h))
 		if !ok {
@@ -77,7 +77,7 @@ func pg_publisher_flush(h C.uint64_t, timeoutMs C.int64_t, jsonOut **C.char, err
 }
 
 //export pg_publisher_close
-func pg_publisher_close(h C.uint64_t, errOut **C.char) C.int {
+func pg_publisher_close(h C.uint64_t, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
 		p, ok := publishers.Take(uint64(h))
 		if !ok {

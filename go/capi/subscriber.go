@@ -7,15 +7,15 @@ import "C"
 
 import (
 	"context"
-	"encoding/json"
 	"time"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/cdata"
 	"google.golang.org/grpc/codes"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
 	"github.com/pubsub-go/pubsub-go/go/internal/handles"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 	"github.com/pubsub-go/pubsub-go/go/internal/subscriber"
 )
 
@@ -26,7 +26,7 @@ var subscribers handles.Registry[*subscriber.Subscriber]
 const nextSafetyMargin = 60 * time.Second
 
 //export pg_subscriber_open
-func pg_subscriber_open(config *C.char, handleOut *C.uint64_t, errOut **C.char) C.int {
+func pg_subscriber_open(config *C.char, handleOut *C.uint64_t, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
 		var cfg subscriber.Config
 		if err := decodeConfig("subscriber", config, &cfg); err != nil {
@@ -44,14 +44,14 @@ func pg_subscriber_open(config *C.char, handleOut *C.uint64_t, errOut **C.char) 
 //export pg_subscriber_next
 func pg_subscriber_next(h C.uint64_t, maxRows C.int64_t, waitMs C.int64_t,
 	outBatch *C.struct_ArrowArray, outSchema *C.struct_ArrowSchema,
-	outAckIDs *C.struct_ArrowArray, outAckSchema *C.struct_ArrowSchema, waitedOut *C.int32_t, errOut **C.char) C.int {
+	outAckIDs *C.struct_ArrowArray, outAckSchema *C.struct_ArrowSchema, waitedOut *C.int32_t, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
 		s, ok := subscribers.Get(uint64(h))
 		if !ok {
 			return closedHandle("subscriber", h)
 		}
 		if outBatch == nil || outAckIDs == nil {
-			return conn.Errorf(codes.InvalidArgument, "pg_subscriber_next: the output ArrowArray pointers must not be NULL")
+			return rpc.Errorf(codes.InvalidArgument, "pg_subscriber_next: the output ArrowArray pointers must not be NULL")
 		}
 		wait := time.Duration(waitMs) * time.Millisecond
 		ctx, cancel := context.WithTimeout(context.Background(), wait+nextSafetyMargin)
@@ -78,11 +78,11 @@ func pg_subscriber_next(h C.uint64_t, maxRows C.int64_t, waitMs C.int64_t,
 // importAckIDs moves a C utf8 array of ack ids into Go strings.
 func importAckIDs(arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema) ([]string, error) {
 	if arr == nil || schema == nil {
-		return nil, conn.Errorf(codes.InvalidArgument, "ack ids: ArrowArray/ArrowSchema pointers must not be NULL")
+		return nil, rpc.Errorf(codes.InvalidArgument, "ack ids: ArrowArray/ArrowSchema pointers must not be NULL")
 	}
 	_, a, err := cdata.ImportCArray(carray(arr), cschema(schema))
 	if err != nil {
-		return nil, conn.Errorf(codes.InvalidArgument, "ack ids: %v", err)
+		return nil, rpc.Errorf(codes.InvalidArgument, "ack ids: %v", err)
 	}
 	defer a.Release()
 	var ids []string
@@ -102,12 +102,12 @@ func importAckIDs(arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema) ([]str
 			}
 		}
 	default:
-		return nil, conn.Errorf(codes.InvalidArgument, "ack ids must be a utf8 or large_utf8 array, got %s", a.DataType())
+		return nil, rpc.Errorf(codes.InvalidArgument, "ack ids must be a utf8 or large_utf8 array, got %s", a.DataType())
 	}
 	return ids, nil
 }
 
-func withAckIDs(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema, errOut **C.char,
+func withAckIDs(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema, errOut *C.struct_PgError,
 	f func(s *subscriber.Subscriber, ids []string) error) C.int {
 	return guard(errOut, func() error {
 		s, ok := subscribers.Get(uint64(h))
@@ -126,48 +126,55 @@ func withAckIDs(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.struct_ArrowSc
 }
 
 //export pg_subscriber_ack
-func pg_subscriber_ack(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema, errOut **C.char) C.int {
+func pg_subscriber_ack(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema, errOut *C.struct_PgError) C.int {
 	return withAckIDs(h, arr, schema, errOut, func(s *subscriber.Subscriber, ids []string) error { return s.Ack(ids) })
 }
 
 //export pg_subscriber_nack
-func pg_subscriber_nack(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema, errOut **C.char) C.int {
+func pg_subscriber_nack(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema, errOut *C.struct_PgError) C.int {
 	return withAckIDs(h, arr, schema, errOut, func(s *subscriber.Subscriber, ids []string) error { return s.Nack(ids) })
 }
 
 //export pg_subscriber_modack
-func pg_subscriber_modack(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema, deadline C.int32_t, errOut **C.char) C.int {
+func pg_subscriber_modack(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema, deadline C.int32_t, errOut *C.struct_PgError) C.int {
 	return withAckIDs(h, arr, schema, errOut, func(s *subscriber.Subscriber, ids []string) error {
 		if deadline < 0 || deadline > 600 {
-			return conn.Errorf(codes.InvalidArgument, "modack deadline %d s is out of range; expected 0..600", int32(deadline))
+			return rpc.Errorf(codes.InvalidArgument, "modack deadline %d s is out of range; expected 0..600", int32(deadline))
 		}
 		return s.Modack(ids, int(deadline))
 	})
 }
 
 //export pg_subscriber_release
-func pg_subscriber_release(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema, errOut **C.char) C.int {
+func pg_subscriber_release(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema, errOut *C.struct_PgError) C.int {
 	return withAckIDs(h, arr, schema, errOut, func(s *subscriber.Subscriber, ids []string) error {
 		s.Release(ids)
 		return nil
 	})
 }
 
+// The C struct is subscriber.Stats, so a copy fills it; this fails to
+// compile if their sizes differ (the names are checked by a test).
+var _ [unsafe.Sizeof(C.struct_PgSubscriberStats{}) - unsafe.Sizeof(subscriber.Stats{})]struct{}
+var _ [unsafe.Sizeof(subscriber.Stats{}) - unsafe.Sizeof(C.struct_PgSubscriberStats{})]struct{}
+
 //export pg_subscriber_stats
-func pg_subscriber_stats(h C.uint64_t, jsonOut **C.char, errOut **C.char) C.int {
+func pg_subscriber_stats(h C.uint64_t, out *C.struct_PgSubscriberStats, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
 		s, ok := subscribers.Get(uint64(h))
 		if !ok {
 			return closedHandle("subscriber", h)
 		}
-		b, err := json.Marshal(s.Stats())
-		setString(jsonOut, string(b))
-		return err
+		if out == nil {
+			return rpc.Errorf(codes.InvalidArgument, "pg_subscriber_stats: the output pointer must not be NULL")
+		}
+		*(*subscriber.Stats)(unsafe.Pointer(out)) = s.Stats()
+		return nil
 	})
 }
 
 //export pg_subscriber_close
-func pg_subscriber_close(h C.uint64_t, errOut **C.char) C.int {
+func pg_subscriber_close(h C.uint64_t, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
 		s, ok := subscribers.Take(uint64(h))
 		if !ok {

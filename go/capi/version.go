@@ -60,7 +60,7 @@ func versionInfo() map[string]any {
 }
 
 //export pg_version_info
-func pg_version_info(jsonOut **C.char, errOut **C.char) C.int {
+func pg_version_info(jsonOut **C.char, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
 		b, err := json.Marshal(versionInfo())
 		if err != nil {

@@ -9,13 +9,14 @@
  *  - Every function returns an int status: 0 on success, otherwise a gRPC
  *    status code (3 INVALID_ARGUMENT, 4 DEADLINE_EXCEEDED, 5 NOT_FOUND,
  *    7 PERMISSION_DENIED, 8 RESOURCE_EXHAUSTED, 9 FAILED_PRECONDITION,
- *    13 INTERNAL, 14 UNAVAILABLE, 16 UNAUTHENTICATED, ...). On failure *err
- *    receives a NUL-terminated message allocated with malloc; free it with
- *    pg_free. Pass err = NULL to ignore messages.
- *  - A Go panic inside any call is recovered and returned as 13 INTERNAL
- *    with the panic text; it never takes the process down.
+ *    13 INTERNAL, 14 UNAVAILABLE, 16 UNAUTHENTICATED, ...). On failure the
+ *    struct PgError *err (zero it before the call) receives the typed
+ *    reason: the same code, a machine-readable kind and a message; release
+ *    it with pg_error_release. Pass err = NULL to ignore the reason.
+ *  - A Go panic inside any call is recovered and returned as 13 INTERNAL,
+ *    kind "panic", with the panic text; it never takes the process down.
  *  - Handles are opaque non-zero integers. Using a closed handle returns
- *    9 FAILED_PRECONDITION.
+ *    9 FAILED_PRECONDITION, kind "closed".
  *  - Configs are JSON objects; unknown keys and wrong types are rejected
  *    with 3 INVALID_ARGUMENT naming the key. Keys are documented in
  *    docs/c-api.md.
@@ -65,16 +66,36 @@ struct ArrowArray {
 };
 #endif
 
+/* Errors ----------------------------------------------------------------- */
+
+/* The typed reason of a failed call (like arrow-adbc's AdbcError). Branch
+ * on code or kind, never on the message text. */
+struct PgError {
+  /* The gRPC status code the call returned. */
+  int32_t code;
+  /* NUL-terminated, machine-readable: the code's canonical name in lower
+   * case ("not_found", "unavailable", ...) or a kind that says more
+   * ("closed", "panic", "decoder_time_limit", "decoder_memory_limit",
+   * "decoder_crashed"). docs/c-api.md lists them. */
+  char kind[32];
+  /* NUL-terminated, malloc'd: "CODE_NAME: what failed: detail". Freed by
+   * pg_error_release. */
+  char* message;
+};
+
+/* Frees err->message and zeroes *err. NULL is a no-op. */
+void pg_error_release(struct PgError* err);
+
 /* Library ---------------------------------------------------------------- */
 
 /* Frees a string returned by this library. NULL is a no-op. */
 void pg_free(char* p);
 
 /* Library version, ABI version and Go version as JSON. */
-int pg_version(char** json_out, char** err);
+int pg_version(char** json_out, struct PgError* err);
 
 /* Test hook: panics inside Go; must come back as 13 INTERNAL. */
-int pg_debug_panic(char** err);
+int pg_debug_panic(struct PgError* err);
 
 /* Live C memory held by exported Arrow batches, in bytes (leak checks). */
 int64_t pg_debug_c_bytes(void);
@@ -85,14 +106,14 @@ int64_t pg_debug_c_bytes(void);
  * "arch", "modules": {"arrow_go", "wazero", "pubsub", "grpc", "protobuf"},
  * "build_CGO_ENABLED", "build_-trimpath"}. Versions come from the build
  * information the Go linker embeds. See docs/c-api.md. */
-int pg_version_info(char** json_out, char** err);
+int pg_version_info(char** json_out, struct PgError* err);
 
 /* Subscriber ------------------------------------------------------------- */
 
 /* Opens a subscriber: starts StreamingPull streams, flow control and
  * lease extension. Fails with 5 NOT_FOUND for an unknown subscription and
  * 14 UNAVAILABLE for an unreachable endpoint (after bounded retries). */
-int pg_subscriber_open(char* config_json, uint64_t* handle_out, char** err);
+int pg_subscriber_open(char* config_json, uint64_t* handle_out, struct PgError* err);
 
 /* Waits up to wait_ms for up to max_rows messages (<= 0: the configured
  * defaults; fewer may come back early at the end of a batch built for
@@ -112,20 +133,20 @@ int pg_subscriber_open(char* config_json, uint64_t* handle_out, char** err);
 int pg_subscriber_next(uint64_t handle, int64_t max_rows, int64_t wait_ms,
                        struct ArrowArray* out_batch, struct ArrowSchema* out_schema,
                        struct ArrowArray* out_ack_ids, struct ArrowSchema* out_ack_schema,
-                       int32_t* out_waited_out, char** err);
+                       int32_t* out_waited_out, struct PgError* err);
 
 /* Ack / nack (deadline 0) / modify the deadline of the given ack ids (a
  * utf8 or large_utf8 array, moved into the call). These work for any ack
  * id of the subscription, also ones pulled by another process. */
-int pg_subscriber_ack(uint64_t handle, struct ArrowArray* ack_ids, struct ArrowSchema* schema, char** err);
-int pg_subscriber_nack(uint64_t handle, struct ArrowArray* ack_ids, struct ArrowSchema* schema, char** err);
+int pg_subscriber_ack(uint64_t handle, struct ArrowArray* ack_ids, struct ArrowSchema* schema, struct PgError* err);
+int pg_subscriber_nack(uint64_t handle, struct ArrowArray* ack_ids, struct ArrowSchema* schema, struct PgError* err);
 int pg_subscriber_modack(uint64_t handle, struct ArrowArray* ack_ids, struct ArrowSchema* schema,
-                         int32_t deadline_seconds, char** err);
+                         int32_t deadline_seconds, struct PgError* err);
 
 /* Stops extending the leases of the given handed-out ack ids without
  * acking or nacking them: they keep their last deadline (used to hand the
  * lease over to another process, e.g. the Spark driver). */
-int pg_subscriber_release(uint64_t handle, struct ArrowArray* ack_ids, struct ArrowSchema* schema, char** err);
+int pg_subscriber_release(uint64_t handle, struct ArrowArray* ack_ids, struct ArrowSchema* schema, struct PgError* err);
 
 /* pg_subscriber_ack, reporting what happened to the ids as JSON:
  * {"done": n, "rejected": {"<reason>": count, ...}}. On a subscription with
@@ -134,48 +155,67 @@ int pg_subscriber_release(uint64_t handle, struct ArrowArray* ack_ids, struct Ar
  * acked and come back. Transient per-id failures are retried first; an
  * error means some ids may still succeed when retried. */
 int pg_subscriber_ack_results(uint64_t handle, struct ArrowArray* ack_ids, struct ArrowSchema* schema,
-                              char** json_out, char** err);
+                              char** json_out, struct PgError* err);
 
-/* Counters as JSON: pulled, handed_out, held, acked, nacked, extended,
- * redeliveries, decode_errors, bytes_pulled, streams_restarted,
- * ack_rejected, modack_rejected. */
-int pg_subscriber_stats(uint64_t handle, char** json_out, char** err);
+/* A subscriber's counters, field for field go/internal/subscriber.Stats
+ * (capi's TestStatsStructMatchesGo checks it): totals since open, except
+ * held, buffered and quiet_ms, which are current values. */
+struct PgSubscriberStats {
+  int64_t pulled;            /* messages received */
+  int64_t handed_out;        /* messages returned by pg_subscriber_next */
+  int64_t held;              /* received, not yet acked/nacked/released/expired */
+  int64_t acked;             /* ack ids acknowledged */
+  int64_t nacked;            /* ack ids nacked, by the caller or by close */
+  int64_t extended;          /* lease extensions sent (one per ack id) */
+  int64_t redeliveries;      /* messages received more than once */
+  int64_t decode_errors;     /* rows a decoder could not decode */
+  int64_t bytes_pulled;      /* message bytes received */
+  int64_t streams_restarted; /* stream reconnects after an error */
+  int64_t nacked_on_close;   /* of nacked: buffered messages close gave back */
+  int64_t buffered;          /* received, not yet handed out */
+  int64_t quiet_ms;          /* every stream live, flow control open, nothing arriving, this long */
+  int64_t ack_rejected;      /* exactly-once delivery: ack ids refused for good */
+  int64_t modack_rejected;   /* the same for modacks and nacks */
+};
+
+/* Fills *out with the subscriber's counters. */
+int pg_subscriber_stats(uint64_t handle, struct PgSubscriberStats* out, struct PgError* err);
 
 /* Closes the subscriber: waits for pending acks to be sent, nacks every
  * message pulled but never handed out, and stops lease extension. */
-int pg_subscriber_close(uint64_t handle, char** err);
+int pg_subscriber_close(uint64_t handle, struct PgError* err);
 
 /* Publisher -------------------------------------------------------------- */
 
-int pg_publisher_open(char* config_json, uint64_t* handle_out, char** err);
+int pg_publisher_open(char* config_json, uint64_t* handle_out, struct PgError* err);
 
 /* Publishes every row of a record batch with a `payload` column (binary or
  * utf8) and optional `attributes` (map<utf8,utf8>) and `ordering_key`
  * (utf8). The batch is moved into the call. Blocks while the bytes in
  * flight exceed the configured bound (backpressure). Asynchronous publish
  * failures are reported by this call or the next flush. */
-int pg_publisher_publish(uint64_t handle, struct ArrowArray* batch, struct ArrowSchema* schema, char** err);
+int pg_publisher_publish(uint64_t handle, struct ArrowArray* batch, struct ArrowSchema* schema, struct PgError* err);
 
 /* Waits up to timeout_ms until the server acknowledged every message
  * published so far. Result JSON: {"published": n, "bytes": n, "retries": n}. */
-int pg_publisher_flush(uint64_t handle, int64_t timeout_ms, char** json_out, char** err);
+int pg_publisher_flush(uint64_t handle, int64_t timeout_ms, char** json_out, struct PgError* err);
 
 /* Closes the publisher; unflushed messages are abandoned (flush first). */
-int pg_publisher_close(uint64_t handle, char** err);
+int pg_publisher_close(uint64_t handle, struct PgError* err);
 
 /* Admin ------------------------------------------------------------------ */
 
 /* Small admin helper for topics and subscriptions. request_json:
  * {"op": "create_topic"|"delete_topic"|"create_subscription"|
  *  "delete_subscription"|"get_subscription", ...}. See docs/c-api.md. */
-int pg_admin(char* request_json, char** json_out, char** err);
+int pg_admin(char* request_json, char** json_out, struct PgError* err);
 
 /* Embedded emulator (Go pstest fake) --------------------------------------- */
 
 /* Serves an in-process Pub/Sub emulator on host_port ("127.0.0.1:0" for a
  * free port); *addr_out receives the bound host:port. */
-int pg_emulator_start(char* host_port, uint64_t* handle_out, char** addr_out, char** err);
-int pg_emulator_stop(uint64_t handle, char** err);
+int pg_emulator_start(char* host_port, uint64_t* handle_out, char** addr_out, struct PgError* err);
+int pg_emulator_stop(uint64_t handle, struct PgError* err);
 
 /* Decoder ------------------------------------------------------------------ */
 
@@ -188,10 +228,10 @@ int pg_emulator_stop(uint64_t handle, char** err);
  * INVALID_ARGUMENT (bad config, the decoder rejects the schema or
  * options), DEADLINE_EXCEEDED (time limit), RESOURCE_EXHAUSTED (memory
  * cap), ABORTED (the module crashed). A handle is safe for concurrent use. */
-int pg_decoder_open(char* config_json, uint64_t* handle_out, char** err);
+int pg_decoder_open(char* config_json, uint64_t* handle_out, struct PgError* err);
 
 /* The decoded columns' schema (the target, or the one the decoder derived). */
-int pg_decoder_schema(uint64_t handle, struct ArrowSchema* out_schema, char** err);
+int pg_decoder_schema(uint64_t handle, struct ArrowSchema* out_schema, struct PgError* err);
 
 /* Decodes a binary, large_binary, utf8 or large_utf8 array of payloads
  * (moved into the call; null payloads decode as empty ones) into a record
@@ -199,8 +239,8 @@ int pg_decoder_schema(uint64_t handle, struct ArrowSchema* out_schema, char** er
  * (utf8, null where the row decoded, the message where it did not; the
  * row is then null in every decoded column). */
 int pg_decoder_decode(uint64_t handle, struct ArrowArray* payloads, struct ArrowSchema* payloads_schema,
-                      struct ArrowArray* out_batch, struct ArrowSchema* out_schema, char** err);
+                      struct ArrowArray* out_batch, struct ArrowSchema* out_schema, struct PgError* err);
 
-int pg_decoder_close(uint64_t handle, char** err);
+int pg_decoder_close(uint64_t handle, struct PgError* err);
 
 #endif /* PUBSUBGO_H */

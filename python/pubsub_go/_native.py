@@ -86,21 +86,27 @@ def lib() -> Any:
 
 
 def check(rc: int, err: Any) -> None:
-    """Raises the exception for a non-zero status, freeing the C message."""
+    """Raises the exception for a non-zero status from the typed reason in
+    err (a struct PgError*), releasing its message."""
     if rc == 0:
         return
     f = ffi()
+    kind = f.string(err.kind).decode("ascii", "replace")
     msg = "unknown error"
-    if err[0] != f.NULL:
-        msg = f.string(err[0]).decode("utf-8", "replace")
-        lib().pg_free(err[0])
-    raise error_for(rc, msg)
+    if err.message != f.NULL:
+        msg = f.string(err.message).decode("utf-8", "replace")
+    lib().pg_error_release(err)
+    raise error_for(rc, msg, kind)
+
+
+def new_error() -> Any:
+    """A zeroed struct PgError for the err argument of a call."""
+    return ffi().new("struct PgError*")
 
 
 def call(fn_name: str, *args: Any) -> None:
-    """Calls fn(*args, char** err) and raises on failure."""
-    f = ffi()
-    err = f.new("char**")
+    """Calls fn(*args, struct PgError* err) and raises on failure."""
+    err = new_error()
     rc = getattr(lib(), fn_name)(*args, err)
     check(rc, err)
 

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 
 from . import _native
+from .errors import closed_error
 
 
 def _full_name(kind: str, project: str | None, name: str) -> str:
@@ -38,23 +39,12 @@ def topic_path(project: str | None, topic: str) -> str:
     return _full_name("topics", project, topic)
 
 
-# Connection fields of the configs -> the library's JSON keys (go/internal/conn.Options).
-_CONN_KEYS = {"emulator_host": "emulator_host", "endpoint": "endpoint", "credentials": "credentials_file",
-              "credentials_json": "credentials_json", "impersonate_service_account": "impersonate_service_account",
-              "iam_credentials_endpoint": "iam_credentials_endpoint"}
-
-
-def _conn(**fields: str | None) -> dict[str, str]:
-    return {_CONN_KEYS[k]: v for k, v in fields.items() if v}
-
-
 def _config_json(cfg: Any) -> str:
-    """A config dataclass as the library's JSON: connection keys renamed,
-    zero values left out (the library default), `extra` merged last."""
-    d = {k: v for k, v in asdict(cfg).items() if v and k not in _CONN_KEYS and k != "extra"}
-    d.update(_conn(**{k: getattr(cfg, k) for k in _CONN_KEYS}))
-    d.update(getattr(cfg, "extra", {}))
-    return json.dumps(d)
+    """A config dataclass as the library's JSON (the field names are its
+    keys): zero values are left out, so the library applies its default."""
+    def dense(d: dict[str, Any]) -> dict[str, Any]:
+        return {k: dense(v) if isinstance(v, dict) and k != "options" else v for k, v in d.items() if v}
+    return json.dumps(dense(asdict(cfg)))
 
 
 class _Handle:
@@ -71,7 +61,7 @@ class _Handle:
 
     def _handle(self) -> int:
         if getattr(self, "_h", 0) == 0:
-            raise _native.error_for(9, f"FAILED_PRECONDITION: {self._what} is closed")
+            raise closed_error(self._what)
         return self._h
 
     def close(self) -> None:
@@ -98,14 +88,34 @@ def _ptr(cdata: Any) -> int:
     return int(_native.ffi().cast("uintptr_t", cdata))
 
 
+# The configs mirror the Go structs field for field, under their JSON keys
+# (tests/test_contract.py holds them to _contract.json). 0, "" and None
+# mean the library's default: defaults and ranges live in Go (contract.py).
+
+
+@dataclass
+class DecoderConfig:
+    """Mirrors go/internal/subscriber.DecoderConfig: schema mode's decoder."""
+
+    wasm: str = ""  # a decoder module; empty: format names a built-in decoder
+    format: str = ""  # json, avro, or the module's name in messages
+    schema: str = ""  # the target: base64 of an Arrow IPC schema; empty: the decoder's own
+    options: dict[str, str] = field(default_factory=dict)
+    memory_limit_mb: int = 0
+    timeout_ms: int = 0
+
+    def to_json(self) -> str:
+        return _config_json(self)
+
+
 @dataclass
 class SubscriberConfig:
-    """Mirrors go/internal/subscriber.Config; 0 means the library default."""
+    """Mirrors go/internal/subscriber.Config."""
 
     subscription: str
     emulator_host: str | None = None
     endpoint: str | None = None
-    credentials: str | None = None  # a credentials JSON file
+    credentials_file: str | None = None  # a credentials JSON file
     credentials_json: str | None = field(default=None, repr=False)  # the same inline: a secret, never in repr
     impersonate_service_account: str | None = None
     iam_credentials_endpoint: str | None = None
@@ -117,8 +127,9 @@ class SubscriberConfig:
     ack_deadline_seconds: int = 0
     max_extension_seconds: int = 0
     open_timeout_ms: int = 0
+    no_pull: bool = False  # open no stream: only ack, nack and modack ids pulled elsewhere
     arrival_cutoff_us: int = 0  # messages published later do not count in stats()["quiet_ms"]
-    extra: dict[str, Any] = field(default_factory=dict)
+    decoder: DecoderConfig | None = None  # schema mode: decode payloads in pull()
 
     def to_json(self) -> str:
         return _config_json(self)
@@ -179,11 +190,10 @@ class Subscriber(_Handle):
             _native.lib()  # raises ForkedProcessError: this Go runtime did not survive fork()
         with self._out_lock:
             if self._out is None:
-                arr, ack, err = f.new("struct ArrowArray*"), f.new("struct ArrowArray*"), f.new("char**")
+                arr, ack, err = f.new("struct ArrowArray*"), f.new("struct ArrowArray*"), _native.new_error()
                 out = f.new("int32_t*")
                 self._out = (arr, ack, out, err, _ptr(arr), _ptr(ack), _native.lib().pg_subscriber_next)
             arr, ack, out, err, arr_p, ack_p, fn = self._out
-            err[0] = f.NULL
             _native.check(fn(self._handle(), max_rows, wait_ms, arr, f.NULL, ack, f.NULL, out, err), err)
             return Pulled(pa.RecordBatch._import_from_c(arr_p, self._schema),
                           pa.Array._import_from_c(ack_p, pa.string()), bool(out[0]))
@@ -223,19 +233,22 @@ class Subscriber(_Handle):
         self._with_ids("pg_subscriber_release", ack_ids)
 
     def stats(self) -> dict[str, int]:
-        out = _native.ffi().new("char**")
+        """The counters of go/internal/subscriber.Stats, by their names in
+        the header's struct PgSubscriberStats (the one definition)."""
+        f = _native.ffi()
+        out = f.new("struct PgSubscriberStats*")
         _native.call("pg_subscriber_stats", self._handle(), out)
-        return json.loads(_native.take_string(out[0]))
+        return {name: getattr(out, name) for name, _ in f.typeof("struct PgSubscriberStats").fields}
 
 
 @dataclass
 class PublisherConfig:
-    """Mirrors go/internal/publisher.Config; 0 means the library default."""
+    """Mirrors go/internal/publisher.Config."""
 
     topic: str
     emulator_host: str | None = None
     endpoint: str | None = None
-    credentials: str | None = None  # a credentials JSON file
+    credentials_file: str | None = None  # a credentials JSON file
     credentials_json: str | None = field(default=None, repr=False)  # the same inline: a secret, never in repr
     impersonate_service_account: str | None = None
     iam_credentials_endpoint: str | None = None
@@ -307,16 +320,17 @@ class Emulator:
 
 
 def admin(op: str, *, emulator_host: str | None = None, endpoint: str | None = None,
-          credentials: str | None = None, credentials_json: str | None = None,
+          credentials_file: str | None = None, credentials_json: str | None = None,
           impersonate_service_account: str | None = None, iam_credentials_endpoint: str | None = None,
           **params: Any) -> dict[str, Any]:
     """Runs one admin op (create_topic, create_subscription, get_subscription,
     delete_topic, delete_subscription, seek, default_project; see
-    docs/c-api.md) through the native library."""
-    conn = _conn(emulator_host=emulator_host, endpoint=endpoint, credentials=credentials,
-                 credentials_json=credentials_json, impersonate_service_account=impersonate_service_account,
-                 iam_credentials_endpoint=iam_credentials_endpoint)
-    req = {"op": op, **conn, **{k: v for k, v in params.items() if v}}
+    docs/c-api.md) through the native library. The connection keywords are
+    those of the configs."""
+    conn = {"emulator_host": emulator_host, "endpoint": endpoint, "credentials_file": credentials_file,
+            "credentials_json": credentials_json, "impersonate_service_account": impersonate_service_account,
+            "iam_credentials_endpoint": iam_credentials_endpoint}
+    req = {"op": op, **{k: v for k, v in {**conn, **params}.items() if v}}
     out = _native.ffi().new("char**")
     _native.call("pg_admin", json.dumps(req).encode(), out)
     return json.loads(_native.take_string(out[0]) or "{}")

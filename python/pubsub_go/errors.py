@@ -1,77 +1,125 @@
-"""Exceptions raised by pubsub_go. Native calls return gRPC status codes;
-each maps to an exception class that also derives from the closest Python
-built-in, so `except ValueError` catches a bad config."""
+"""Exceptions raised by pubsub_go. A failed native call returns a typed
+reason (code, kind, message; go/include/pubsubgo.h struct PgError): the
+exception class follows the kind, never the message text, and also derives
+from the closest Python built-in, so `except ValueError` catches a bad
+config. Kinds and code names come from the Go side (contract.py)."""
 
 from __future__ import annotations
 
-CODE_NAMES = {
-    1: "CANCELLED", 2: "UNKNOWN", 3: "INVALID_ARGUMENT", 4: "DEADLINE_EXCEEDED",
-    5: "NOT_FOUND", 6: "ALREADY_EXISTS", 7: "PERMISSION_DENIED", 8: "RESOURCE_EXHAUSTED",
-    9: "FAILED_PRECONDITION", 10: "ABORTED", 11: "OUT_OF_RANGE", 12: "UNIMPLEMENTED",
-    13: "INTERNAL", 14: "UNAVAILABLE", 15: "DATA_LOSS", 16: "UNAUTHENTICATED",
-}
+from typing import TypeVar
+
+from . import contract
+
+_E = TypeVar("_E", bound="PubSubError")
 
 
 class PubSubError(Exception):
-    """An error from the native data plane, carrying its gRPC status code."""
+    """An error from the native data plane, carrying its gRPC status code
+    and its machine-readable kind (e.g. "not_found", "decoder_time_limit")."""
 
-    def __init__(self, code: int, message: str) -> None:
+    kind = "unknown"  # a class's kind when none is given
+
+    def __init__(self, code: int, message: str, kind: str | None = None) -> None:
         super().__init__(message)
         self.code = code
-        self.code_name = CODE_NAMES.get(code, f"CODE_{code}")
+        self.code_name = contract.code_names().get(code, f"CODE_{code}")
+        self.kind = kind or type(self).kind
         self.message = message
+
+    @classmethod
+    def new(cls: type[_E], message: str) -> _E:
+        """An error Python raises itself, with the code of the class's kind."""
+        return cls(contract.error_kinds()[cls.kind], message)
 
 
 class InvalidArgumentError(PubSubError, ValueError):
     """A malformed config or bad input (INVALID_ARGUMENT)."""
 
+    kind = "invalid_argument"
+
 
 class NotFoundError(PubSubError, LookupError):
     """The topic or subscription does not exist (NOT_FOUND)."""
+
+    kind = "not_found"
 
 
 class AlreadyExistsError(PubSubError):
     """The topic or subscription already exists (ALREADY_EXISTS)."""
 
+    kind = "already_exists"
+
 
 class PermissionDeniedError(PubSubError, PermissionError):
     """The credentials lack a permission (PERMISSION_DENIED / UNAUTHENTICATED)."""
+
+    kind = "permission_denied"
 
 
 class UnavailableError(PubSubError, ConnectionError):
     """The endpoint could not be reached after bounded retries (UNAVAILABLE)."""
 
+    kind = "unavailable"
+
 
 class DeadlineExceededError(PubSubError, TimeoutError):
-    """A bounded wait ran out (DEADLINE_EXCEEDED)."""
+    """A bounded wait ran out (DEADLINE_EXCEEDED; kind decoder_time_limit:
+    a decoder's time limit)."""
+
+    kind = "deadline_exceeded"
 
 
 class ResourceExhaustedError(PubSubError):
-    """A quota or a limit was hit, e.g. a decoder's memory cap (RESOURCE_EXHAUSTED)."""
+    """A quota or a limit was hit (RESOURCE_EXHAUSTED; kind
+    decoder_memory_limit: a decoder's memory cap)."""
+
+    kind = "resource_exhausted"
 
 
 class AbortedError(PubSubError):
-    """The operation was aborted, e.g. a decoder module crashed (ABORTED)."""
+    """The operation was aborted (ABORTED; kind decoder_crashed: a decoder
+    module crashed)."""
+
+    kind = "aborted"
 
 
 class ClosedError(PubSubError, RuntimeError):
-    """The handle was closed (FAILED_PRECONDITION)."""
+    """The handle was closed (kind closed), or another FAILED_PRECONDITION."""
+
+    kind = "closed"
 
 
 class InternalError(PubSubError, RuntimeError):
     """A bug in the native library, e.g. a recovered Go panic (INTERNAL)."""
 
+    kind = "internal"
 
-_BY_CODE: dict[int, type[PubSubError]] = {
-    3: InvalidArgumentError, 4: DeadlineExceededError, 5: NotFoundError, 6: AlreadyExistsError,
-    7: PermissionDeniedError, 16: PermissionDeniedError, 8: ResourceExhaustedError, 9: ClosedError,
-    10: AbortedError, 13: InternalError,
-    14: UnavailableError,
+
+# Every kind the library returns (contract.error_kinds(); tests/test_contract.py
+# checks none is missing) -> its exception class.
+BY_KIND: dict[str, type[PubSubError]] = {
+    "cancelled": PubSubError, "unknown": PubSubError, "invalid_argument": InvalidArgumentError,
+    "deadline_exceeded": DeadlineExceededError, "decoder_time_limit": DeadlineExceededError,
+    "not_found": NotFoundError, "already_exists": AlreadyExistsError,
+    "permission_denied": PermissionDeniedError, "unauthenticated": PermissionDeniedError,
+    "resource_exhausted": ResourceExhaustedError, "decoder_memory_limit": ResourceExhaustedError,
+    "failed_precondition": ClosedError, "closed": ClosedError,
+    "aborted": AbortedError, "decoder_crashed": AbortedError,
+    "out_of_range": PubSubError, "unimplemented": PubSubError,
+    "internal": InternalError, "panic": InternalError,
+    "unavailable": UnavailableError, "data_loss": PubSubError,
 }
 
 
-def error_for(code: int, message: str) -> PubSubError:
-    return _BY_CODE.get(code, PubSubError)(code, message)
+def error_for(code: int, message: str, kind: str) -> PubSubError:
+    """The exception for a typed reason from the library."""
+    return BY_KIND.get(kind, PubSubError)(code, message, kind)
+
+
+def closed_error(what: str) -> ClosedError:
+    """A call on a handle this process already closed (never reaches the library)."""
+    code = contract.error_kinds()["closed"]
+    return ClosedError(code, f"{contract.code_names()[code]}: {what} is closed")
 
 
 class ForkedProcessError(RuntimeError):

@@ -23,14 +23,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from . import _native
-from .errors import InvalidArgumentError
+from . import _native, contract
+from .client import DecoderConfig
+from .errors import InvalidArgumentError, closed_error
 from .schema import DECODE_ERROR_COLUMN
 
 __all__ = ["DECODE_ERROR_COLUMN", "DEFAULT_MEMORY_LIMIT_MB", "DEFAULT_TIMEOUT_MS", "NativeDecoder", "decode"]
 
-DEFAULT_TIMEOUT_MS = 10_000  # go/internal/decode.DefaultTimeout
-DEFAULT_MEMORY_LIMIT_MB = 256  # go/internal/decode.DefaultMemoryLimitMB
+DEFAULT_TIMEOUT_MS = contract.limit("decoder_config", "timeout_ms").default
+DEFAULT_MEMORY_LIMIT_MB = contract.limit("decoder_config", "memory_limit_mb").default
 BUILTIN_FORMATS = ("json", "avro")
 ON_ERROR = ("column", "null", "raise")
 
@@ -50,39 +51,36 @@ def _arrow_schema(schema: Any) -> pa.Schema | None:
         from pyspark.sql.pandas.types import to_arrow_schema
 
         return to_arrow_schema(schema, timezone="UTC")
-    raise InvalidArgumentError(3, "schema must be a pyarrow.Schema or a pyspark StructType, "
-                                  f"got {type(schema).__name__}")
+    raise InvalidArgumentError.new("schema must be a pyarrow.Schema or a pyspark StructType, "
+                                   f"got {type(schema).__name__}")
 
 
 def decoder_config(format: str | None = None, schema: pa.Schema | None = None, decoder: str | None = None,
                    options: Mapping[str, Any] | None = None, *, timeout_ms: int = DEFAULT_TIMEOUT_MS,
-                   memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB) -> dict[str, Any]:
+                   memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB) -> DecoderConfig:
     """The library's decoder config (go/internal/subscriber.DecoderConfig)."""
     if (format is None) == (decoder is None):
-        raise InvalidArgumentError(3, "give exactly one of format (a built-in decoder: json or avro) and decoder "
-                                      "(the path of a .wasm decoder module)")
+        raise InvalidArgumentError.new("give exactly one of format (a built-in decoder: json or avro) and decoder "
+                                       "(the path of a .wasm decoder module)")
     if format is not None and format not in BUILTIN_FORMATS:
-        raise InvalidArgumentError(3, f"format={format!r} is not a built-in decoder; expected json or avro "
-                                      "(or decoder=<path to a .wasm module> for other formats)")
+        raise InvalidArgumentError.new(f"format={format!r} is not a built-in decoder; expected json or avro "
+                                       "(or decoder=<path to a .wasm module> for other formats)")
     opts = {}
     for k, v in (options or {}).items():
         opts[k] = v if isinstance(v, str) else json.dumps(v)  # e.g. avro_schema given as a dict
-    cfg: dict[str, Any] = {"format": format or os.path.basename(str(decoder)), "options": opts,
-                           "timeout_ms": timeout_ms, "memory_limit_mb": memory_limit_mb}
-    if decoder is not None:
-        cfg["wasm"] = os.path.abspath(decoder)
-    if schema is not None:
-        cfg["schema"] = base64.b64encode(schema.serialize().to_pybytes()).decode()
-    return cfg
+    return DecoderConfig(
+        format=format or os.path.basename(str(decoder)), options=opts, timeout_ms=timeout_ms,
+        memory_limit_mb=memory_limit_mb, wasm=os.path.abspath(decoder) if decoder is not None else "",
+        schema=base64.b64encode(schema.serialize().to_pybytes()).decode() if schema is not None else "")
 
 
 class NativeDecoder:
     """One decoder opened in the native library; safe to share between
     threads. Prefer :func:`decode`, which keeps decoders open for reuse."""
 
-    def __init__(self, config: Mapping[str, Any]) -> None:
+    def __init__(self, config: DecoderConfig) -> None:
         h = _native.ffi().new("uint64_t*")
-        _native.call("pg_decoder_open", json.dumps(config).encode(), h)
+        _native.call("pg_decoder_open", config.to_json().encode(), h)
         self._h: int = h[0]
         self._pid = os.getpid()
         f = _native.ffi()
@@ -93,7 +91,7 @@ class NativeDecoder:
     def decode(self, payloads: pa.Array) -> pa.RecordBatch:
         """Decoded columns plus ``__decode_error`` (null where the row decoded)."""
         if not self._h:
-            raise _native.error_for(9, "FAILED_PRECONDITION: decoder is closed")
+            raise closed_error("decoder")
         f = _native.ffi()
         arr, sch = f.new("struct ArrowArray*"), f.new("struct ArrowSchema*")
         out, out_sch = f.new("struct ArrowArray*"), f.new("struct ArrowSchema*")
@@ -126,8 +124,8 @@ _cache: OrderedDict[str, NativeDecoder] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
-def _cached(config: dict[str, Any]) -> NativeDecoder:
-    key = json.dumps(config, sort_keys=True)
+def _cached(config: DecoderConfig) -> NativeDecoder:
+    key = config.to_json()
     with _cache_lock:
         dec = _cache.get(key)
         if dec is not None and dec._pid == os.getpid():
@@ -164,12 +162,12 @@ def decode(payloads: pa.Array | pa.ChunkedArray, format: str | None = None, sche
     ``AbortedError``; the process carries on.
     """
     if on_error not in ON_ERROR:
-        raise InvalidArgumentError(3, f"on_error={on_error!r}; expected one of {', '.join(ON_ERROR)}")
+        raise InvalidArgumentError.new(f"on_error={on_error!r}; expected one of {', '.join(ON_ERROR)}")
     if isinstance(payloads, pa.ChunkedArray):
         payloads = payloads.combine_chunks()
     if not isinstance(payloads, pa.Array):
-        raise InvalidArgumentError(3, "payloads must be a pyarrow Array of binary or string, "
-                                      f"got {type(payloads).__name__}")
+        raise InvalidArgumentError.new("payloads must be a pyarrow Array of binary or string, "
+                                       f"got {type(payloads).__name__}")
     cfg = decoder_config(format, _arrow_schema(schema), decoder, options, timeout_ms=timeout_ms,
                          memory_limit_mb=memory_limit_mb)
     batch = _cached(cfg).decode(payloads)
@@ -180,5 +178,5 @@ def decode(payloads: pa.Array | pa.ChunkedArray, format: str | None = None, sche
         bad = [(i, e) for i, e in enumerate(errs.to_pylist()) if e is not None]
         shown = "; ".join(f"row {i}: {e}" for i, e in bad[:5])
         more = f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""
-        raise InvalidArgumentError(3, f"{len(bad)} payload(s) failed to decode: {shown}{more}")
+        raise InvalidArgumentError.new(f"{len(bad)} payload(s) failed to decode: {shown}{more}")
     return batch.drop_columns([DECODE_ERROR_COLUMN])

@@ -14,12 +14,13 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/clientopt"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
 
 // Request is one admin operation.
 type Request struct {
-	conn.Options
+	clientopt.Options
 	Op                    string `json:"op"`
 	Topic                 string `json:"topic"`
 	Subscription          string `json:"subscription"`
@@ -49,10 +50,10 @@ func Parse(raw []byte) (Request, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {
-		return r, conn.Errorf(codes.InvalidArgument, "malformed admin request: %v", err)
+		return r, rpc.Errorf(codes.InvalidArgument, "malformed admin request: %v", err)
 	}
 	if err := r.Options.Validate(); err != nil {
-		return r, conn.Errorf(codes.InvalidArgument, "%v", err)
+		return r, rpc.Errorf(codes.InvalidArgument, "%v", err)
 	}
 	return r, nil
 }
@@ -67,16 +68,16 @@ func Do(ctx context.Context, r Request) ([]byte, error) {
 	defer cancel()
 	switch r.Op {
 	case "default_project":
-		p, err := conn.DefaultProject(ctx, r.Options)
+		p, err := clientopt.DefaultProject(ctx, r.Options)
 		if err != nil {
-			return nil, conn.Errorf(codes.FailedPrecondition, "finding the default project: %v", err)
+			return nil, rpc.Errorf(codes.FailedPrecondition, "finding the default project: %v", err)
 		}
 		return json.Marshal(map[string]string{"project": p})
 	case "seek", "create_snapshot", "delete_snapshot":
 		return doSnapshotOp(ctx, r)
 	case "create_topic", "delete_topic", "get_topic":
 		if r.Topic == "" {
-			return nil, conn.Errorf(codes.InvalidArgument, "%s needs \"topic\": projects/P/topics/T", r.Op)
+			return nil, rpc.Errorf(codes.InvalidArgument, "%s needs \"topic\": projects/P/topics/T", r.Op)
 		}
 		c, err := pubsub.NewTopicAdminClient(ctx, r.Options.ClientOptions()...)
 		if err != nil {
@@ -104,7 +105,7 @@ func Do(ctx context.Context, r Request) ([]byte, error) {
 		}
 	case "create_subscription", "delete_subscription", "get_subscription":
 		if r.Subscription == "" {
-			return nil, conn.Errorf(codes.InvalidArgument, "%s needs \"subscription\": projects/P/subscriptions/S", r.Op)
+			return nil, rpc.Errorf(codes.InvalidArgument, "%s needs \"subscription\": projects/P/subscriptions/S", r.Op)
 		}
 		c, err := pubsub.NewSubscriptionAdminClient(ctx, r.Options.ClientOptions()...)
 		if err != nil {
@@ -114,7 +115,7 @@ func Do(ctx context.Context, r Request) ([]byte, error) {
 		switch r.Op {
 		case "create_subscription":
 			if r.Topic == "" {
-				return nil, conn.Errorf(codes.InvalidArgument, "create_subscription needs \"topic\": projects/P/topics/T")
+				return nil, rpc.Errorf(codes.InvalidArgument, "create_subscription needs \"topic\": projects/P/topics/T")
 			}
 			s := &pubsubpb.Subscription{
 				Name:                      r.Subscription,
@@ -154,7 +155,7 @@ func Do(ctx context.Context, r Request) ([]byte, error) {
 			return []byte("{}"), nil
 		}
 	}
-	return nil, conn.Errorf(codes.InvalidArgument, "unknown admin op %q; expected one of %v", r.Op, Ops)
+	return nil, rpc.Errorf(codes.InvalidArgument, "unknown admin op %q; expected one of %v", r.Op, Ops)
 }
 
 func subscriptionJSON(s *pubsubpb.Subscription) ([]byte, error) {

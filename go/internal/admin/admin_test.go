@@ -8,8 +8,9 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/clientopt"
 	"github.com/pubsub-go/pubsub-go/go/internal/emulator"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
 
 func TestCreateGetDeleteAgainstEmbeddedEmulator(t *testing.T) {
@@ -19,7 +20,7 @@ func TestCreateGetDeleteAgainstEmbeddedEmulator(t *testing.T) {
 	}
 	defer e.Stop()
 	ctx := context.Background()
-	o := conn.Options{EmulatorHost: e.Addr()}
+	o := clientopt.Options{EmulatorHost: e.Addr()}
 	do := func(r Request) (map[string]any, error) {
 		r.Options = o
 		raw, err := Do(ctx, r)
@@ -46,7 +47,7 @@ func TestCreateGetDeleteAgainstEmbeddedEmulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = do(Request{Op: "get_subscription", Subscription: "projects/p/subscriptions/s"})
-	if conn.Code(err) != codes.NotFound {
+	if rpc.Code(err) != codes.NotFound {
 		t.Fatalf("after delete: err = %v, want NOT_FOUND", err)
 	}
 }
@@ -59,7 +60,7 @@ func TestParseRejectsUnknownKeysAndOps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Do(context.Background(), r); conn.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "create_topic") {
+	if _, err := Do(context.Background(), r); rpc.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "create_topic") {
 		t.Fatalf("unknown op: err = %v", err)
 	}
 }
@@ -72,7 +73,7 @@ func TestSubscriptionSettingsAndSeek(t *testing.T) {
 	defer e.Stop()
 	ctx := context.Background()
 	do := func(r Request) (map[string]any, error) {
-		r.Options = conn.Options{EmulatorHost: e.Addr()}
+		r.Options = clientopt.Options{EmulatorHost: e.Addr()}
 		raw, err := Do(ctx, r)
 		if err != nil {
 			return nil, err
@@ -100,7 +101,7 @@ func TestSubscriptionSettingsAndSeek(t *testing.T) {
 	}
 	// pstest has no snapshots; seeking to one is tested on the official emulator (tests/test_lifecycle.py).
 	_, err = do(Request{Op: "seek", Subscription: "projects/p/subscriptions/s", TimeUnixMicros: 1, Snapshot: "projects/p/snapshots/n"})
-	if conn.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "exactly one") {
+	if rpc.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "exactly one") {
 		t.Fatalf("seek with both targets: %v", err)
 	}
 }

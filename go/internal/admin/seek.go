@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
 
 // doSnapshotOp runs seek, create_snapshot and delete_snapshot. Seek moves a
@@ -26,12 +26,12 @@ func doSnapshotOp(ctx context.Context, r Request) ([]byte, error) {
 	switch r.Op {
 	case "seek":
 		if r.Subscription == "" {
-			return nil, conn.Errorf(codes.InvalidArgument, "seek needs \"subscription\": projects/P/subscriptions/S")
+			return nil, rpc.Errorf(codes.InvalidArgument, "seek needs \"subscription\": projects/P/subscriptions/S")
 		}
 		req := &pubsubpb.SeekRequest{Subscription: r.Subscription}
 		switch {
 		case (r.TimeUnixMicros > 0) == (r.Snapshot != ""):
-			return nil, conn.Errorf(codes.InvalidArgument, "seek needs exactly one of \"time_unix_micros\" (> 0) and \"snapshot\"")
+			return nil, rpc.Errorf(codes.InvalidArgument, "seek needs exactly one of \"time_unix_micros\" (> 0) and \"snapshot\"")
 		case r.Snapshot != "":
 			req.Target = &pubsubpb.SeekRequest_Snapshot{Snapshot: r.Snapshot}
 		default:
@@ -43,7 +43,7 @@ func doSnapshotOp(ctx context.Context, r Request) ([]byte, error) {
 		return []byte("{}"), nil
 	case "create_snapshot":
 		if r.Subscription == "" || r.Snapshot == "" {
-			return nil, conn.Errorf(codes.InvalidArgument, "create_snapshot needs \"snapshot\" (projects/P/snapshots/N) and \"subscription\"")
+			return nil, rpc.Errorf(codes.InvalidArgument, "create_snapshot needs \"snapshot\" (projects/P/snapshots/N) and \"subscription\"")
 		}
 		s, err := c.CreateSnapshot(ctx, &pubsubpb.CreateSnapshotRequest{Name: r.Snapshot, Subscription: r.Subscription})
 		if err != nil {
@@ -52,7 +52,7 @@ func doSnapshotOp(ctx context.Context, r Request) ([]byte, error) {
 		return json.Marshal(map[string]string{"name": s.Name, "topic": s.Topic})
 	default:
 		if r.Snapshot == "" {
-			return nil, conn.Errorf(codes.InvalidArgument, "delete_snapshot needs \"snapshot\": projects/P/snapshots/N")
+			return nil, rpc.Errorf(codes.InvalidArgument, "delete_snapshot needs \"snapshot\": projects/P/snapshots/N")
 		}
 		if err := c.DeleteSnapshot(ctx, &pubsubpb.DeleteSnapshotRequest{Snapshot: r.Snapshot}); err != nil {
 			return nil, fmt.Errorf("delete snapshot %s: %w", r.Snapshot, err)

@@ -6,7 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/clientopt"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 	"google.golang.org/grpc/codes"
 )
 
@@ -16,32 +17,36 @@ const (
 	maxMessageSize          = 10_000_000 // data + attributes + ordering key
 	maxRequestBytesAllowed  = 9_500_000  // headroom under the 10 MB request limit
 	maxAttributes           = 100
-	maxAttributeKeyBytes    = 256
+	MaxAttributeKeyBytes    = 256 // exported: the Spark sink checks idAttribute against it
 	maxAttributeValueBytes  = 1024
 	maxOrderingKeyBytes     = 1024
 )
 
-// Defaults applied by Validate to zero fields.
-const (
-	defaultMaxBatchMessages      = 1000
-	defaultMaxBatchBytes         = 4 << 20
-	defaultLingerMs              = 5
-	defaultMaxInFlightBytes      = 128 << 20
-	defaultMaxConcurrentRequests = 8
-	defaultRetryInitialMs        = 100
-	defaultRetryMaxMs            = 60_000
-	defaultRetryTimeoutMs        = 300_000
-	defaultOpenTimeoutMs         = 30_000
-)
+// Limits are the defaults and ranges of Config's numeric fields, by JSON
+// key: the one place they are written. Validate applies them;
+// cmd/contract hands them to Python (the Spark sink options). The
+// batch bounds are the service limits above.
+var Limits = map[string]clientopt.Limit{
+	"max_batch_messages":      {Default: 1000, Min: 1, Max: maxServiceBatchMessages},
+	"max_batch_bytes":         {Default: 4 << 20, Min: 1, Max: maxRequestBytesAllowed},
+	"linger_ms":               {Default: 5, Min: 1, Max: 3_600_000},
+	"max_in_flight_bytes":     {Default: 128 << 20, Min: 1, Max: 0},
+	"max_concurrent_requests": {Default: 8, Min: 1, Max: 0},
+	"retry_initial_ms":        {Default: 100, Min: 1, Max: 0},
+	"retry_max_ms":            {Default: 60_000, Min: 1, Max: 0},
+	"retry_timeout_ms":        {Default: 300_000, Min: 1, Max: 0},
+	"open_timeout_ms":         {Default: 30_000, Min: 1, Max: 0},
+}
 
 var topicPattern = regexp.MustCompile(`^projects/[^/]+/topics/[^/]+$`)
 
-// Config configures a Publisher. Zero numeric fields take their defaults.
+// Config configures a Publisher. Zero numeric fields take their defaults
+// (Limits).
 type Config struct {
-	conn.Options
+	clientopt.Options
 	// Topic is the full topic name: projects/P/topics/T.
 	Topic string `json:"topic"`
-	// MaxBatchMessages bounds the messages of one Publish request (1..1000).
+	// MaxBatchMessages bounds the messages of one Publish request.
 	MaxBatchMessages int `json:"max_batch_messages"`
 	// MaxBatchBytes bounds the encoded size of one Publish request. A
 	// single message larger than this is sent alone.
@@ -76,7 +81,7 @@ type Config struct {
 // network. Errors have code INVALID_ARGUMENT and name the JSON key.
 func (c *Config) Validate() error {
 	if err := c.Options.Validate(); err != nil {
-		return conn.Errorf(codes.InvalidArgument, "%v", err)
+		return rpc.Errorf(codes.InvalidArgument, "%v", err)
 	}
 	if c.Topic == "" {
 		return invalid("topic is required (projects/P/topics/T)")
@@ -84,36 +89,19 @@ func (c *Config) Validate() error {
 	if !topicPattern.MatchString(c.Topic) {
 		return invalid("topic %q must be a full name: projects/P/topics/T", c.Topic)
 	}
-	setDefault(&c.MaxBatchMessages, defaultMaxBatchMessages)
-	setDefault(&c.MaxBatchBytes, defaultMaxBatchBytes)
-	setDefault(&c.LingerMs, defaultLingerMs)
-	setDefault(&c.MaxInFlightBytes, defaultMaxInFlightBytes)
-	setDefault(&c.MaxConcurrentRequests, defaultMaxConcurrentRequests)
-	setDefault(&c.RetryInitialMs, defaultRetryInitialMs)
-	setDefault(&c.RetryMaxMs, defaultRetryMaxMs)
-	setDefault(&c.RetryTimeoutMs, defaultRetryTimeoutMs)
-	setDefault(&c.OpenTimeoutMs, defaultOpenTimeoutMs)
-
-	if c.MaxBatchMessages < 1 || c.MaxBatchMessages > maxServiceBatchMessages {
-		return invalid("max_batch_messages %d out of range: must be 1..%d (service limit)", c.MaxBatchMessages, maxServiceBatchMessages)
-	}
-	if c.MaxBatchBytes < 1 || c.MaxBatchBytes > maxRequestBytesAllowed {
-		return invalid("max_batch_bytes %d out of range: must be 1..%d (the service rejects requests over 10 MB)", c.MaxBatchBytes, maxRequestBytesAllowed)
-	}
-	for _, f := range []struct {
-		key string
-		v   int64
-	}{
-		{"linger_ms", int64(c.LingerMs)},
-		{"max_in_flight_bytes", c.MaxInFlightBytes},
-		{"max_concurrent_requests", int64(c.MaxConcurrentRequests)},
-		{"retry_initial_ms", int64(c.RetryInitialMs)},
-		{"retry_max_ms", int64(c.RetryMaxMs)},
-		{"retry_timeout_ms", int64(c.RetryTimeoutMs)},
-		{"open_timeout_ms", int64(c.OpenTimeoutMs)},
+	for _, err := range []error{
+		clientopt.ApplyLimit(Limits, "max_batch_messages", &c.MaxBatchMessages),
+		clientopt.ApplyLimit(Limits, "max_batch_bytes", &c.MaxBatchBytes),
+		clientopt.ApplyLimit(Limits, "linger_ms", &c.LingerMs),
+		clientopt.ApplyLimit(Limits, "max_in_flight_bytes", &c.MaxInFlightBytes),
+		clientopt.ApplyLimit(Limits, "max_concurrent_requests", &c.MaxConcurrentRequests),
+		clientopt.ApplyLimit(Limits, "retry_initial_ms", &c.RetryInitialMs),
+		clientopt.ApplyLimit(Limits, "retry_max_ms", &c.RetryMaxMs),
+		clientopt.ApplyLimit(Limits, "retry_timeout_ms", &c.RetryTimeoutMs),
+		clientopt.ApplyLimit(Limits, "open_timeout_ms", &c.OpenTimeoutMs),
 	} {
-		if f.v < 0 {
-			return invalid("%s must be positive (0 means the default), got %d", f.key, f.v)
+		if err != nil {
+			return invalid("%v", err)
 		}
 	}
 	if c.RetryMaxMs < c.RetryInitialMs {
@@ -133,21 +121,15 @@ func (c *Config) linger() time.Duration { return ms(c.LingerMs) }
 
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 
-func setDefault[T int | int64](v *T, def T) {
-	if *v == 0 {
-		*v = def
-	}
-}
-
 func invalid(format string, args ...any) error {
-	return conn.Errorf(codes.InvalidArgument, format, args...)
+	return rpc.Errorf(codes.InvalidArgument, format, args...)
 }
 
 // checkAttributeKey applies the service's rules for attribute keys.
 func checkAttributeKey(k string) error {
 	switch {
-	case len(k) > maxAttributeKeyBytes:
-		return fmt.Errorf("attribute key %.32q... is %d bytes, over the %d-byte limit", k, len(k), maxAttributeKeyBytes)
+	case len(k) > MaxAttributeKeyBytes:
+		return fmt.Errorf("attribute key %.32q... is %d bytes, over the %d-byte limit", k, len(k), MaxAttributeKeyBytes)
 	case strings.HasPrefix(k, "goog"):
 		return fmt.Errorf("attribute key %q: keys starting with \"goog\" are reserved", k)
 	}

@@ -5,12 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/clientopt"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 	"google.golang.org/grpc/codes"
 )
 
 func TestConfigDefaults(t *testing.T) {
-	c := Config{Topic: testTopic, Options: conn.Options{EmulatorHost: "127.0.0.1:1"}}
+	c := Config{Topic: testTopic, Options: clientopt.Options{EmulatorHost: "127.0.0.1:1"}}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func TestConfigJSONKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{
-		Options: conn.Options{EmulatorHost: "127.0.0.1:8085"}, Topic: testTopic,
+		Options: clientopt.Options{EmulatorHost: "127.0.0.1:8085"}, Topic: testTopic,
 		MaxBatchMessages: 10, MaxBatchBytes: 1000, LingerMs: 7, MaxInFlightBytes: 5000,
 		MaxConcurrentRequests: 2, EnableMessageOrdering: true, RetryInitialMs: 1, RetryMaxMs: 2,
 		RetryTimeoutMs: 3, IDAttribute: "rid", IDPrefix: "job", OpenTimeoutMs: 4,
@@ -57,7 +58,7 @@ func TestConfigJSONKeys(t *testing.T) {
 
 func TestConfigRejects(t *testing.T) {
 	base := func() Config {
-		return Config{Topic: testTopic, Options: conn.Options{EmulatorHost: "127.0.0.1:1"}}
+		return Config{Topic: testTopic, Options: clientopt.Options{EmulatorHost: "127.0.0.1:1"}}
 	}
 	for _, tc := range []struct {
 		name   string
@@ -67,9 +68,9 @@ func TestConfigRejects(t *testing.T) {
 		{"no topic", func(c *Config) { c.Topic = "" }, "topic is required"},
 		{"short topic", func(c *Config) { c.Topic = "t" }, "projects/P/topics/T"},
 		{"subscription name", func(c *Config) { c.Topic = "projects/p/subscriptions/s" }, "projects/P/topics/T"},
-		{"too many messages", func(c *Config) { c.MaxBatchMessages = 1001 }, "max_batch_messages 1001"},
-		{"negative messages", func(c *Config) { c.MaxBatchMessages = -1 }, "max_batch_messages -1"},
-		{"request too big", func(c *Config) { c.MaxBatchBytes = 9_500_001 }, "max_batch_bytes 9500001"},
+		{"too many messages", func(c *Config) { c.MaxBatchMessages = 1001 }, "max_batch_messages = 1001 is out of range: must be between 1 and 1000"},
+		{"negative messages", func(c *Config) { c.MaxBatchMessages = -1 }, "max_batch_messages = -1 is out of range"},
+		{"request too big", func(c *Config) { c.MaxBatchBytes = 9_500_001 }, "max_batch_bytes = 9500001 is out of range: must be between 1 and 9500000"},
 		{"negative linger", func(c *Config) { c.LingerMs = -1 }, "linger_ms"},
 		{"negative in flight", func(c *Config) { c.MaxInFlightBytes = -1 }, "max_in_flight_bytes"},
 		{"negative concurrency", func(c *Config) { c.MaxConcurrentRequests = -1 }, "max_concurrent_requests"},
@@ -87,15 +88,15 @@ func TestConfigRejects(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Validate = %v, want an error containing %q", err, tc.want)
 			}
-			if conn.Code(err) != codes.InvalidArgument {
-				t.Errorf("code %v, want InvalidArgument", conn.Code(err))
+			if rpc.Code(err) != codes.InvalidArgument {
+				t.Errorf("code %v, want InvalidArgument", rpc.Code(err))
 			}
 		})
 	}
 }
 
 func TestConfigLargestBatchAccepted(t *testing.T) {
-	c := Config{Topic: testTopic, Options: conn.Options{EmulatorHost: "127.0.0.1:1"}, MaxBatchMessages: 1000, MaxBatchBytes: 9_500_000}
+	c := Config{Topic: testTopic, Options: clientopt.Options{EmulatorHost: "127.0.0.1:1"}, MaxBatchMessages: 1000, MaxBatchBytes: 9_500_000}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -3,12 +3,22 @@ package publisher
 import (
 	"context"
 	"sync"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
 
 // flowController bounds the bytes accepted but not yet acknowledged.
 // Waiters are served in FIFO order so a large message is not starved by
 // small ones. A single request larger than the bound is admitted when
 // nothing else is in flight, so it cannot deadlock.
+//
+// It differs from the subscriber's (subscriber/flowcontrol.go) because the
+// two sides of the bound differ: here the caller's own Publish is what
+// adds bytes, so it can be made to wait before anything is accepted
+// (blocking, FIFO, bytes only); a subscriber's messages arrive from the
+// server whether or not there is room, so its controller never blocks the
+// adder, counts messages and bytes, and only tells the streams to stop
+// reading until room frees up.
 type flowController struct {
 	max int64
 
@@ -44,7 +54,7 @@ func (f *flowController) acquire(ctx context.Context, stop <-chan struct{}, n in
 	case <-w.ready:
 		return nil
 	case <-ctx.Done():
-		err = ctxError(ctx.Err(), "publish: waiting for in-flight bytes to drain (max_in_flight_bytes)")
+		err = rpc.CtxError(ctx.Err(), "publish: waiting for in-flight bytes to drain (max_in_flight_bytes)")
 	case <-stop:
 		err = errClosed
 	}

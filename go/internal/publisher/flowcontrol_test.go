@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 	"google.golang.org/grpc/codes"
 )
 
@@ -81,7 +81,7 @@ func TestFlowControlCancel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	err := f.acquire(ctx, nil, 10)
-	if conn.Code(err) != codes.DeadlineExceeded {
+	if rpc.Code(err) != codes.DeadlineExceeded {
 		t.Fatalf("err %v, want DEADLINE_EXCEEDED", err)
 	}
 	stop := make(chan struct{})

@@ -15,7 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/clientopt"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 )
@@ -122,7 +122,7 @@ func (f *faultServer) requests() []reqInfo {
 // testConfig is a Config for addr with fast retries.
 func testConfig(addr string) Config {
 	return Config{
-		Options:        conn.Options{EmulatorHost: addr},
+		Options:        clientopt.Options{EmulatorHost: addr},
 		Topic:          testTopic,
 		RetryInitialMs: 5,
 		RetryMaxMs:     50,

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -202,7 +202,7 @@ func TestOrderingFailureStopsKey(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	res, err := p.Flush(ctx)
-	if conn.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "PERMISSION_DENIED: no k-0 for you") {
+	if rpc.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), testTopic+": no k-0 for you") {
 		t.Fatalf("Flush err %v, want PERMISSION_DENIED with the server message", err)
 	}
 	if res.Published != 2 {
@@ -233,7 +233,7 @@ func TestOrderingKeyRequiresEnable(t *testing.T) {
 	rec := record(t, mem, []row{{payload: "x", key: "k"}})
 	defer rec.Release()
 	err := p.Publish(context.Background(), rec)
-	if conn.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "enable_message_ordering") {
+	if rpc.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "enable_message_ordering") {
 		t.Fatalf("err %v, want INVALID_ARGUMENT telling to set enable_message_ordering", err)
 	}
 	if n := len(srv.Messages()); n != 0 {

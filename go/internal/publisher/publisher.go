@@ -3,7 +3,7 @@
 // (rows.go), messages are grouped into requests per ordering key
 // (batcher.go), requests of one key are sequenced (ordering.go), bytes in
 // flight are bounded (flowcontrol.go) and transient failures are retried
-// (retry.go).
+// (rpc.Policy).
 package publisher
 
 import (
@@ -15,7 +15,7 @@ import (
 	pubsub "cloud.google.com/go/pubsub/v2/apiv1"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -34,7 +34,7 @@ type Publisher struct {
 	cfg    Config
 	what   string // error prefix: "publish to <topic>"
 	client *pubsub.TopicAdminClient
-	retry  retryPolicy
+	retry  rpc.Policy
 	fc     *flowController
 	batch  *batcher
 	seq    *sequencer
@@ -63,12 +63,12 @@ func Open(ctx context.Context, cfg Config) (*Publisher, error) {
 	}
 	client, err := pubsub.NewTopicAdminClient(ctx, cfg.ClientOptions()...)
 	if err != nil {
-		if conn.Code(err) == codes.Unknown {
+		if rpc.Code(err) == codes.Unknown {
 			return nil, status.Errorf(codes.Unauthenticated, "open publisher: %v", err)
 		}
-		return nil, describe(err, "open publisher", "")
+		return nil, rpc.Describe(err, "open publisher", "")
 	}
-	// The generated client's own retries and timeouts are off: retry.go
+	// The generated client's own retries and timeouts are off: rpc.Policy
 	// owns them, so Retries counts every repeated attempt.
 	client.CallOptions.Publish = nil
 	client.CallOptions.GetTopic = nil
@@ -77,8 +77,8 @@ func Open(ctx context.Context, cfg Config) (*Publisher, error) {
 		cfg:    cfg,
 		what:   "publish to " + cfg.Topic,
 		client: client,
-		retry: retryPolicy{initial: ms(cfg.RetryInitialMs), max: ms(cfg.RetryMaxMs),
-			timeout: ms(cfg.RetryTimeoutMs), timeoutKey: "retry_timeout_ms"},
+		retry: rpc.Policy{Backoff: rpc.Backoff{Initial: ms(cfg.RetryInitialMs), Max: ms(cfg.RetryMaxMs)},
+			Timeout: ms(cfg.RetryTimeoutMs), TimeoutKey: "retry_timeout_ms"},
 		fc:    newFlowController(cfg.MaxInFlightBytes),
 		slots: make(chan struct{}, cfg.MaxConcurrentRequests),
 	}
@@ -96,19 +96,19 @@ func Open(ctx context.Context, cfg Config) (*Publisher, error) {
 // the first flush.
 func (p *Publisher) checkTopic(ctx context.Context) error {
 	r := p.retry
-	r.timeout, r.timeoutKey = ms(p.cfg.OpenTimeoutMs), "open_timeout_ms"
+	r.Timeout, r.TimeoutKey = ms(p.cfg.OpenTimeoutMs), "open_timeout_ms"
 	what := "open publisher: topic " + p.cfg.Topic
-	_, err := r.do(ctx, what, func(ctx context.Context) error {
+	_, err := r.Do(ctx, what, func(ctx context.Context) error {
 		_, err := p.client.GetTopic(ctx, &pubsubpb.GetTopicRequest{Topic: p.cfg.Topic})
 		return err
 	})
 	switch {
-	case conn.Code(err) == codes.PermissionDenied:
+	case rpc.Code(err) == codes.PermissionDenied:
 		// roles/pubsub.publisher may publish but not get the topic: the
 		// check is best effort, and a real denial surfaces at Flush.
 		return nil
-	case err != nil && ctx.Err() == nil && conn.Retryable(err):
-		return status.Errorf(codes.Unavailable, "%s (is Pub/Sub reachable at %s?)", detail(err), p.address())
+	case err != nil && ctx.Err() == nil && rpc.Retryable(err):
+		return status.Errorf(codes.Unavailable, "%s (is Pub/Sub reachable at %s?)", rpc.Detail(err), p.address())
 	}
 	return err // nil, NOT_FOUND naming the topic, or another definitive error
 }
@@ -195,7 +195,7 @@ func (p *Publisher) Flush(ctx context.Context) (Result, error) {
 		p.mu.Lock()
 		n := p.pending
 		p.mu.Unlock()
-		return p.result(), ctxError(ctx.Err(), fmt.Sprintf("flush: %d messages not acknowledged yet", n))
+		return p.result(), rpc.CtxError(ctx.Err(), fmt.Sprintf("flush: %d messages not acknowledged yet", n))
 	}
 }
 
@@ -230,7 +230,7 @@ func (p *Publisher) run(b *bundle) {
 	case p.slots <- struct{}{}:
 		req := &pubsubpb.PublishRequest{Topic: p.cfg.Topic, Messages: b.msgs}
 		var n int
-		n, err = p.retry.do(p.ctx, p.what, func(ctx context.Context) error {
+		n, err = p.retry.Do(p.ctx, p.what, func(ctx context.Context) error {
 			_, err := p.client.Publish(ctx, req)
 			return err
 		})

@@ -14,7 +14,7 @@ import (
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"cloud.google.com/go/pubsub/v2/pstest"
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -25,7 +25,7 @@ func TestOpenTopicNotFound(t *testing.T) {
 	cfg := testConfig(srv.Addr)
 	cfg.Topic = "projects/p/topics/missing"
 	_, err := Open(context.Background(), cfg)
-	if conn.Code(err) != codes.NotFound || !strings.Contains(err.Error(), "projects/p/topics/missing") {
+	if rpc.Code(err) != codes.NotFound || !strings.Contains(err.Error(), "projects/p/topics/missing") {
 		t.Fatalf("err %v, want NOT_FOUND naming the topic", err)
 	}
 }
@@ -41,7 +41,7 @@ func TestOpenUnreachable(t *testing.T) {
 	cfg.OpenTimeoutMs = 300
 	start := time.Now()
 	_, err = Open(context.Background(), cfg)
-	if conn.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "open_timeout_ms=300") {
+	if rpc.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "open_timeout_ms=300") {
 		t.Fatalf("err %v, want UNAVAILABLE naming %s", err, addr)
 	}
 	if el := time.Since(start); el > 5*time.Second {
@@ -61,7 +61,7 @@ func TestOpenToleratesNoGetPermission(t *testing.T) {
 
 func TestOpenRejectsBadConfig(t *testing.T) {
 	_, err := Open(context.Background(), Config{Topic: "bad"})
-	if conn.Code(err) != codes.InvalidArgument {
+	if rpc.Code(err) != codes.InvalidArgument {
 		t.Fatalf("err %v, want INVALID_ARGUMENT", err)
 	}
 }
@@ -131,7 +131,7 @@ func TestInvalidRecordSendsNothing(t *testing.T) {
 	rec := payloads(t, mem, "fine", big)
 	err := p.Publish(context.Background(), rec)
 	rec.Release()
-	if conn.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "row 1") {
+	if rpc.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "row 1") {
 		t.Fatalf("err %v, want INVALID_ARGUMENT naming row 1", err)
 	}
 	if res := flush(t, p); res.Published != 0 || len(srv.Messages()) != 0 {
@@ -299,7 +299,7 @@ func TestRetryTimeoutFailsFlush(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	res, err := p.Flush(ctx)
-	if conn.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "UNAVAILABLE: backend down") ||
+	if rpc.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), testTopic+": backend down") ||
 		!strings.Contains(err.Error(), "retry_timeout_ms=300") {
 		t.Fatalf("err %v, want UNAVAILABLE with the server message", err)
 	}
@@ -321,8 +321,8 @@ func TestDefinitiveErrors(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			res, err := p.Flush(ctx)
-			want := codeName(c) + ": server says no"
-			if conn.Code(err) != c || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), testTopic) {
+			want := testTopic + ": server says no"
+			if rpc.Code(err) != c || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), testTopic) {
 				t.Fatalf("Flush err %v, want code %v and %q", err, c, want)
 			}
 			if res.Retries != 0 || res.Published != 0 {
@@ -330,7 +330,7 @@ func TestDefinitiveErrors(t *testing.T) {
 			}
 			rec := payloads(t, mem, "b")
 			defer rec.Release()
-			if err := p.Publish(context.Background(), rec); conn.Code(err) != c {
+			if err := p.Publish(context.Background(), rec); rpc.Code(err) != c {
 				t.Errorf("later Publish err %v, want the first failure (%v)", err, c)
 			}
 		})
@@ -359,7 +359,7 @@ func TestFlushRespectsDeadline(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	_, err := p.Flush(ctx)
-	if conn.Code(err) != codes.DeadlineExceeded || !strings.Contains(err.Error(), "1 messages not acknowledged") {
+	if rpc.Code(err) != codes.DeadlineExceeded || !strings.Contains(err.Error(), "1 messages not acknowledged") {
 		t.Fatalf("err %v, want DEADLINE_EXCEEDED", err)
 	}
 	if el := time.Since(start); el > 5*time.Second {
@@ -383,10 +383,10 @@ func TestClosedPublisher(t *testing.T) {
 	mem := checkedAlloc(t)
 	rec := payloads(t, mem, "a")
 	defer rec.Release()
-	if err := p.Publish(context.Background(), rec); conn.Code(err) != codes.FailedPrecondition {
+	if err := p.Publish(context.Background(), rec); rpc.Code(err) != codes.FailedPrecondition {
 		t.Errorf("Publish after Close: %v, want FAILED_PRECONDITION", err)
 	}
-	if _, err := p.Flush(context.Background()); conn.Code(err) != codes.FailedPrecondition {
+	if _, err := p.Flush(context.Background()); rpc.Code(err) != codes.FailedPrecondition {
 		t.Errorf("Flush after Close: %v, want FAILED_PRECONDITION", err)
 	}
 }
@@ -445,7 +445,7 @@ func TestCloseLeaksNoGoroutines(t *testing.T) {
 	}
 	select {
 	case err := <-done:
-		if conn.Code(err) != codes.FailedPrecondition {
+		if rpc.Code(err) != codes.FailedPrecondition {
 			t.Errorf("blocked Publish returned %v, want FAILED_PRECONDITION (closed)", err)
 		}
 	case <-time.After(5 * time.Second):

@@ -8,7 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 )
@@ -296,8 +296,8 @@ func TestRowsRejects(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
 			}
-			if conn.Code(err) != codes.InvalidArgument {
-				t.Errorf("code %v, want InvalidArgument", conn.Code(err))
+			if rpc.Code(err) != codes.InvalidArgument {
+				t.Errorf("code %v, want InvalidArgument", rpc.Code(err))
 			}
 			if msgs != nil {
 				t.Errorf("returned %d messages along with the error", len(msgs))

@@ -12,7 +12,7 @@ import (
 	"github.com/googleapis/gax-go/v2/apierror"
 	"google.golang.org/grpc/codes"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
 
 // maxIDsPerRequest caps the ack ids in one Acknowledge or
@@ -36,7 +36,7 @@ type acker struct {
 	subscription string
 	attempts     int
 	timeout      time.Duration // per attempt
-	retry        backoff
+	retry        rpc.Backoff
 }
 
 // noRetry turns off the generated client's own retries: the acker's loop
@@ -140,11 +140,11 @@ func (a *acker) chunk(ctx context.Context, ids []string, call func(context.Conte
 		}
 		perID := ackIDErrors(err)
 		if perID == nil {
-			if !conn.Retryable(err) || attempt+1 >= a.attempts || ctx.Err() != nil {
+			if !rpc.Retryable(err) || attempt+1 >= a.attempts || ctx.Err() != nil {
 				return out, len(pending), err
 			}
 		} else {
-			transient := conn.Retryable(err)
+			transient := rpc.Retryable(err)
 			var retry []string
 			for _, id := range pending {
 				reason, listed := perID[id]
@@ -153,7 +153,7 @@ func (a *acker) chunk(ctx context.Context, ids []string, call func(context.Conte
 					retry = append(retry, id)
 				default:
 					if !listed {
-						reason = conn.Code(err).String()
+						reason = rpc.Code(err).String()
 					}
 					if out.Rejected == nil {
 						out.Rejected = map[string]int{}
@@ -166,10 +166,10 @@ func (a *acker) chunk(ctx context.Context, ids []string, call func(context.Conte
 			}
 			pending = retry
 			if attempt+1 >= a.attempts || ctx.Err() != nil {
-				return out, len(pending), conn.Errorf(codes.Unavailable, "%d ack ids still failing transiently after %d attempts: %v", len(pending), a.attempts, err)
+				return out, len(pending), rpc.Errorf(codes.Unavailable, "%d ack ids still failing transiently after %d attempts: %v", len(pending), a.attempts, err)
 			}
 		}
-		if err := sleep(ctx, a.retry.delay(attempt)); err != nil {
+		if err := rpc.Sleep(ctx, a.retry.Delay(attempt)); err != nil {
 			return out, len(pending), err
 		}
 	}

@@ -13,14 +13,15 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/clientopt"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
 
 // newAcker returns an acker talking to pstest through f.
 func newAcker(t *testing.T, f *faults) *acker {
 	t.Helper()
 	srv := newServer(t)
-	opts := append(conn.Options{EmulatorHost: srv.Addr}.ClientOptions(), f.options()...)
+	opts := append(clientopt.Options{EmulatorHost: srv.Addr}.ClientOptions(), f.options()...)
 	client, err := vkit.NewSubscriptionAdminClient(context.Background(), opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +32,7 @@ func newAcker(t *testing.T, f *faults) *acker {
 		subscription: testSub,
 		attempts:     3,
 		timeout:      5 * time.Second,
-		retry:        backoff{initial: time.Millisecond, max: 10 * time.Millisecond, factor: 2},
+		retry:        rpc.Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond},
 	}
 }
 
@@ -70,7 +71,7 @@ func TestAckerChunks(t *testing.T) {
 func TestAckerRetriesTransientErrors(t *testing.T) {
 	f := faults{unaryErr: func(method string, call int) error {
 		if call <= 2 {
-			return conn.Errorf(codes.Unavailable, "injected")
+			return rpc.Errorf(codes.Unavailable, "injected")
 		}
 		return nil
 	}}
@@ -85,10 +86,10 @@ func TestAckerRetriesTransientErrors(t *testing.T) {
 }
 
 func TestAckerRetriesAreBounded(t *testing.T) {
-	f := faults{unaryErr: func(string, int) error { return conn.Errorf(codes.Unavailable, "injected") }}
+	f := faults{unaryErr: func(string, int) error { return rpc.Errorf(codes.Unavailable, "injected") }}
 	a := newAcker(t, &f)
 	n, err := a.ack(context.Background(), manyIDs(10))
-	if conn.Code(err) != codes.Unavailable || n.Done != 0 {
+	if rpc.Code(err) != codes.Unavailable || n.Done != 0 {
 		t.Fatalf("ack = %v, %v; want 0 and UNAVAILABLE", n, err)
 	}
 	if got := len(f.calls("Acknowledge")); got != a.attempts {
@@ -97,10 +98,10 @@ func TestAckerRetriesAreBounded(t *testing.T) {
 }
 
 func TestAckerDoesNotRetryPermanentErrors(t *testing.T) {
-	f := faults{unaryErr: func(string, int) error { return conn.Errorf(codes.InvalidArgument, "bad ack id") }}
+	f := faults{unaryErr: func(string, int) error { return rpc.Errorf(codes.InvalidArgument, "bad ack id") }}
 	a := newAcker(t, &f)
 	_, err := a.modack(context.Background(), manyIDs(3), 10)
-	if conn.Code(err) != codes.InvalidArgument {
+	if rpc.Code(err) != codes.InvalidArgument {
 		t.Fatalf("modack = %v, want INVALID_ARGUMENT", err)
 	}
 	if got := len(f.calls("ModifyAckDeadline")); got != 1 {
@@ -183,7 +184,7 @@ func TestAckerExactlyOnceTransientIDsThatNeverSucceedAreAnError(t *testing.T) {
 	}}
 	a := newAcker(t, &f)
 	out, err := a.ack(context.Background(), manyIDs(3))
-	if conn.Code(err) != codes.Unavailable || out.Done != 0 || out.RejectedCount() != 2 {
+	if rpc.Code(err) != codes.Unavailable || out.Done != 0 || out.RejectedCount() != 2 {
 		t.Fatalf("ack = %+v, %v; want UNAVAILABLE for the transient id, the unlisted ids rejected with the status code", out, err)
 	}
 	if out.Rejected["InvalidArgument"] != 2 {

@@ -6,34 +6,37 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/clientopt"
+	"github.com/pubsub-go/pubsub-go/go/internal/decode"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
 
 // Config is the user configuration of a subscriber (JSON from the C API).
+// The defaults and ranges of its numeric fields are in Limits.
 type Config struct {
-	conn.Options
+	clientopt.Options
 	// Subscription is required: projects/P/subscriptions/S.
 	Subscription string `json:"subscription"`
-	// Streams is the number of StreamingPull streams; default 1.
+	// Streams is the number of StreamingPull streams.
 	Streams int `json:"streams"`
 	// MaxOutstandingMessages bounds messages held (buffered or handed out
 	// and not yet acked, nacked or released); it is also the server-side
-	// flow control, split across streams. Default 1000.
+	// flow control, split across streams.
 	MaxOutstandingMessages int `json:"max_outstanding_messages"`
-	// MaxOutstandingBytes is the same bound in message bytes; default 100 MiB.
+	// MaxOutstandingBytes is the same bound in message bytes.
 	MaxOutstandingBytes int64 `json:"max_outstanding_bytes"`
-	// BatchSize is the default number of rows per Next; default 1000.
+	// BatchSize is the number of rows per Next that asks for none.
 	BatchSize int `json:"batch_size"`
-	// MaxWaitMs is the default wait per Next; default 100.
+	// MaxWaitMs is the wait of a Next that asks for none.
 	MaxWaitMs int `json:"max_wait_ms"`
 	// AckDeadlineSeconds is the stream ack deadline and the deadline each
-	// lease extension sets; default 60, 10..600.
+	// lease extension sets.
 	AckDeadlineSeconds int `json:"ack_deadline_seconds"`
 	// MaxExtensionSeconds is how long a held message is kept leased at
-	// most; default 3600.
+	// most.
 	MaxExtensionSeconds int `json:"max_extension_seconds"`
 	// OpenTimeoutMs bounds retries in Open while the endpoint is
-	// unreachable; default 30000.
+	// unreachable.
 	OpenTimeoutMs int `json:"open_timeout_ms"`
 	// NoPull opens no stream: the subscriber only acks, nacks and modacks
 	// ack ids pulled elsewhere (the Spark driver acking on commit).
@@ -47,26 +50,28 @@ type Config struct {
 	Decoder *DecoderConfig `json:"decoder,omitempty"`
 }
 
-// Defaults and bounds of Config.
-const (
-	DefaultStreams                = 1
-	DefaultMaxOutstandingMessages = 1000
-	DefaultMaxOutstandingBytes    = 100 << 20
-	DefaultBatchSize              = 1000
-	DefaultMaxWaitMs              = 100
-	DefaultAckDeadlineSeconds     = 60
-	DefaultMaxExtensionSeconds    = 3600
-	DefaultOpenTimeoutMs          = 30000
-
-	maxStreams = 64
-)
+// Limits are the defaults and ranges of the numeric fields of Config and
+// DecoderConfig, by JSON key: the one place they are written. Validate
+// applies them; cmd/contract hands them to Python (the Spark options).
+var Limits = map[string]clientopt.Limit{
+	"streams":                  {Default: 1, Min: 1, Max: 64},
+	"max_outstanding_messages": {Default: 1000, Min: 1, Max: 10_000_000},
+	"max_outstanding_bytes":    {Default: 100 << 20, Min: 1, Max: 1 << 40},
+	"batch_size":               {Default: 1000, Min: 1, Max: 1_000_000},
+	"max_wait_ms":              {Default: 100, Min: 1, Max: 3_600_000},
+	"ack_deadline_seconds":     {Default: 60, Min: 10, Max: 600},
+	"max_extension_seconds":    {Default: 3600, Min: 1, Max: 7 * 24 * 3600},
+	"open_timeout_ms":          {Default: 30000, Min: 1, Max: 3_600_000},
+	"decoder.memory_limit_mb":  {Default: decode.DefaultMemoryLimitMB, Min: 1, Max: 4096},
+	"decoder.timeout_ms":       {Default: int64(decode.DefaultTimeout / time.Millisecond), Min: 1, Max: 3_600_000},
+}
 
 // Validate fills defaults (for zero values) and checks every field,
 // without touching the network. Errors have code INVALID_ARGUMENT and name
 // the JSON key.
 func (c *Config) Validate() error {
 	if err := c.Options.Validate(); err != nil {
-		return conn.Errorf(codes.InvalidArgument, "%v", err)
+		return rpc.Errorf(codes.InvalidArgument, "%v", err)
 	}
 	if c.Subscription == "" {
 		return invalid(`subscription is required, e.g. "projects/my-project/subscriptions/my-sub"`)
@@ -75,14 +80,14 @@ func (c *Config) Validate() error {
 		return invalid("subscription %q must be a full name: projects/<project>/subscriptions/<name>", c.Subscription)
 	}
 	checks := []error{
-		intField("streams", &c.Streams, DefaultStreams, 1, maxStreams),
-		intField("max_outstanding_messages", &c.MaxOutstandingMessages, DefaultMaxOutstandingMessages, 1, 10_000_000),
-		intField("max_outstanding_bytes", &c.MaxOutstandingBytes, DefaultMaxOutstandingBytes, 1, 1<<40),
-		intField("batch_size", &c.BatchSize, DefaultBatchSize, 1, 1_000_000),
-		intField("max_wait_ms", &c.MaxWaitMs, DefaultMaxWaitMs, 1, 3_600_000),
-		intField("ack_deadline_seconds", &c.AckDeadlineSeconds, DefaultAckDeadlineSeconds, 10, 600),
-		intField("max_extension_seconds", &c.MaxExtensionSeconds, DefaultMaxExtensionSeconds, 1, 7*24*3600),
-		intField("open_timeout_ms", &c.OpenTimeoutMs, DefaultOpenTimeoutMs, 1, 3_600_000),
+		intField("streams", &c.Streams),
+		intField("max_outstanding_messages", &c.MaxOutstandingMessages),
+		intField("max_outstanding_bytes", &c.MaxOutstandingBytes),
+		intField("batch_size", &c.BatchSize),
+		intField("max_wait_ms", &c.MaxWaitMs),
+		intField("ack_deadline_seconds", &c.AckDeadlineSeconds),
+		intField("max_extension_seconds", &c.MaxExtensionSeconds),
+		intField("open_timeout_ms", &c.OpenTimeoutMs),
 	}
 	for _, err := range checks {
 		if err != nil {
@@ -95,19 +100,16 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// intField replaces 0 with def and checks min <= *v <= max.
-func intField[T int | int64](key string, v *T, def, min, max T) error {
-	if *v == 0 {
-		*v = def
-	}
-	if *v < min || *v > max {
-		return invalid("%s = %d is out of range: must be between %d and %d (0 or absent means the default %d)", key, *v, min, max, def)
+// intField applies the limit of key (Limits) to *v.
+func intField[T int | int64](key string, v *T) error {
+	if err := clientopt.ApplyLimit(Limits, key, v); err != nil {
+		return invalid("%v", err)
 	}
 	return nil
 }
 
 func invalid(format string, args ...any) error {
-	return conn.Errorf(codes.InvalidArgument, format, args...)
+	return rpc.Errorf(codes.InvalidArgument, format, args...)
 }
 
 // settings are the timings derived from a validated Config. Tests shorten
@@ -118,7 +120,7 @@ type settings struct {
 	leaseTick    time.Duration // how often leases are checked
 	openTimeout  time.Duration // bound on GetSubscription retries in Open
 	openAttempt  time.Duration // per-attempt timeout of GetSubscription
-	retry        backoff       // stream reconnects and Open retries
+	retry        rpc.Backoff   // stream reconnects and Open retries
 	rpcAttempts  int           // attempts per ack/modack chunk on transient errors
 	rpcTimeout   time.Duration // per-attempt timeout of ack/modack RPCs
 	drainTimeout time.Duration // bound on Close waiting for half-closed streams to end
@@ -136,7 +138,7 @@ func newSettings(c *Config) settings {
 		leaseTick:    min(max(d/10, 100*time.Millisecond), 5*time.Second),
 		openTimeout:  time.Duration(c.OpenTimeoutMs) * time.Millisecond,
 		openAttempt:  10 * time.Second,
-		retry:        backoff{initial: 100 * time.Millisecond, max: 10 * time.Second, factor: 2},
+		retry:        rpc.Backoff{Initial: 100 * time.Millisecond, Max: 10 * time.Second},
 		// 8 attempts: the backoff's pauses (lower halves 50ms, 100ms, ...,
 		// 3.2s) add up to at least 6.3s, so an outage of a few seconds (a
 		// restarting proxy, refused connections) does not fail a call.

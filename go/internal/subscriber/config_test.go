@@ -7,11 +7,12 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/clientopt"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
 
 func TestValidateFillsDefaults(t *testing.T) {
-	c := Config{Options: conn.Options{EmulatorHost: "127.0.0.1:8085"}, Subscription: testSub}
+	c := Config{Options: clientopt.Options{EmulatorHost: "127.0.0.1:8085"}, Subscription: testSub}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func TestValidateFillsDefaults(t *testing.T) {
 		t.Errorf("Validate filled\n %+v\nwant\n %+v", c, want)
 	}
 	// Explicit values are kept.
-	c = Config{Options: conn.Options{EmulatorHost: "127.0.0.1:8085"}, Subscription: testSub, Streams: 4, AckDeadlineSeconds: 600}
+	c = Config{Options: clientopt.Options{EmulatorHost: "127.0.0.1:8085"}, Subscription: testSub, Streams: 4, AckDeadlineSeconds: 600}
 	if err := c.Validate(); err != nil || c.Streams != 4 || c.AckDeadlineSeconds != 600 {
 		t.Errorf("Validate = %v, streams=%d ack_deadline_seconds=%d", err, c.Streams, c.AckDeadlineSeconds)
 	}
@@ -39,7 +40,7 @@ func TestValidateFillsDefaults(t *testing.T) {
 
 func TestValidateErrorsNameTheKey(t *testing.T) {
 	base := func() Config {
-		return Config{Options: conn.Options{EmulatorHost: "127.0.0.1:8085"}, Subscription: testSub}
+		return Config{Options: clientopt.Options{EmulatorHost: "127.0.0.1:8085"}, Subscription: testSub}
 	}
 	cases := []struct {
 		name   string
@@ -67,8 +68,8 @@ func TestValidateErrorsNameTheKey(t *testing.T) {
 			c := base()
 			tc.mutate(&c)
 			err := c.Validate()
-			if conn.Code(err) != codes.InvalidArgument {
-				t.Fatalf("Validate = %v (code %v), want INVALID_ARGUMENT", err, conn.Code(err))
+			if rpc.Code(err) != codes.InvalidArgument {
+				t.Fatalf("Validate = %v (code %v), want INVALID_ARGUMENT", err, rpc.Code(err))
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
@@ -105,7 +106,7 @@ func TestConfigJSONKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{
-		Options:      conn.Options{EmulatorHost: "127.0.0.1:8085"},
+		Options:      clientopt.Options{EmulatorHost: "127.0.0.1:8085"},
 		Subscription: "projects/p/subscriptions/s", Streams: 2,
 		MaxOutstandingMessages: 10, MaxOutstandingBytes: 2048,
 		BatchSize: 5, MaxWaitMs: 7, AckDeadlineSeconds: 20,

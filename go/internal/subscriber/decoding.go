@@ -15,9 +15,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
 	"github.com/pubsub-go/pubsub-go/go/internal/decode"
 	"github.com/pubsub-go/pubsub-go/go/internal/rawbatch"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
 
 // DecodeErrorColumn is the last column of a decoded batch: null where the
@@ -43,19 +43,13 @@ type DecoderConfig struct {
 	Schema string `json:"schema"`
 	// Options are passed to the module (e.g. "avro_schema", "timezone").
 	Options map[string]string `json:"options"`
-	// MemoryLimitMB caps the module's memory; default 256.
+	// MemoryLimitMB caps the module's memory (default and range: Limits).
 	MemoryLimitMB int `json:"memory_limit_mb"`
-	// TimeoutMs bounds decoding one batch; default 10000.
+	// TimeoutMs bounds decoding one batch (default and range: Limits).
 	TimeoutMs int `json:"timeout_ms"`
 
 	target *arrow.Schema // Schema, parsed by validate
 }
-
-// Defaults of DecoderConfig.
-const (
-	DefaultDecoderMemoryLimitMB = decode.DefaultMemoryLimitMB
-	DefaultDecoderTimeoutMs     = int(decode.DefaultTimeout / time.Millisecond)
-)
 
 // validate fills defaults and checks the fields; errors name the JSON key.
 func (d *DecoderConfig) validate() error {
@@ -67,10 +61,10 @@ func (d *DecoderConfig) validate() error {
 	} else if st, err := os.Stat(d.Wasm); err != nil || st.IsDir() {
 		return invalid("decoder.wasm %q is not a readable file: %v", d.Wasm, statErr(err))
 	}
-	if err := intField("decoder.memory_limit_mb", &d.MemoryLimitMB, DefaultDecoderMemoryLimitMB, 1, 4096); err != nil {
+	if err := intField("decoder.memory_limit_mb", &d.MemoryLimitMB); err != nil {
 		return err
 	}
-	if err := intField("decoder.timeout_ms", &d.TimeoutMs, DefaultDecoderTimeoutMs, 1, 3_600_000); err != nil {
+	if err := intField("decoder.timeout_ms", &d.TimeoutMs); err != nil {
 		return err
 	}
 	d.target = nil
@@ -219,14 +213,14 @@ func (d *DecoderConfig) Status(err error, what string) error {
 // or part failed; note, if any, ends the message.
 func decodeStatus(err error, cfg *DecoderConfig, what, note string) error {
 	code := codes.InvalidArgument // the module rejected its config (ErrDecoder), or a file error
-	limit := ""
+	kind, limit := rpc.Kind(""), ""
 	switch {
 	case errors.Is(err, decode.ErrTimeLimit):
-		code, limit = codes.DeadlineExceeded, fmt.Sprintf(" (decoder.timeout_ms=%d)", cfg.TimeoutMs)
+		code, kind, limit = codes.DeadlineExceeded, rpc.KindDecoderTimeLimit, fmt.Sprintf(" (decoder.timeout_ms=%d)", cfg.TimeoutMs)
 	case errors.Is(err, decode.ErrMemoryLimit):
-		code, limit = codes.ResourceExhausted, fmt.Sprintf(" (decoder.memory_limit_mb=%d)", cfg.MemoryLimitMB)
+		code, kind, limit = codes.ResourceExhausted, rpc.KindDecoderMemoryLimit, fmt.Sprintf(" (decoder.memory_limit_mb=%d)", cfg.MemoryLimitMB)
 	case errors.Is(err, decode.ErrCrashed):
-		code = codes.Aborted
+		code, kind = codes.Aborted, rpc.KindDecoderCrashed
 	case errors.Is(err, context.Canceled):
 		code = codes.Canceled
 	case errors.Is(err, context.DeadlineExceeded):
@@ -235,5 +229,9 @@ func decodeStatus(err error, cfg *DecoderConfig, what, note string) error {
 	if note != "" {
 		note = "; " + note
 	}
-	return conn.Errorf(code, "%s: %v%s%s", what, err, limit, note)
+	out := rpc.Errorf(code, "%s: %v%s%s", what, err, limit, note)
+	if kind != "" {
+		out = rpc.WithKind(kind, out)
+	}
+	return out
 }

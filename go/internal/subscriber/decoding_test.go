@@ -18,8 +18,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"google.golang.org/grpc/codes"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
 	"github.com/pubsub-go/pubsub-go/go/internal/rawbatch"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
 
 // Schema mode: Next decodes payloads with a real decoder module (built
@@ -177,8 +177,8 @@ func TestRunawayDecoderFailsTheBatchAndNacksIt(t *testing.T) {
 		}
 		return err != nil
 	})
-	if conn.Code(err) != codes.DeadlineExceeded {
-		t.Fatalf("Next = %v (code %v), want DEADLINE_EXCEEDED", err, conn.Code(err))
+	if rpc.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("Next = %v (code %v), want DEADLINE_EXCEEDED", err, rpc.Code(err))
 	}
 	for _, want := range []string{"time limit", "decoder.timeout_ms=300", id, "nacked"} {
 		if !strings.Contains(err.Error(), want) {
@@ -233,8 +233,8 @@ func TestDecoderConfigErrorsNameTheKey(t *testing.T) {
 				s.Close()
 				t.Fatal("Open succeeded")
 			}
-			if conn.Code(err) != tc.code {
-				t.Errorf("Open = %v (code %v), want %v", err, conn.Code(err), tc.code)
+			if rpc.Code(err) != tc.code {
+				t.Errorf("Open = %v (code %v), want %v", err, rpc.Code(err), tc.code)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {

@@ -10,7 +10,8 @@ import (
 	vkit "cloud.google.com/go/pubsub/v2/apiv1"
 	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/clientopt"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
 
 // TestGoogleEmulator runs the core semantics against Google's emulator
@@ -22,7 +23,7 @@ func TestGoogleEmulator(t *testing.T) {
 		t.Skip("PUBSUB_GO_TEST_EMULATOR not set")
 	}
 	ctx := context.Background()
-	opts := conn.Options{EmulatorHost: host}
+	opts := clientopt.Options{EmulatorHost: host}
 	topics, err := vkit.NewTopicAdminClient(ctx, opts.ClientOptions()...)
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +56,7 @@ func TestGoogleEmulator(t *testing.T) {
 
 	missing := cfg
 	missing.Subscription = sub + "-missing"
-	if _, err := Open(ctx, missing); conn.Code(err).String() != "NotFound" {
+	if _, err := Open(ctx, missing); rpc.Code(err).String() != "NotFound" {
 		t.Errorf("Open of a missing subscription = %v, want NOT_FOUND", err)
 	}
 

@@ -10,7 +10,8 @@ import (
 // out. The server enforces the same limits through the StreamingPull
 // request; this is the client-side backstop (some servers, pstest among
 // them, ignore them): a stream stops reading while the subscriber is full,
-// which in turn stops the server through gRPC flow control.
+// which in turn stops the server through gRPC flow control. Why it is not
+// the publisher's controller: see publisher/flowcontrol.go.
 type flowController struct {
 	maxMsgs  int64
 	maxBytes int64

@@ -21,8 +21,9 @@ import (
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/clientopt"
 	"github.com/pubsub-go/pubsub-go/go/internal/rawbatch"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
 
 const (
@@ -78,7 +79,7 @@ func publish(srv *pstest.Server, n int) []string {
 }
 
 func testConfig(srv *pstest.Server) Config {
-	return Config{Options: conn.Options{EmulatorHost: srv.Addr}, Subscription: testSub}
+	return Config{Options: clientopt.Options{EmulatorHost: srv.Addr}, Subscription: testSub}
 }
 
 // fast shortens timings so tests run in seconds: a 1 s ack deadline with
@@ -86,7 +87,7 @@ func testConfig(srv *pstest.Server) Config {
 func fast(s *settings) {
 	s.ackDeadline = time.Second
 	s.leaseTick = 100 * time.Millisecond
-	s.retry = backoff{initial: 20 * time.Millisecond, max: 200 * time.Millisecond, factor: 2}
+	s.retry = rpc.Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond}
 	s.closeTimeout = 5 * time.Second
 }
 

@@ -9,8 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
 	"github.com/pubsub-go/pubsub-go/go/internal/rawbatch"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 	"github.com/pubsub-go/pubsub-go/go/internal/wire"
 )
 
@@ -87,17 +87,17 @@ func TestReservoirWakesWaiters(t *testing.T) {
 		t.Fatal("add did not wake the waiter")
 	}
 	_, wake, _ = r.take(2, false)
-	r.fail(conn.Errorf(codes.PermissionDenied, "no"))
+	r.fail(rpc.Errorf(codes.PermissionDenied, "no"))
 	select {
 	case <-wake:
 	case <-time.After(5 * time.Second):
 		t.Fatal("fail did not wake the waiter")
 	}
-	if _, _, err := r.take(1, true); conn.Code(err) != codes.PermissionDenied {
+	if _, _, err := r.take(1, true); rpc.Code(err) != codes.PermissionDenied {
 		t.Errorf("take after fail = %v, want PERMISSION_DENIED", err)
 	}
 	r.close()
-	if _, _, err := r.take(1, true); conn.Code(err) != codes.FailedPrecondition {
+	if _, _, err := r.take(1, true); rpc.Code(err) != codes.FailedPrecondition {
 		t.Errorf("take after close = %v, want FAILED_PRECONDITION", err)
 	}
 }

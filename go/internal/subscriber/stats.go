@@ -2,8 +2,10 @@ package subscriber
 
 import "sync/atomic"
 
-// Stats are a subscriber's counters since Open. Held is current; the
-// others only grow.
+// Stats are a subscriber's counters since Open. Held, Buffered and QuietMs
+// are current; the others only grow. The C API copies them into struct
+// PgSubscriberStats (go/include/pubsubgo.h), which lists the same int64
+// fields in the same order under their JSON names.
 type Stats struct {
 	Pulled           int64 `json:"pulled"`            // messages received
 	HandedOut        int64 `json:"handed_out"`        // messages returned by Next

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 	"github.com/pubsub-go/pubsub-go/go/internal/wire"
 )
 
@@ -64,7 +64,7 @@ func (st *stream) run(ctx context.Context, closing <-chan struct{}) {
 			return
 		case <-closing:
 			return
-		case <-time.After(st.s.set.retry.delay(failures)):
+		case <-time.After(st.s.set.retry.Delay(failures)):
 		}
 		failures++
 	}
@@ -84,7 +84,7 @@ func isClosed(ch <-chan struct{}) bool {
 // Canceled here is not our own cancellation (run checks that first) but
 // the server's or the keepalive's.
 func streamRetryable(err error) bool {
-	return errors.Is(err, io.EOF) || conn.Code(err) == codes.Canceled || conn.Retryable(err)
+	return errors.Is(err, io.EOF) || rpc.Code(err) == codes.Canceled || rpc.Retryable(err)
 }
 
 // session opens one StreamingPull call and receives until it ends. It
@@ -129,7 +129,7 @@ func (st *stream) session(ctx context.Context, closing <-chan struct{}) (receive
 			return received, err
 		}
 		if err := res.Parse(raw.b); err != nil {
-			return received, conn.Errorf(codes.Internal, "%v", err)
+			return received, rpc.Errorf(codes.Internal, "%v", err)
 		}
 		received = true
 		ka.lastResponse.Store(time.Now().UnixNano())

@@ -9,7 +9,7 @@ import (
 	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"google.golang.org/grpc/codes"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
 
 func TestStreamingPullRequestCarriesFlowControl(t *testing.T) {
@@ -45,7 +45,7 @@ func TestStreamReconnectsOnRetryableErrors(t *testing.T) {
 			// The first two streams fail on their first receive.
 			f := faults{recvErr: func(stream int) error {
 				if stream < 2 {
-					return conn.Errorf(code, "injected")
+					return rpc.Errorf(code, "injected")
 				}
 				return nil
 			}}
@@ -64,7 +64,7 @@ func TestStreamReconnectsOnRetryableErrors(t *testing.T) {
 
 func TestStreamReconnectsWithBackoff(t *testing.T) {
 	srv := newServer(t)
-	f := faults{recvErr: func(int) error { return conn.Errorf(codes.Unavailable, "down") }}
+	f := faults{recvErr: func(int) error { return rpc.Errorf(codes.Unavailable, "down") }}
 	s := openTest(t, testConfig(srv), fast, f.options()...) // backoff 20ms doubling to 200ms
 	time.Sleep(time.Second)
 	// Without backoff this would be hundreds; with it about 8 (10..20,
@@ -111,14 +111,14 @@ func nextError(t *testing.T, s *Subscriber) error {
 func TestPermanentStreamErrorSurfacesInNext(t *testing.T) {
 	srv := newServer(t)
 	f := faults{recvErr: func(int) error {
-		return conn.Errorf(codes.PermissionDenied, "injected: no pubsub.subscriptions.consume")
+		return rpc.Errorf(codes.PermissionDenied, "injected: no pubsub.subscriptions.consume")
 	}}
 	s := openTest(t, testConfig(srv), fast, f.options()...)
 	err := nextError(t, s)
-	if conn.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), testSub) {
+	if rpc.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), testSub) {
 		t.Fatalf("Next = %v, want PERMISSION_DENIED naming the subscription", err)
 	}
-	if _, err := s.Next(context.Background(), 1, time.Millisecond); conn.Code(err) != codes.PermissionDenied {
+	if _, err := s.Next(context.Background(), 1, time.Millisecond); rpc.Code(err) != codes.PermissionDenied {
 		t.Errorf("second Next = %v, want the same error", err)
 	}
 	if n := f.streamCount(); n != 1 {
@@ -133,7 +133,7 @@ func TestDeletedSubscriptionSurfacesNotFound(t *testing.T) {
 	if _, err := srv.GServer.DeleteSubscription(context.Background(), &pb.DeleteSubscriptionRequest{Subscription: testSub}); err != nil {
 		t.Fatal(err)
 	}
-	if err := nextError(t, s); conn.Code(err) != codes.NotFound {
+	if err := nextError(t, s); rpc.Code(err) != codes.NotFound {
 		t.Fatalf("Next = %v, want NOT_FOUND", err)
 	}
 }

@@ -25,12 +25,13 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/clientopt"
 	"github.com/pubsub-go/pubsub-go/go/internal/rawbatch"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
 
 // errClosed is returned by every call on a closed subscriber.
-var errClosed = conn.Errorf(codes.FailedPrecondition, "subscriber is closed")
+var errClosed = rpc.Closed("subscriber is closed")
 
 // Subscriber pulls from one subscription. Its methods are safe for
 // concurrent use.
@@ -120,7 +121,7 @@ func open(ctx context.Context, cfg Config, mem memory.Allocator, tune func(*sett
 		dec.close()
 		// The connection itself is made lazily; what fails here is finding
 		// or loading credentials.
-		return nil, conn.Errorf(codes.Unauthenticated, "creating the Pub/Sub client for %s: %v", endpoint(cfg.Options), err)
+		return nil, rpc.Errorf(codes.Unauthenticated, "creating the Pub/Sub client for %s: %v", endpoint(cfg.Options), err)
 	}
 	if err := verify(ctx, client, &cfg, &set); err != nil {
 		dec.close()
@@ -183,25 +184,25 @@ func verify(ctx context.Context, client *vkit.SubscriptionAdminClient, cfg *Conf
 			return nil
 		case ctx.Err() != nil:
 			return fmt.Errorf("opening %s: %w", cfg.Subscription, ctx.Err())
-		case conn.Code(err) == codes.NotFound:
-			return conn.Errorf(codes.NotFound, "subscription %s not found at %s", cfg.Subscription, endpoint(cfg.Options))
-		case !conn.Retryable(err):
+		case rpc.Code(err) == codes.NotFound:
+			return rpc.Errorf(codes.NotFound, "subscription %s not found at %s", cfg.Subscription, endpoint(cfg.Options))
+		case !rpc.Retryable(err):
 			return fmt.Errorf("opening subscription %s at %s: %w", cfg.Subscription, endpoint(cfg.Options), err)
 		}
-		pause := set.retry.delay(attempt - 1)
+		pause := set.retry.Delay(attempt - 1)
 		if time.Now().Add(pause).After(deadline) {
-			return conn.Errorf(codes.Unavailable,
+			return rpc.Errorf(codes.Unavailable,
 				"%s unreachable: %d attempts over %v to get subscription %s failed (open_timeout_ms=%d); last error: %v",
 				endpoint(cfg.Options), attempt, time.Since(start).Round(time.Millisecond), cfg.Subscription, cfg.OpenTimeoutMs, err)
 		}
-		if err := sleep(ctx, pause); err != nil {
+		if err := rpc.Sleep(ctx, pause); err != nil {
 			return fmt.Errorf("opening %s: %w", cfg.Subscription, err)
 		}
 	}
 }
 
 // endpoint names where o points, for error messages.
-func endpoint(o conn.Options) string {
+func endpoint(o clientopt.Options) string {
 	o = o.Resolve()
 	switch {
 	case o.EmulatorHost != "":
@@ -364,7 +365,7 @@ func (s *Subscriber) Nack(ids []string) error {
 // lease is extended again when the new deadline draws near.
 func (s *Subscriber) Modack(ids []string, deadlineSeconds int) error {
 	if deadlineSeconds < 0 || deadlineSeconds > 600 {
-		return conn.Errorf(codes.InvalidArgument, "deadline_seconds = %d: must be between 0 (nack) and 600", deadlineSeconds)
+		return rpc.Errorf(codes.InvalidArgument, "deadline_seconds = %d: must be between 0 (nack) and 600", deadlineSeconds)
 	}
 	if deadlineSeconds == 0 {
 		return s.Nack(ids)
@@ -394,12 +395,6 @@ func (s *Subscriber) Stats() Stats {
 	st.Buffered = int64(buffered)
 	st.QuietMs = s.quiet.quiet(time.Now(), s.fc.full()).Milliseconds()
 	return st
-}
-
-// AddDecodeErrors counts rows a decoder layered on this subscriber could
-// not decode, so they show in Stats.
-func (s *Subscriber) AddDecodeErrors(n int64) {
-	s.stats.decodeErrors.Add(n)
 }
 
 // Close waits for acks in flight, stops lease extension, ends the streams

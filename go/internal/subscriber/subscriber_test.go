@@ -15,7 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
 	"google.golang.org/grpc/codes"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/conn"
+	"github.com/pubsub-go/pubsub-go/go/internal/clientopt"
+	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
 
 func TestOpenUnknownSubscription(t *testing.T) {
@@ -23,8 +24,8 @@ func TestOpenUnknownSubscription(t *testing.T) {
 	cfg := testConfig(srv)
 	cfg.Subscription = "projects/p/subscriptions/missing"
 	_, err := Open(context.Background(), cfg)
-	if conn.Code(err) != codes.NotFound {
-		t.Fatalf("Open = %v (code %v), want NOT_FOUND", err, conn.Code(err))
+	if rpc.Code(err) != codes.NotFound {
+		t.Fatalf("Open = %v (code %v), want NOT_FOUND", err, rpc.Code(err))
 	}
 	if !strings.Contains(err.Error(), cfg.Subscription) {
 		t.Errorf("error %q does not name the subscription", err)
@@ -40,12 +41,12 @@ func TestOpenUnreachableEndpoint(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 
-	cfg := Config{Options: conn.Options{EmulatorHost: addr}, Subscription: testSub, OpenTimeoutMs: 1500}
+	cfg := Config{Options: clientopt.Options{EmulatorHost: addr}, Subscription: testSub, OpenTimeoutMs: 1500}
 	start := time.Now()
 	_, err = Open(context.Background(), cfg)
 	took := time.Since(start)
-	if conn.Code(err) != codes.Unavailable {
-		t.Fatalf("Open = %v (code %v), want UNAVAILABLE", err, conn.Code(err))
+	if rpc.Code(err) != codes.Unavailable {
+		t.Fatalf("Open = %v (code %v), want UNAVAILABLE", err, rpc.Code(err))
 	}
 	for _, want := range []string{addr, "attempts", "open_timeout_ms=1500"} {
 		if !strings.Contains(err.Error(), want) {
@@ -62,8 +63,8 @@ func TestOpenUnreachableEndpoint(t *testing.T) {
 }
 
 func TestOpenInvalidConfig(t *testing.T) {
-	_, err := Open(context.Background(), Config{Subscription: testSub, Options: conn.Options{EmulatorHost: "127.0.0.1:1"}, Streams: -2})
-	if conn.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "streams") {
+	_, err := Open(context.Background(), Config{Subscription: testSub, Options: clientopt.Options{EmulatorHost: "127.0.0.1:1"}, Streams: -2})
+	if rpc.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "streams") {
 		t.Fatalf("Open = %v, want INVALID_ARGUMENT naming streams", err)
 	}
 }
@@ -183,10 +184,10 @@ func TestNextAfterClose(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close = %v, want nil", err)
 	}
-	if _, err := s.Next(context.Background(), 1, time.Millisecond); conn.Code(err) != codes.FailedPrecondition {
+	if _, err := s.Next(context.Background(), 1, time.Millisecond); rpc.Code(err) != codes.FailedPrecondition {
 		t.Errorf("Next after Close = %v, want FAILED_PRECONDITION", err)
 	}
-	if err := s.Ack([]string{"x"}); conn.Code(err) != codes.FailedPrecondition {
+	if err := s.Ack([]string{"x"}); rpc.Code(err) != codes.FailedPrecondition {
 		t.Errorf("Ack after Close = %v, want FAILED_PRECONDITION", err)
 	}
 }
@@ -203,7 +204,7 @@ func TestCloseWakesBlockedNext(t *testing.T) {
 	s.Close()
 	select {
 	case err := <-errc:
-		if conn.Code(err) != codes.FailedPrecondition {
+		if rpc.Code(err) != codes.FailedPrecondition {
 			t.Errorf("blocked Next = %v, want FAILED_PRECONDITION", err)
 		}
 	case <-time.After(5 * time.Second):

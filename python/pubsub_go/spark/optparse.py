@@ -10,6 +10,8 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from .. import contract
+
 log = logging.getLogger("pubsub_go.options")
 
 
@@ -30,6 +32,13 @@ def int_option(opts: Mapping[str, str], name: str, default: int, lo: int, hi: in
         rng = f"between {lo} and {hi}" if hi is not None else f">= {lo}"
         raise OptionError(f"option {name}={v} is out of range; expected {rng}{why}")
     return v
+
+
+def go_int_option(opts: Mapping[str, str], name: str, struct: str, key: str, why: str = "") -> int:
+    """An integer option that sets the Go config field `key` of `struct`
+    (contract.py): the library's default and range, written only in Go."""
+    lim = contract.limit(struct, key)
+    return int_option(opts, name, lim.default, lim.min, lim.max, why)
 
 
 def bool_option(opts: Mapping[str, str], name: str, default: bool) -> bool:

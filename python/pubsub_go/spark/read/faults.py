@@ -15,11 +15,11 @@ from __future__ import annotations
 import os
 import threading
 
+from ... import contract
 from ...errors import UnavailableError
 
 ENV = "PUBSUB_GO_FAULTS"
 POINTS = ("post_record_modack", "post_record_ack", "commit_ack")
-_UNAVAILABLE = 14
 
 _lock = threading.Lock()
 _left: dict[str, int] | None = None
@@ -47,4 +47,4 @@ def inject(point: str) -> None:
         if _left.get(point, 0) <= 0:
             return
         _left[point] -= 1
-    raise UnavailableError(_UNAVAILABLE, f"injected fault at {point} ({ENV})")
+    raise UnavailableError(contract.error_kinds()["unavailable"], f"injected fault at {point} ({ENV})")

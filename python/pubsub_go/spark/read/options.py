@@ -9,6 +9,7 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ... import contract
 from ...client import subscription_path, topic_path
 from ...schema import DEFAULT_ERROR_COLUMN
 from ..optparse import (
@@ -17,6 +18,7 @@ from ..optparse import (
     OptionError,
     bool_option,
     connection_options,
+    go_int_option,
     int_option,
     resource_path,
 )
@@ -89,8 +91,8 @@ class DecodeOptions:
     on_error: str = "fail"  # one of ON_DECODE_ERROR
     dead_letter_topic: str | None = None  # projects/P/topics/T
     error_column: str | None = None  # column mode only
-    timeout_ms: int = 10_000
-    memory_limit_mb: int = 256
+    timeout_ms: int = field(default_factory=lambda: contract.limit("decoder_config", "timeout_ms").default)
+    memory_limit_mb: int = field(default_factory=lambda: contract.limit("decoder_config", "memory_limit_mb").default)
 
     def module_options(self) -> dict[str, str]:
         out = dict(self.decoder_options)
@@ -173,8 +175,8 @@ def _parse_decode(opts: Mapping[str, str], project: str) -> DecodeOptions | None
         on_error=on_error,
         dead_letter_topic=dlq,
         error_column=err_col,
-        timeout_ms=int_option(opts, "decoderTimeoutMs", 10_000, 1, 3_600_000),
-        memory_limit_mb=int_option(opts, "decoderMemoryLimitMB", 256, 1, 4096),
+        timeout_ms=go_int_option(opts, "decoderTimeoutMs", "decoder_config", "timeout_ms"),
+        memory_limit_mb=go_int_option(opts, "decoderMemoryLimitMB", "decoder_config", "memory_limit_mb"),
     )
 
 
@@ -246,16 +248,18 @@ class SourceOptions:
                                    sub_path.replace("projects/", "").replace("/subscriptions/", "."))
         # The lease of a message an executor holds but has not recorded:
         # extended every few seconds while the executor lives, so if it dies
-        # the message is redelivered within this time. 10 s is Pub/Sub's
-        # minimum.
-        ack_deadline = int_option(opts, "ackDeadlineSeconds", 10, 10, 600)
+        # the message is redelivered within this time. The default is the
+        # shortest the library (and Pub/Sub) allows.
+        ack_limit = contract.limit("subscriber_config", "ack_deadline_seconds")
+        ack_deadline = int_option(opts, "ackDeadlineSeconds", ack_limit.min, ack_limit.min, ack_limit.max)
+        out_msgs = contract.limit("subscriber_config", "max_outstanding_messages")
         project_id = sub_path.split("/")[1]
         return SourceOptions(
             subscription=sub_path,
             conn=conn,
             num_partitions=num_parts,
-            batch_size=int_option(opts, "batchSize", 1000, 1, 1_000_000),
-            max_wait_ms=int_option(opts, "maxWaitTimeMs", 100, 1, 600_000),
+            batch_size=go_int_option(opts, "batchSize", "subscriber_config", "batch_size"),
+            max_wait_ms=go_int_option(opts, "maxWaitTimeMs", "subscriber_config", "max_wait_ms"),
             max_records_per_trigger=int_option(opts, "maxRecordsPerTrigger", 0, 1),
             max_bytes_per_trigger=int_option(opts, "maxBytesPerTrigger", 0, 1),
             max_records_per_partition=int_option(opts, "maxRecordsPerPartition", 500_000, 1),
@@ -263,9 +267,11 @@ class SourceOptions:
             ack_on_commit=bool_option(opts, "ackOnCommit", True),
             batch_log_path=str(opts.get("batchloglocation") or log_default),
             batch_log_default_host=None if opts.get("batchloglocation") else socket.gethostname(),
-            streams_per_partition=int_option(opts, "streamsPerPartition", 1, 1, 32),
-            max_outstanding_messages=int_option(opts, "maxOutstandingMessages", 0, 0),
-            max_bytes_per_partition=int_option(opts, "maxBytesPerPartition", 128 << 20, 1 << 20),
+            streams_per_partition=go_int_option(opts, "streamsPerPartition", "subscriber_config", "streams"),
+            # 0: sized to what a task may hand out (partition_reader._flow_control_messages).
+            max_outstanding_messages=int_option(opts, "maxOutstandingMessages", 0, 0, out_msgs.max),
+            max_bytes_per_partition=go_int_option(opts, "maxBytesPerPartition", "subscriber_config",
+                                                  "max_outstanding_bytes"),
             ack_deadline_seconds=ack_deadline,
             commit_lease_seconds=int_option(opts, "commitLeaseSeconds", 600, 10, 600),
             # None: the default, which depends on the trigger (idle_ms()).

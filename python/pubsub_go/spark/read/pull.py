@@ -67,7 +67,7 @@ def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sche
         except PubSubError as e:
             hint = limit_hint(plan.decode, e) if plan else ""
             if hint:
-                raise type(e)(e.code, e.message + hint) from None
+                raise type(e)(e.code, e.message + hint, e.kind) from None
             raise
         b, a = got.batch, got.ack_ids
         tally.taken += b.num_rows

@@ -12,8 +12,6 @@ happens to rows that failed to decode: decode_errors.py.
 
 from __future__ import annotations
 
-import base64
-import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +19,9 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
+from ...client import DecoderConfig
 from ...errors import PubSubError
+from ...native_decoder import decoder_config
 from ...schema import DECODE_ERROR_COLUMN, RAW_SCHEMA
 from ..optparse import OptionError
 from .options import DecodeOptions
@@ -82,8 +82,8 @@ class SchemaPlan:
                               "the message); add the payload's fields")
         return SchemaPlan(decode=dec, output=_arrow(schema), target=_arrow(StructType(decoded)))
 
-    def decoder_config(self) -> dict[str, Any]:
-        """The subscriber config's `decoder` object (go/internal/subscriber.DecoderConfig)."""
+    def decoder_config(self) -> DecoderConfig:
+        """The subscriber config's `decoder` (go/internal/subscriber.DecoderConfig)."""
         return _decoder_config(self.decode, self.target)
 
     def project(self, batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -103,20 +103,11 @@ class SchemaPlan:
             raise OptionError(f"the {self.decode.format} decoder rejects the schema or options: {e}") from None
 
 
-def _decoder_config(dec: DecodeOptions, target: pa.Schema | None) -> dict[str, Any]:
+def _decoder_config(dec: DecodeOptions, target: pa.Schema | None) -> DecoderConfig:
     """go/internal/subscriber.DecoderConfig: a built-in format runs natively
     (no module), a user's module in the sandbox."""
-    cfg: dict[str, Any] = {
-        "format": os.path.basename(dec.decoder_path) if dec.decoder_path else dec.format,
-        "options": dec.module_options(),
-        "memory_limit_mb": dec.memory_limit_mb,
-        "timeout_ms": dec.timeout_ms,
-    }
-    if dec.decoder_path:
-        cfg["wasm"] = dec.decoder_path
-    if target is not None:
-        cfg["schema"] = base64.b64encode(target.serialize().to_pybytes()).decode()
-    return cfg
+    return decoder_config(None if dec.decoder_path else dec.format, target, dec.decoder_path,
+                          dec.module_options(), timeout_ms=dec.timeout_ms, memory_limit_mb=dec.memory_limit_mb)
 
 
 def _open_on_driver(dec: DecodeOptions, target: pa.Schema | None) -> NativeDecoder:
@@ -152,11 +143,10 @@ def derive_schema(dec: DecodeOptions) -> StructType:
     return StructType(fields)
 
 
-def limit_hint(dec: DecodeOptions, err: Exception) -> str:
+def limit_hint(dec: DecodeOptions, err: PubSubError) -> str:
     """A hint naming the source options behind a decoder limit error."""
-    text = str(err)
-    if "decoder exceeded its time limit" in text:
+    if err.kind == "decoder_time_limit":
         return f" (source option decoderTimeoutMs={dec.timeout_ms})"
-    if "decoder exceeded its memory limit" in text:
+    if err.kind == "decoder_memory_limit":
         return f" (source option decoderMemoryLimitMB={dec.memory_limit_mb})"
     return ""

@@ -11,9 +11,6 @@ from .schema_plan import SchemaPlan
 
 def subscriber_config(opts: SourceOptions, pull: bool = True, plan: SchemaPlan | None = None,
                       part: PubSubPartition | None = None) -> SubscriberConfig:
-    extra: dict = {"no_pull": True} if not pull else {}
-    if pull and plan is not None:
-        extra["decoder"] = plan.decoder_config()
     return SubscriberConfig(
         subscription=opts.subscription,
         **opts.conn.client_kwargs(),
@@ -24,7 +21,8 @@ def subscriber_config(opts: SourceOptions, pull: bool = True, plan: SchemaPlan |
         max_wait_ms=opts.max_wait_ms,
         ack_deadline_seconds=opts.ack_deadline_seconds,
         arrival_cutoff_us=part.cutoff_us if part else 0,
-        extra=extra,
+        no_pull=not pull,
+        decoder=plan.decoder_config() if pull and plan is not None else None,
     )
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql.types import BinaryType, MapType, StringType, StructType
 
+from ... import contract
 from ...client import topic_path
 from ..optparse import (
     CONNECTION_OPTIONS,
@@ -17,18 +18,13 @@ from ..optparse import (
     OptionError,
     bool_option,
     connection_options,
+    go_int_option,
     int_option,
     resource_path,
 )
 
 if TYPE_CHECKING:
     from ...client import PublisherConfig
-
-# Service limits (https://cloud.google.com/pubsub/quotas), as the Go
-# publisher enforces them.
-MAX_BATCH_MESSAGES = 1000
-MAX_BATCH_BYTES = 9_500_000  # a Publish request must stay under 10 MB, with room for its framing
-MAX_ATTRIBUTE_KEY_BYTES = 256
 
 # Every option the sink understands (lower-case), plus the ones Spark
 # itself passes to a streaming sink; anything else is a typo.
@@ -78,24 +74,25 @@ class SinkOptions:
             if id_attr.startswith("goog"):
                 raise OptionError(f"option idAttribute={id_attr!r}: attribute keys starting with 'goog' are "
                                   "reserved by Pub/Sub; pick another name, e.g. pubsub_go_id")
-            if len(id_attr.encode()) > MAX_ATTRIBUTE_KEY_BYTES:
+            max_key = contract.publisher_service_limit("max_attribute_key_bytes")
+            if len(id_attr.encode()) > max_key:
                 raise OptionError(f"option idAttribute is {len(id_attr.encode())} bytes; attribute keys are "
-                                  f"limited to {MAX_ATTRIBUTE_KEY_BYTES} bytes")
+                                  f"limited to {max_key} bytes")
 
         return SinkOptions(
             topic=path,
             conn=conn,
-            batch_max_messages=int_option(opts, "batchMaxMessages", 1000, 1, MAX_BATCH_MESSAGES,
-                                    " (the service takes at most 1000 messages per Publish request)"),
-            batch_max_bytes=int_option(opts, "batchMaxBytes", 4 << 20, 1, MAX_BATCH_BYTES,
-                                 " (a Publish request must stay under the 10 MB limit, with room for "
-                                 "overhead)"),
-            linger_ms=int_option(opts, "lingerMs", 5, 1, 60_000),
-            max_in_flight_bytes=int_option(opts, "maxInFlightBytes", 128 << 20, 1),
+            batch_max_messages=go_int_option(opts, "batchMaxMessages", "publisher_config", "max_batch_messages",
+                                             " (the service's limit of messages per Publish request)"),
+            batch_max_bytes=go_int_option(opts, "batchMaxBytes", "publisher_config", "max_batch_bytes",
+                                          " (a Publish request must stay under the 10 MB limit, with room for "
+                                          "overhead)"),
+            linger_ms=go_int_option(opts, "lingerMs", "publisher_config", "linger_ms"),
+            max_in_flight_bytes=go_int_option(opts, "maxInFlightBytes", "publisher_config", "max_in_flight_bytes"),
             enable_message_ordering=bool_option(opts, "enableMessageOrdering", False),
             id_attribute=id_attr,
             publish_timeout_ms=int_option(opts, "publishTimeoutMs", 600_000, 1),
-            retry_timeout_ms=int_option(opts, "retryTimeoutMs", 300_000, 1),
+            retry_timeout_ms=go_int_option(opts, "retryTimeoutMs", "publisher_config", "retry_timeout_ms"),
         )
 
     def publisher_config(self, id_prefix: str = "") -> PublisherConfig:

@@ -91,9 +91,9 @@ def publish_partition(opts: SinkOptions, batches: Iterator[pa.RecordBatch], part
     except DeadlineExceededError as e:
         raise type(e)(e.code, f"pubsub-go sink, {what}: not every message was acknowledged within "
                               f"publishTimeoutMs={opts.publish_timeout_ms}: {e.message}; "
-                              f"{AT_LEAST_ONCE}") from e
+                              f"{AT_LEAST_ONCE}", e.kind) from e
     except PubSubError as e:
-        raise type(e)(e.code, f"pubsub-go sink, {what}: {e.message}") from e
+        raise type(e)(e.code, f"pubsub-go sink, {what}: {e.message}", e.kind) from e
     return PublishCommitMessage(
         partition_id=partition_id,
         messages=int(stats.get("published", 0)),
@@ -119,7 +119,7 @@ def _publish_all(opts: SinkOptions, batches: Iterator[pa.RecordBatch], id_prefix
                 pub.publish(batch)
             except InvalidArgumentError as e:  # a bad row: Go numbers rows within the Arrow batch
                 raise InvalidArgumentError(e.code, f"{e.message} (the Arrow batch starts at row {first_row} "
-                                                   "of this task)") from e
+                                                   "of this task)", e.kind) from e
             first_row += batch.num_rows
         return pub.flush(opts.publish_timeout_ms) if pub is not None else {}
     finally:

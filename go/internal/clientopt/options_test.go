@@ -1,49 +1,11 @@
-package conn
+package clientopt
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
-
-func TestCodeSeesThroughWrapping(t *testing.T) {
-	cases := []struct {
-		err  error
-		want codes.Code
-	}{
-		{nil, codes.OK},
-		{status.Error(codes.NotFound, "x"), codes.NotFound},
-		{fmt.Errorf("open: %w", status.Error(codes.PermissionDenied, "x")), codes.PermissionDenied},
-		{context.DeadlineExceeded, codes.DeadlineExceeded},
-		{fmt.Errorf("wait: %w", context.Canceled), codes.Canceled},
-		{errors.New("plain"), codes.Unknown},
-	}
-	for _, c := range cases {
-		if got := Code(c.err); got != c.want {
-			t.Errorf("Code(%v) = %v, want %v", c.err, got, c.want)
-		}
-	}
-}
-
-func TestRetryableSplitsTransientFromDefinitive(t *testing.T) {
-	for _, c := range []codes.Code{codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Aborted, codes.Internal} {
-		if !Retryable(status.Error(c, "x")) {
-			t.Errorf("%v should be retryable", c)
-		}
-	}
-	for _, c := range []codes.Code{codes.PermissionDenied, codes.NotFound, codes.InvalidArgument, codes.FailedPrecondition, codes.Unauthenticated} {
-		if Retryable(status.Error(c, "x")) {
-			t.Errorf("%v must not be retried", c)
-		}
-	}
-}
 
 func TestValidateNamesTheProblem(t *testing.T) {
 	t.Setenv("PUBSUB_EMULATOR_HOST", "")

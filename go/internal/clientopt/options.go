@@ -1,20 +1,17 @@
-// Package conn turns the connection part of a user config (endpoint,
+// Package clientopt turns the connection part of a user config (endpoint,
 // emulator, credentials) into client options shared by the subscriber,
-// the publisher and the admin helper, and classifies gRPC errors.
-package conn
+// the publisher and the admin helper. Status codes, retry and backoff are
+// in package rpc.
+package clientopt
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 )
 
 // Options says where Pub/Sub is and how to authenticate.
@@ -109,39 +106,30 @@ func (o Options) ClientOptions() []option.ClientOption {
 	return append(opts, o.credentialOptions()...)
 }
 
-// Code is the gRPC code of err (codes.OK for nil, codes.Unknown for a
-// non-status error, DeadlineExceeded/Canceled for context errors).
-func Code(err error) codes.Code {
-	if err == nil {
-		return codes.OK
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return codes.DeadlineExceeded
-	}
-	if errors.Is(err, context.Canceled) {
-		return codes.Canceled
-	}
-	var coded interface{ GRPCStatus() *status.Status }
-	if errors.As(err, &coded) {
-		return coded.GRPCStatus().Code()
-	}
-	if s, ok := status.FromError(err); ok {
-		return s.Code()
-	}
-	return codes.Unknown
+// Limit is the default and the range of one numeric config field (0 means
+// the default). Max 0: no upper bound. The subscriber and the publisher
+// keep a table of them by JSON key, the one place they are written;
+// cmd/contract hands them to Python.
+type Limit struct {
+	Default, Min, Max int64
 }
 
-// Retryable reports whether err is transient: worth retrying with backoff.
-func Retryable(err error) bool {
-	switch Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted,
-		codes.Aborted, codes.Internal, codes.Unknown:
-		return true
+// ApplyLimit replaces a 0 in *v with the default of key in limits and
+// checks the range; the error names the key. A key missing from limits is
+// a bug.
+func ApplyLimit[T int | int64](limits map[string]Limit, key string, v *T) error {
+	l, ok := limits[key]
+	if !ok {
+		panic("no limit for config key " + key)
 	}
-	return false
-}
-
-// Errorf wraps err with context while keeping its gRPC code visible to Code.
-func Errorf(code codes.Code, format string, args ...any) error {
-	return status.Error(code, fmt.Sprintf(format, args...))
+	if *v == 0 {
+		*v = T(l.Default)
+	}
+	switch {
+	case l.Max == 0 && int64(*v) < l.Min:
+		return fmt.Errorf("%s = %d is out of range: must be at least %d (0 or absent means the default %d)", key, *v, l.Min, l.Default)
+	case l.Max != 0 && (int64(*v) < l.Min || int64(*v) > l.Max):
+		return fmt.Errorf("%s = %d is out of range: must be between %d and %d (0 or absent means the default %d)", key, *v, l.Min, l.Max, l.Default)
+	}
+	return nil
 }

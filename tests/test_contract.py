@@ -1,0 +1,153 @@
+"""The contract between Python and the Go library (python/pubsub_go/_contract.json,
+generated from Go by `go run ./go/cmd/contract`; go/cmd/contract's
+TestContractIsCurrent fails while it is stale): the Python configs mirror
+the Go structs field for field, every error kind maps to an exception, the
+Spark options take the library's defaults and ranges from it, and the raw
+schema and decode error column agree."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+import typing
+
+import pyarrow as pa
+import pytest
+
+import pubsub_go
+from pubsub_go import client, contract, errors
+
+# Python type of each contract type name.
+_TYPES = {"str": str, "int": int, "bool": bool, "dict": dict, "DecoderConfig": client.DecoderConfig}
+
+
+@pytest.mark.parametrize("cls,struct", [
+    (client.SubscriberConfig, "subscriber_config"),
+    (client.DecoderConfig, "decoder_config"),
+    (client.PublisherConfig, "publisher_config"),
+])
+def test_config_dataclass_mirrors_the_go_struct(cls, struct):
+    go = {f.name: f.type for f in contract.fields(struct)}
+    hints = typing.get_type_hints(cls, vars(client))
+    py = [f.name for f in dataclasses.fields(cls)]
+    assert sorted(set(py) - set(go)) == [], f"{cls.__name__} has fields Go's {struct} lacks"
+    assert sorted(set(go) - set(py)) == [], f"Go's {struct} has fields {cls.__name__} lacks"
+    for name, typ in go.items():
+        want = _TYPES[typ]
+        allowed = set(typing.get_args(hints[name])) | {hints[name]}
+        assert any(a is want or typing.get_origin(a) is want for a in allowed), \
+            f"{cls.__name__}.{name} is {hints[name]}, Go's is {typ}"
+
+
+@pytest.mark.parametrize("cls", [client.SubscriberConfig, client.DecoderConfig, client.PublisherConfig])
+def test_python_restates_no_library_default(cls):
+    """Numeric fields default to 0: the library applies its own default."""
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING and isinstance(f.default, int) and not isinstance(f.default, bool):
+            assert f.default == 0, f"{cls.__name__}.{f.name} restates a default ({f.default})"
+
+
+def test_every_error_kind_has_an_exception_class():
+    kinds = contract.error_kinds()
+    assert sorted(set(kinds) - set(errors.BY_KIND)) == [], "kinds the library returns that Python does not map"
+    assert sorted(set(errors.BY_KIND) - set(kinds)) == [], "kinds Python maps that the library never returns"
+    for cls in set(errors.BY_KIND.values()):
+        assert errors.BY_KIND[cls.kind] is cls, f"{cls.__name__}.kind {cls.kind!r} maps to another class"
+
+
+def test_code_names_come_from_go():
+    names = contract.code_names()
+    assert names[5] == "NOT_FOUND" and names[14] == "UNAVAILABLE" and len(names) == 17
+    assert errors.NotFoundError(5, "x").code_name == "NOT_FOUND"
+
+
+def test_raw_schema_and_error_column_equal_pythons():
+    from pubsub_go.schema import DECODE_ERROR_COLUMN, RAW_SCHEMA
+    from pubsub_go.spark.read.schema_plan import RAW_SPARK_SCHEMA
+
+    go = pa.ipc.read_schema(pa.py_buffer(contract.raw_schema_ipc()))
+    assert [(f.name, f.type, f.nullable) for f in go] == [(f.name, f.type, f.nullable) for f in RAW_SCHEMA]
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    assert from_arrow_schema(go) == RAW_SPARK_SCHEMA
+    assert contract.decode_error_column() == DECODE_ERROR_COLUMN
+
+
+def test_source_options_take_the_library_defaults_and_ranges():
+    from pubsub_go.spark.read.options import OptionError, SourceOptions
+
+    base = {"subscriptionId": "projects/p/subscriptions/s", "emulatorHost": "127.0.0.1:1",
+            "batchLogLocation": "/tmp/pubsub-go-contract-test"}
+    o = SourceOptions.parse(base)
+    sub = "subscriber_config"
+    assert o.max_bytes_per_partition == contract.limit(sub, "max_outstanding_bytes").default
+    assert o.streams_per_partition == contract.limit(sub, "streams").default
+    assert o.batch_size == contract.limit(sub, "batch_size").default
+    assert o.max_wait_ms == contract.limit(sub, "max_wait_ms").default
+    assert o.ack_deadline_seconds == contract.limit(sub, "ack_deadline_seconds").min
+    top = contract.limit(sub, "streams").max
+    assert SourceOptions.parse({**base, "streamsPerPartition": str(top)}).streams_per_partition == top
+    with pytest.raises(OptionError, match=f"streamsPerPartition={top + 1} is out of range"):
+        SourceOptions.parse({**base, "streamsPerPartition": str(top + 1)})
+    dec = SourceOptions.parse({**base, "format": "json"}).decode
+    assert dec is not None and dec.timeout_ms == contract.limit("decoder_config", "timeout_ms").default
+
+
+def test_sink_options_take_the_library_defaults_and_ranges():
+    from pubsub_go.spark.write.options import OptionError, SinkOptions
+
+    base = {"topicId": "projects/p/topics/t", "emulatorHost": "127.0.0.1:1"}
+    o = SinkOptions.parse(base)
+    pub = "publisher_config"
+    assert o.batch_max_messages == contract.limit(pub, "max_batch_messages").default
+    assert o.batch_max_bytes == contract.limit(pub, "max_batch_bytes").default
+    assert o.max_in_flight_bytes == contract.limit(pub, "max_in_flight_bytes").default
+    assert o.retry_timeout_ms == contract.limit(pub, "retry_timeout_ms").default
+    top = contract.limit(pub, "max_batch_messages").max
+    with pytest.raises(OptionError, match=f"batchMaxMessages={top + 1} is out of range"):
+        SinkOptions.parse({**base, "batchMaxMessages": str(top + 1)})
+
+
+def test_reading_the_contract_does_not_load_the_library():
+    code = ("import pubsub_go._native as n\n"
+            "from pubsub_go.spark.read.options import SourceOptions\n"
+            "from pubsub_go.spark.write.options import SinkOptions\n"
+            "SourceOptions.parse({'subscriptionId': 'projects/p/subscriptions/s', 'emulatorHost': '127.0.0.1:1',"
+            " 'batchLogLocation': '/tmp/x', 'format': 'json'})\n"
+            "SinkOptions.parse({'topicId': 'projects/p/topics/t', 'emulatorHost': '127.0.0.1:1'})\n"
+            "assert not n.is_loaded()\n"
+            "assert 'libpubsubgo' not in open('/proc/self/maps').read()\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_errors_cross_as_code_and_kind(emulator):
+    """The exception follows the kind the library returned, not the text."""
+    with pytest.raises(pubsub_go.NotFoundError) as e:
+        client.Subscriber(subscription="projects/p/subscriptions/no-such-sub", emulator_host=emulator.host_port)
+    assert (e.value.code, e.value.kind, e.value.code_name) == (5, "not_found", "NOT_FOUND")
+    # A handle the library does not know: FAILED_PRECONDITION of kind "closed".
+    from pubsub_go import _native
+
+    out = _native.ffi().new("struct PgSubscriberStats*")
+    with pytest.raises(errors.ClosedError) as c:
+        _native.call("pg_subscriber_stats", 987654321, out)
+    assert (c.value.code, c.value.kind) == (9, "closed")
+    assert c.value.message.startswith("FAILED_PRECONDITION: ") and c.value.message.count("FAILED_PRECONDITION") == 1
+
+
+def test_publish_error_names_its_code_once(emulator):
+    with pytest.raises(pubsub_go.NotFoundError) as e:
+        client.Publisher(topic="projects/p/topics/no-such-topic", emulator_host=emulator.host_port)
+    assert e.value.message.count("NOT_FOUND") == 1, e.value.message
+
+
+def test_stats_cross_as_the_c_struct(emulator, google):
+    _, sub_path = google.topic()
+    with client.Subscriber(subscription=sub_path, emulator_host=emulator.host_port) as sub:
+        stats = sub.stats()
+    from pubsub_go import _native
+
+    names = [n for n, _ in _native.ffi().typeof("struct PgSubscriberStats").fields]
+    assert list(stats) == names and all(isinstance(v, int) for v in stats.values())
+    assert {"pulled", "held", "quiet_ms", "ack_rejected"} <= set(stats)
