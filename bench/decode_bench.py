@@ -14,7 +14,8 @@ benchmarks' batch, into the same five columns):
 
 The example user decoder (VPC flow log lines, 1000 per batch) per guest
 SDK: Go (ABI 1) and C (ABI 2, built with zig's clang), each in wazero
-(sandbox on), in wasmtime and compiled natively (gcc -O2 for C).
+(sandbox on), in wasmtime and compiled natively (for C: the same zig cc
+and flags as the .wasm build, wasm-decoders/build-c.sh --native).
 
 Writes bench/decode_results.md.
 
@@ -116,9 +117,10 @@ def vpcflow_modules(tmp: Path) -> dict[str, Path]:
 def vpcflow_c_native(tmp: Path, seconds: float) -> float:
     src = ROOT / "wasm-decoders"
     exe = tmp / "vpcflow_bench"
-    subprocess.run(["gcc", "-O2", "-I", str(src / "sdk-c"), str(src / "sdk-c" / "pgdecoder.c"),
+    # The same compiler and flags as the .wasm build (build-c.sh --native).
+    subprocess.run(["bash", str(src / "build-c.sh"), "--native", str(exe),
                     str(src / "examples" / "vpcflow-c" / "vpcflow.c"),
-                    str(src / "examples" / "vpcflow-c" / "bench_native.c"), "-o", str(exe)], check=True)
+                    str(src / "examples" / "vpcflow-c" / "bench_native.c")], env=zig_env(), check=True)
     out = subprocess.run([str(exe), str(seconds)], capture_output=True, text=True, check=True).stdout
     return float(out.split()[0])
 
@@ -275,7 +277,7 @@ def main() -> None:
     go_native, c_wazero = native.get("BenchmarkVpcflowNative"), go.get("BenchmarkVpcflowCWasm")
     vrows = [
         ("Go (ABI 1: IPC)", go.get("BenchmarkVpcflowGoWasm"), vpc_py.get("go"), go_native),
-        ("C (ABI 2: buffer layout; zig cc -O2 / gcc -O2)", c_wazero, vpc_py.get("c"), c_native),
+        ("C (ABI 2: buffer layout; zig cc -O2 -flto, both builds)", c_wazero, vpc_py.get("c"), c_native),
     ]
     sizes = (sum(len(json_payload(i)) for i in range(ROWS)), sum(len(avro_payload(i)) for i in range(ROWS)),
              sum(len(vpc_line(i)) for i in range(ROWS)))

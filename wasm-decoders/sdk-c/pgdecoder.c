@@ -245,11 +245,15 @@ int pg_parse_i64(const uint8_t *p, uint32_t n, int64_t *out_v) {
     i = 1;
   }
   if (i == n) return 1;
-  uint64_t v = 0, limit = neg ? (uint64_t)1 << 63 : ((uint64_t)1 << 63) - 1;
+  /* v * 10 + d <= limit, checked without a division per digit: wasm32
+   * has no 64-bit multiply-high, so a 64-bit division by a constant stays
+   * an i64.div_u there (natively it becomes a multiply). */
+  const uint64_t cut = 922337203685477580u; /* limit / 10 for both signs */
+  uint64_t v = 0, last = neg ? 8 : 7;       /* limit % 10 */
   for (; i < n; i++) {
     if (p[i] < '0' || p[i] > '9') return 1;
     uint64_t d = (uint64_t)(p[i] - '0');
-    if (v > (limit - d) / 10) return 1;
+    if (v > cut || (v == cut && d > last)) return 1;
     v = v * 10 + d;
   }
   *out_v = neg ? (int64_t)(0 - v) : (int64_t)v;
