@@ -106,11 +106,9 @@ def timed(fn, size: int, seconds: float) -> float:
 
 def vpcflow_modules(tmp: Path) -> dict[str, Path]:
     go_wasm, c_wasm = tmp / "vpcflow.wasm", tmp / "vpcflow_c.wasm"
-    subprocess.run(["go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", str(go_wasm),
-                    "./examples/vpcflow"], cwd=ROOT / "wasm-decoders", env=dict(os.environ, GOOS="wasip1",
-                                                                                  GOARCH="wasm"), check=True)
-    subprocess.run(["bash", str(ROOT / "wasm-decoders" / "build-c.sh"), str(c_wasm),
-                    str(ROOT / "wasm-decoders" / "examples" / "vpcflow-c" / "vpcflow.c")], env=zig_env(), check=True)
+    for out, src in ((go_wasm, "examples/vpcflow"), (c_wasm, "examples/vpcflow-c/vpcflow.c")):
+        subprocess.run(["bash", str(ROOT / "wasm-decoders" / "build-guest.sh"), str(out), src],
+                       env=zig_env(), check=True)
     return {"go": go_wasm, "c": c_wasm}
 
 

@@ -12,7 +12,7 @@ import (
 	"github.com/pubsub-go/pubsub-go/wasm-decoders/sdk"
 )
 
-// Semantics are covered end to end by tests/decoders/vectors (payloads
+// Semantics are covered end to end by testdata/decoders/vectors (payloads
 // written by fastavro) through both hosts; these tests pin schema
 // handling and the decoder's safety properties.
 

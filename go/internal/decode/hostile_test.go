@@ -199,7 +199,7 @@ func btoi(b bool) int {
 // the loop counter travels with calls and returns, so the time limit
 // stops it in time.
 func TestRunawayLoopAcrossCallsHitsTimeLimit(t *testing.T) {
-	d, err := NewDecoder(context.Background(), Spec{WasmPath: buildC(t, "internal/testguests/spin/spin.c", false),
+	d, err := NewDecoder(context.Background(), Spec{WasmPath: guestModule(t, "internal/testguests/spin/spin.c"),
 		Format: "spin", Timeout: 200 * time.Millisecond, MaxInstances: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
