@@ -29,6 +29,7 @@ import json
 import os
 import platform
 import re
+import statistics
 import struct
 import subprocess
 import sys
@@ -121,6 +122,28 @@ def vpcflow_c_native(tmp: Path, seconds: float) -> float:
                     str(src / "examples" / "vpcflow-c" / "bench_native.c")], env=zig_env(), check=True)
     out = subprocess.run([str(exe), str(seconds)], capture_output=True, text=True, check=True).stdout
     return float(out.split()[0])
+
+
+def vpcflow_c_side_by_side(tmp: Path, rounds: int, seconds: float) -> dict[str, list[float]]:
+    """The C example in wazero (loop counter, WithCloseOnContextDone, no time
+    limit) and natively, in turn, rounds times: MB/s per round of each."""
+    exe, test = tmp / "vpcflow_bench", tmp / "decode.test"
+    src = ROOT / "wasm-decoders"
+    subprocess.run(["bash", str(src / "build-c.sh"), "--native", str(exe),
+                    str(src / "examples" / "vpcflow-c" / "vpcflow.c"),
+                    str(src / "examples" / "vpcflow-c" / "bench_native.c")], env=zig_env(), check=True)
+    pkg = ROOT / "go" / "internal" / "decode"
+    subprocess.run(["go", "test", "-c", "-o", str(test), "."], cwd=pkg, check=True)
+    res: dict[str, list[float]] = {}
+    for _ in range(rounds):
+        out = subprocess.run([str(test), "-test.run", "^$", "-test.bench", "^BenchmarkVpcflowCWasm",
+                              "-test.benchtime", f"{seconds}s", "-test.cpu", "1"], cwd=pkg, env=zig_env(),
+                             capture_output=True, text=True, check=True, timeout=600).stdout
+        for m in re.finditer(r"^(Benchmark\w+)\s+\d+\s+([\d.]+) ns/op\s+([\d.]+) MB/s", out, re.M):
+            res.setdefault(m.group(1), []).append(float(m.group(3)))
+        nat = subprocess.run([str(exe), str(seconds)], capture_output=True, text=True, check=True).stdout
+        res.setdefault("native", []).append(float(nat.split()[0]))
+    return res
 
 
 def vpcflow_wasmtime(modules: dict[str, Path], seconds: float) -> dict[str, float]:
@@ -221,6 +244,7 @@ def main() -> None:
     ap.add_argument("--no-spark", action="store_true")
     ap.add_argument("--no-spark-avro", action="store_true", help="skip from_avro (needs spark-avro from Maven)")
     ap.add_argument("--no-e2e", action="store_true", help="skip Spark end to end (bench/spark_decode_e2e.py)")
+    ap.add_argument("--rounds", type=int, default=5, help="side-by-side rounds of the C example")
     ap.add_argument("--out", default=str(ROOT / "bench" / "decode_results.md"))
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="decode-bench-"))
@@ -233,6 +257,8 @@ def main() -> None:
                       args.seconds)
     print("C example natively...", flush=True)
     c_native = vpcflow_c_native(tmp, args.seconds)
+    print(f"C example side by side ({args.rounds} rounds)...", flush=True)
+    sbs = vpcflow_c_side_by_side(tmp, args.rounds, args.seconds / 2)
     print("pubsub_go.decode...", flush=True)
     api = native_api(args.seconds)
     print("Python host (wasmtime)...", flush=True)
@@ -249,6 +275,13 @@ def main() -> None:
         import spark_decode_e2e
 
         e2e = spark_decode_e2e.run()
+
+    def per_round(a: list[float], b: list[float]) -> list[float]:
+        return [x / y for x, y in zip(a, b, strict=True)]
+
+    def spread(v: list[float], pct: bool = False) -> str:
+        f = (lambda x: f"{100 * x:.0f} %") if pct else (lambda x: f"{x:.1f}")
+        return f"{f(statistics.median(v))} ({f(min(v))}–{f(max(v))})"
 
     def fmt(v: float | None) -> str:
         return "–" if v is None else f"{v:.1f}"
@@ -303,6 +336,18 @@ def main() -> None:
         f"The time limit's cost in wazero (C example): {fmt(c_wazero)} MB/s with the loop counter, "
         f"{fmt(go.get('BenchmarkVpcflowCWasmNoTimeLimit'))} MB/s with no time limit at all.",
         "",
+        f"### The C example in wazero and natively, side by side ({args.rounds} rounds, each mode in turn)",
+        "",
+        "Per-round MB/s and per-round ratio to the native build of the same round: median (min–max).",
+        "",
+        "| build | MB/s | ÷ native |",
+        "| --- | ---: | ---: |",
+        *(f"| {label} | {spread(sbs[k])} | {spread(per_round(sbs[k], sbs['native']), pct=True)} |"
+          for k, label in (("BenchmarkVpcflowCWasm", "wazero, time limit by loop counter (production)"),
+                           ("BenchmarkVpcflowCWasmCloseOnDone", "wazero, time limit by WithCloseOnContextDone"),
+                           ("BenchmarkVpcflowCWasmNoTimeLimit", "wazero, no time limit"),
+                           ("native", "native (build-c.sh --native)")) if k in sbs),
+        "",
         "wazero and wasmtime figures include the host's work (input copy, output conversion into Arrow",
         "arrays); native ones are the guest code alone. Compilation is cached and not included.",
         "",
@@ -310,9 +355,13 @@ def main() -> None:
         "",
         "bench/loadserver `--payload-json` → `pubsub-go` source (2 partitions, tuned options) → noop sink, local[2].",
         "",
-        "| mode | rows/s | schema mode ÷ this |",
-        "| --- | ---: | ---: |",
-        *(f"| {m} | {e2e[m]:,.0f} | {ratio(e2e.get('schema mode'), e2e[m])} |" for m in e2e),
+        f"Each mode measured once per round, the three side by side, {len(next(iter(e2e.values()), []))} rounds;"
+        " median (min–max).",
+        "",
+        "| figure | median | min | max |",
+        "| --- | ---: | ---: | ---: |",
+        *(f"| {k} | {med:,.2f} | {lo:,.2f} | {hi:,.2f} |"
+          for k, (med, lo, hi) in (spark_decode_e2e.summary(e2e).items() if e2e else [])),
         "",
     ]
     text = "\n".join(lines)

@@ -137,3 +137,11 @@ func BenchmarkVpcflowCWasmNoTimeLimit(b *testing.B) {
 	defer func() { noTimeLimitForBench = false }()
 	benchDecode(b, Spec{WasmPath: guestModule(b, "examples/vpcflow-c/vpcflow.c"), MemoryLimitMB: 254}, vpcLine)
 }
+
+// The C example with the time limit enforced by WithCloseOnContextDone
+// instead of the loop counter.
+func BenchmarkVpcflowCWasmCloseOnDone(b *testing.B) {
+	closeOnDoneForTests = true
+	defer func() { closeOnDoneForTests = false }()
+	benchDecode(b, Spec{WasmPath: guestModule(b, "examples/vpcflow-c/vpcflow.c"), MemoryLimitMB: 253}, vpcLine)
+}
