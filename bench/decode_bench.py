@@ -46,6 +46,9 @@ AVRO_SCHEMA = {"type": "record", "name": "E", "fields": [
     {"name": "at", "type": {"type": "long", "logicalType": "timestamp-micros"}}]}
 
 
+NOTES = "<!-- notes below: kept by bench/decode_bench.py -->"
+
+
 def json_payload(i: int) -> bytes:  # = benchJSON in go/internal/decode/bench_test.go
     return (f'{{"id": {i}, "name": "user-{i}", "tags": ["alpha", "beta", "gamma"], "score": {i}.25, '
             f'"at": "2024-05-06T07:08:{i % 60:02d}.123456Z", "extra": {{"ignored": [1, 2, 3]}}}}').encode()
@@ -365,7 +368,11 @@ def main() -> None:
         "",
     ]
     text = "\n".join(lines)
-    Path(args.out).write_text(text)
+    # The notes after NOTES (written by hand: what was tried and why) stay.
+    out = Path(args.out)
+    if out.exists() and NOTES in out.read_text():
+        text += "\n" + NOTES + out.read_text().split(NOTES, 1)[1]
+    out.write_text(text)
     print(text)
 
 

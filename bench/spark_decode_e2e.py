@@ -8,7 +8,7 @@ so that load from other work on a shared machine falls on all of them; the
 figures are medians over the rounds, with their spread, and the ratios are
 taken per round. Run by bench/decode_bench.py, or alone:
 
-    python bench/spark_decode_e2e.py [--rounds 3] [--warmup 6] [--window 10]
+    python bench/spark_decode_e2e.py [--rounds 3] [--warmup 6] [--window 10] [--batch-size 1000]
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ DDL = "id BIGINT, name STRING, score DOUBLE, ok BOOLEAN, at TIMESTAMP"  # = json
 MODES = ("raw", "schema mode", "raw + from_json")
 
 
-def reader(spark, mode: str, host: str, sub: str, batchlog: str):
+def reader(spark, mode: str, host: str, sub: str, batchlog: str, batch_size: int):
     r = (spark.readStream.format("pubsub-go").option("subscriptionId", sub).option("emulatorHost", host)
-         .option("numPartitions", "2").option("batchLogLocation", batchlog))
+         .option("numPartitions", "2").option("batchLogLocation", batchlog).option("batchSize", str(batch_size)))
     for k, v in TUNED.items():
         r = r.option(k, v)
     if mode == "schema mode":
@@ -44,8 +44,10 @@ def reader(spark, mode: str, host: str, sub: str, batchlog: str):
     return df
 
 
-def run(warmup: float = 6.0, window: float = 10.0, size: int = 1024, rounds: int = 3) -> dict[str, list[float]]:
-    """Rows/s per mode, one figure per round."""
+def run(warmup: float = 6.0, window: float = 10.0, size: int = 1024, rounds: int = 3,
+        batch_size: int = 1000) -> dict[str, list[float]]:
+    """Rows/s per mode, one figure per round; batch_size: the source's
+    batchSize (rows per pull and per Arrow batch), the same in every mode."""
     build = Build.make()
     spark = session(build)
     spark.conf.set("spark.sql.session.timeZone", "UTC")
@@ -58,7 +60,8 @@ def run(warmup: float = 6.0, window: float = 10.0, size: int = 1024, rounds: int
         for r in range(rounds):
             for mode in MODES:
                 batchlog = tempfile.mkdtemp(prefix="batchlog-", dir=scratch)
-                m = measure(reader(spark, mode, server.host, subs[mode], batchlog), scratch, warmup, window)
+                m = measure(reader(spark, mode, server.host, subs[mode], batchlog, batch_size), scratch, warmup,
+                            window)
                 out[mode].append(m["rows_per_sec"])
                 print(f"round {r + 1}, {mode}: {m['rows_per_sec']:,.0f} rows/s over {m['batches']} micro-batches",
                       flush=True)
@@ -85,8 +88,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--warmup", type=float, default=6.0)
     ap.add_argument("--window", type=float, default=10.0)
+    ap.add_argument("--batch-size", type=int, default=1000, help="the source's batchSize, in every mode")
     args = ap.parse_args()
-    for k, (med, lo, hi) in summary(run(args.warmup, args.window, rounds=args.rounds)).items():
+    res = run(args.warmup, args.window, rounds=args.rounds, batch_size=args.batch_size)
+    for k, (med, lo, hi) in summary(res).items():
         print(f"{k}: median {med:,.2f} (min {lo:,.2f}, max {hi:,.2f})")
 
 
