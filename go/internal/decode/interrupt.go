@@ -430,11 +430,13 @@ func (rw *rewriter) expr(r *reader, out []byte, body, one bool) ([]byte, error) 
 				store = rw.depth < 0
 			}
 		case op == 0x0c || op == 0x0d: // br, br_if: to the body's label is a return
-			store = body && int(r.u32()) == rw.depth
+			label := r.u32()
+			store = body && int(label) == rw.depth
 		case op == 0x0e: // br_table
 			n := r.u32()
 			for j := uint32(0); j <= n && r.err == nil; j++ {
-				store = store || (body && int(r.u32()) == rw.depth)
+				label := r.u32()
+				store = store || (body && int(label) == rw.depth)
 			}
 		case op == 0x0f: // return
 			store = body
