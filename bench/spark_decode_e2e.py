@@ -8,7 +8,7 @@ so that load from other work on a shared machine falls on all of them; the
 figures are medians over the rounds, with their spread, and the ratios are
 taken per round. Run by bench/decode_bench.py, or alone:
 
-    python bench/spark_decode_e2e.py [--rounds 3] [--warmup 6] [--window 10] [--batch-size 1000]
+    python bench/spark_decode_e2e.py [--rounds 3] [--warmup 6] [--window 10] [--batch-size 1000 [10000 ...]]
 """
 
 from __future__ import annotations
@@ -44,27 +44,32 @@ def reader(spark, mode: str, host: str, sub: str, batchlog: str, batch_size: int
     return df
 
 
+def key(mode: str, batch_size: int, batch_sizes: list[int]) -> str:
+    return mode if len(batch_sizes) == 1 else f"{mode}, batchSize {batch_size}"
+
+
 def run(warmup: float = 6.0, window: float = 10.0, size: int = 1024, rounds: int = 3,
-        batch_size: int = 1000) -> dict[str, list[float]]:
-    """Rows/s per mode, one figure per round; batch_size: the source's
-    batchSize (rows per pull and per Arrow batch), the same in every mode."""
+        batch_sizes: list[int] | None = None) -> dict[str, list[float]]:
+    """Rows/s per mode (and per batch size, the source's batchSize: rows per
+    pull and per Arrow batch, the same in every mode), one figure per round."""
+    sizes = batch_sizes or [1000]
     build = Build.make()
     spark = session(build)
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     scratch = tempfile.mkdtemp(prefix="decode-e2e-")
     server = LoadServer(build, size, 2, "--payload-json")
-    out: dict[str, list[float]] = {m: [] for m in MODES}
+    out: dict[str, list[float]] = {key(m, b, sizes): [] for b in sizes for m in MODES}
     try:
         subs = {m: f"projects/bench/subscriptions/decode-{i}" for i, m in enumerate(MODES)}
         create(build, server, "projects/bench/topics/decode", list(subs.values()))
         for r in range(rounds):
-            for mode in MODES:
-                batchlog = tempfile.mkdtemp(prefix="batchlog-", dir=scratch)
-                m = measure(reader(spark, mode, server.host, subs[mode], batchlog, batch_size), scratch, warmup,
-                            window)
-                out[mode].append(m["rows_per_sec"])
-                print(f"round {r + 1}, {mode}: {m['rows_per_sec']:,.0f} rows/s over {m['batches']} micro-batches",
-                      flush=True)
+            for b in sizes:
+                for mode in MODES:
+                    batchlog = tempfile.mkdtemp(prefix="batchlog-", dir=scratch)
+                    m = measure(reader(spark, mode, server.host, subs[mode], batchlog, b), scratch, warmup, window)
+                    out[key(mode, b, sizes)].append(m["rows_per_sec"])
+                    print(f"round {r + 1}, {key(mode, b, sizes)}: {m['rows_per_sec']:,.0f} rows/s over "
+                          f"{m['batches']} micro-batches", flush=True)
     finally:
         server.stop()
         spark.stop()
@@ -74,12 +79,17 @@ def run(warmup: float = 6.0, window: float = 10.0, size: int = 1024, rounds: int
 
 
 def summary(res: dict[str, list[float]]) -> dict[str, tuple[float, float, float]]:
-    """Median, min and max of each mode's rows/s and of the per-round ratios
-    "schema mode / raw" and "schema mode / raw + from_json"."""
+    """Median, min and max of each figure's rows/s and of the per-round
+    ratios "schema mode / raw" and "schema mode / raw + from_json" (per
+    batch size)."""
     series = dict(res)
-    raw, schema, fj = (res[m] for m in MODES)
-    series["schema mode / raw"] = [s / r for s, r in zip(schema, raw, strict=True)]
-    series["schema mode / (raw + from_json)"] = [s / f for s, f in zip(schema, fj, strict=True)]
+    for k in res:
+        if not k.startswith("schema mode"):
+            continue
+        suffix = k[len("schema mode"):]
+        raw, fj = res["raw" + suffix], res["raw + from_json" + suffix]
+        series[f"schema mode / raw{suffix}"] = [s / r for s, r in zip(res[k], raw, strict=True)]
+        series[f"schema mode / (raw + from_json){suffix}"] = [s / f for s, f in zip(res[k], fj, strict=True)]
     return {k: (statistics.median(v), min(v), max(v)) for k, v in series.items()}
 
 
@@ -88,9 +98,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--warmup", type=float, default=6.0)
     ap.add_argument("--window", type=float, default=10.0)
-    ap.add_argument("--batch-size", type=int, default=1000, help="the source's batchSize, in every mode")
+    ap.add_argument("--batch-size", type=int, nargs="+", default=[1000],
+                    help="the source's batchSize, the same in every mode; several: each measured in every round")
     args = ap.parse_args()
-    res = run(args.warmup, args.window, rounds=args.rounds, batch_size=args.batch_size)
+    res = run(args.warmup, args.window, rounds=args.rounds, batch_sizes=args.batch_size)
     for k, (med, lo, hi) in summary(res).items():
         print(f"{k}: median {med:,.2f} (min {lo:,.2f}, max {hi:,.2f})")
 
