@@ -14,7 +14,8 @@ benchmarks' batch, into the same five columns):
 
 The example user decoder (VPC flow log lines, 1000 per batch) per guest
 SDK: Go (ABI 1) and C (ABI 2, built with zig's clang), each in wazero
-(sandbox on), in wasmtime and compiled natively (gcc -O2 for C).
+(sandbox on), in wasmtime and compiled natively (for C: the same zig cc
+and flags as the .wasm build, wasm-decoders/build-c.sh --native).
 
 Writes bench/decode_results.md.
 
@@ -28,6 +29,7 @@ import json
 import os
 import platform
 import re
+import statistics
 import struct
 import subprocess
 import sys
@@ -42,6 +44,9 @@ AVRO_SCHEMA = {"type": "record", "name": "E", "fields": [
     {"name": "id", "type": "long"}, {"name": "name", "type": "string"},
     {"name": "tags", "type": {"type": "array", "items": "string"}}, {"name": "score", "type": "double"},
     {"name": "at", "type": {"type": "long", "logicalType": "timestamp-micros"}}]}
+
+
+NOTES = "<!-- notes below: kept by bench/decode_bench.py -->"
 
 
 def json_payload(i: int) -> bytes:  # = benchJSON in go/internal/decode/bench_test.go
@@ -105,22 +110,43 @@ def timed(fn, size: int, seconds: float) -> float:
 
 def vpcflow_modules(tmp: Path) -> dict[str, Path]:
     go_wasm, c_wasm = tmp / "vpcflow.wasm", tmp / "vpcflow_c.wasm"
-    subprocess.run(["go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", str(go_wasm),
-                    "./examples/vpcflow"], cwd=ROOT / "wasm-decoders", env=dict(os.environ, GOOS="wasip1",
-                                                                                  GOARCH="wasm"), check=True)
-    subprocess.run(["bash", str(ROOT / "wasm-decoders" / "build-c.sh"), str(c_wasm),
-                    str(ROOT / "wasm-decoders" / "examples" / "vpcflow-c" / "vpcflow.c")], env=zig_env(), check=True)
+    for out, src in ((go_wasm, "examples/vpcflow"), (c_wasm, "examples/vpcflow-c/vpcflow.c")):
+        subprocess.run(["bash", str(ROOT / "wasm-decoders" / "build-guest.sh"), str(out), src],
+                       env=zig_env(), check=True)
     return {"go": go_wasm, "c": c_wasm}
 
 
 def vpcflow_c_native(tmp: Path, seconds: float) -> float:
     src = ROOT / "wasm-decoders"
     exe = tmp / "vpcflow_bench"
-    subprocess.run(["gcc", "-O2", "-I", str(src / "sdk-c"), str(src / "sdk-c" / "pgdecoder.c"),
+    # The same compiler and flags as the .wasm build (build-c.sh --native).
+    subprocess.run(["bash", str(src / "build-c.sh"), "--native", str(exe),
                     str(src / "examples" / "vpcflow-c" / "vpcflow.c"),
-                    str(src / "examples" / "vpcflow-c" / "bench_native.c"), "-o", str(exe)], check=True)
+                    str(src / "examples" / "vpcflow-c" / "bench_native.c")], env=zig_env(), check=True)
     out = subprocess.run([str(exe), str(seconds)], capture_output=True, text=True, check=True).stdout
     return float(out.split()[0])
+
+
+def vpcflow_c_side_by_side(tmp: Path, rounds: int, seconds: float) -> dict[str, list[float]]:
+    """The C example in wazero (loop counter, WithCloseOnContextDone, no time
+    limit) and natively, in turn, rounds times: MB/s per round of each."""
+    exe, test = tmp / "vpcflow_bench", tmp / "decode.test"
+    src = ROOT / "wasm-decoders"
+    subprocess.run(["bash", str(src / "build-c.sh"), "--native", str(exe),
+                    str(src / "examples" / "vpcflow-c" / "vpcflow.c"),
+                    str(src / "examples" / "vpcflow-c" / "bench_native.c")], env=zig_env(), check=True)
+    pkg = ROOT / "go" / "internal" / "decode"
+    subprocess.run(["go", "test", "-c", "-o", str(test), "."], cwd=pkg, check=True)
+    res: dict[str, list[float]] = {}
+    for _ in range(rounds):
+        out = subprocess.run([str(test), "-test.run", "^$", "-test.bench", "^BenchmarkVpcflowCWasm",
+                              "-test.benchtime", f"{seconds}s", "-test.cpu", "1"], cwd=pkg, env=zig_env(),
+                             capture_output=True, text=True, check=True, timeout=600).stdout
+        for m in re.finditer(r"^(Benchmark\w+)\s+\d+\s+([\d.]+) ns/op\s+([\d.]+) MB/s", out, re.M):
+            res.setdefault(m.group(1), []).append(float(m.group(3)))
+        nat = subprocess.run([str(exe), str(seconds)], capture_output=True, text=True, check=True).stdout
+        res.setdefault("native", []).append(float(nat.split()[0]))
+    return res
 
 
 def vpcflow_wasmtime(modules: dict[str, Path], seconds: float) -> dict[str, float]:
@@ -221,6 +247,7 @@ def main() -> None:
     ap.add_argument("--no-spark", action="store_true")
     ap.add_argument("--no-spark-avro", action="store_true", help="skip from_avro (needs spark-avro from Maven)")
     ap.add_argument("--no-e2e", action="store_true", help="skip Spark end to end (bench/spark_decode_e2e.py)")
+    ap.add_argument("--rounds", type=int, default=5, help="side-by-side rounds of the C example")
     ap.add_argument("--out", default=str(ROOT / "bench" / "decode_results.md"))
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="decode-bench-"))
@@ -233,6 +260,8 @@ def main() -> None:
                       args.seconds)
     print("C example natively...", flush=True)
     c_native = vpcflow_c_native(tmp, args.seconds)
+    print(f"C example side by side ({args.rounds} rounds)...", flush=True)
+    sbs = vpcflow_c_side_by_side(tmp, args.rounds, args.seconds / 2)
     print("pubsub_go.decode...", flush=True)
     api = native_api(args.seconds)
     print("Python host (wasmtime)...", flush=True)
@@ -249,6 +278,13 @@ def main() -> None:
         import spark_decode_e2e
 
         e2e = spark_decode_e2e.run()
+
+    def per_round(a: list[float], b: list[float]) -> list[float]:
+        return [x / y for x, y in zip(a, b, strict=True)]
+
+    def spread(v: list[float], pct: bool = False) -> str:
+        f = (lambda x: f"{100 * x:.0f} %") if pct else (lambda x: f"{x:.1f}")
+        return f"{f(statistics.median(v))} ({f(min(v))}–{f(max(v))})"
 
     def fmt(v: float | None) -> str:
         return "–" if v is None else f"{v:.1f}"
@@ -275,7 +311,7 @@ def main() -> None:
     go_native, c_wazero = native.get("BenchmarkVpcflowNative"), go.get("BenchmarkVpcflowCWasm")
     vrows = [
         ("Go (ABI 1: IPC)", go.get("BenchmarkVpcflowGoWasm"), vpc_py.get("go"), go_native),
-        ("C (ABI 2: buffer layout; zig cc -O2 / gcc -O2)", c_wazero, vpc_py.get("c"), c_native),
+        ("C (ABI 2: buffer layout; zig cc -O2 -flto, both builds)", c_wazero, vpc_py.get("c"), c_native),
     ]
     sizes = (sum(len(json_payload(i)) for i in range(ROWS)), sum(len(avro_payload(i)) for i in range(ROWS)),
              sum(len(vpc_line(i)) for i in range(ROWS)))
@@ -303,6 +339,18 @@ def main() -> None:
         f"The time limit's cost in wazero (C example): {fmt(c_wazero)} MB/s with the loop counter, "
         f"{fmt(go.get('BenchmarkVpcflowCWasmNoTimeLimit'))} MB/s with no time limit at all.",
         "",
+        f"### The C example in wazero and natively, side by side ({args.rounds} rounds, each mode in turn)",
+        "",
+        "Per-round MB/s and per-round ratio to the native build of the same round: median (min–max).",
+        "",
+        "| build | MB/s | ÷ native |",
+        "| --- | ---: | ---: |",
+        *(f"| {label} | {spread(sbs[k])} | {spread(per_round(sbs[k], sbs['native']), pct=True)} |"
+          for k, label in (("BenchmarkVpcflowCWasm", "wazero, time limit by loop counter (production)"),
+                           ("BenchmarkVpcflowCWasmCloseOnDone", "wazero, time limit by WithCloseOnContextDone"),
+                           ("BenchmarkVpcflowCWasmNoTimeLimit", "wazero, no time limit"),
+                           ("native", "native (build-c.sh --native)")) if k in sbs),
+        "",
         "wazero and wasmtime figures include the host's work (input copy, output conversion into Arrow",
         "arrays); native ones are the guest code alone. Compilation is cached and not included.",
         "",
@@ -310,13 +358,21 @@ def main() -> None:
         "",
         "bench/loadserver `--payload-json` → `pubsub-go` source (2 partitions, tuned options) → noop sink, local[2].",
         "",
-        "| mode | rows/s | schema mode ÷ this |",
-        "| --- | ---: | ---: |",
-        *(f"| {m} | {e2e[m]:,.0f} | {ratio(e2e.get('schema mode'), e2e[m])} |" for m in e2e),
+        f"Each mode measured once per round, the three side by side, {len(next(iter(e2e.values()), []))} rounds;"
+        " median (min–max).",
+        "",
+        "| figure | median | min | max |",
+        "| --- | ---: | ---: | ---: |",
+        *(f"| {k} | {med:,.2f} | {lo:,.2f} | {hi:,.2f} |"
+          for k, (med, lo, hi) in (spark_decode_e2e.summary(e2e).items() if e2e else [])),
         "",
     ]
     text = "\n".join(lines)
-    Path(args.out).write_text(text)
+    # The notes after NOTES (written by hand: what was tried and why) stay.
+    out = Path(args.out)
+    if out.exists() and NOTES in out.read_text():
+        text += "\n" + NOTES + out.read_text().split(NOTES, 1)[1]
+    out.write_text(text)
     print(text)
 
 

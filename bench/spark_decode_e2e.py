@@ -2,16 +2,20 @@
 bench/loadserver (--payload-json) into the noop sink, local[2]: the
 source's raw mode, schema mode (`format=json`: decoded natively in the Go
 data plane), and raw mode + Spark's from_json. Rows/s from the queries'
-progress (bench/harness/sparkrun.measure). Run by bench/decode_bench.py, or
-alone:
+progress (bench/harness/sparkrun.measure). The modes run side by side:
+each round measures all three in turn on the same Spark session and server,
+so that load from other work on a shared machine falls on all of them; the
+figures are medians over the rounds, with their spread, and the ratios are
+taken per round. Run by bench/decode_bench.py, or alone:
 
-    python bench/spark_decode_e2e.py [--warmup 6] [--window 10]
+    python bench/spark_decode_e2e.py [--rounds 3] [--warmup 6] [--window 10] [--batch-size 1000 [10000 ...]]
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -27,9 +31,9 @@ DDL = "id BIGINT, name STRING, score DOUBLE, ok BOOLEAN, at TIMESTAMP"  # = json
 MODES = ("raw", "schema mode", "raw + from_json")
 
 
-def reader(spark, mode: str, host: str, sub: str, batchlog: str):
+def reader(spark, mode: str, host: str, sub: str, batchlog: str, batch_size: int):
     r = (spark.readStream.format("pubsub-go").option("subscriptionId", sub).option("emulatorHost", host)
-         .option("numPartitions", "2").option("batchLogLocation", batchlog))
+         .option("numPartitions", "2").option("batchLogLocation", batchlog).option("batchSize", str(batch_size)))
     for k, v in TUNED.items():
         r = r.option(k, v)
     if mode == "schema mode":
@@ -40,22 +44,32 @@ def reader(spark, mode: str, host: str, sub: str, batchlog: str):
     return df
 
 
-def run(warmup: float = 6.0, window: float = 10.0, size: int = 1024) -> dict[str, float]:
-    """Rows/s per mode."""
+def key(mode: str, batch_size: int, batch_sizes: list[int]) -> str:
+    return mode if len(batch_sizes) == 1 else f"{mode}, batchSize {batch_size}"
+
+
+def run(warmup: float = 6.0, window: float = 10.0, size: int = 1024, rounds: int = 3,
+        batch_sizes: list[int] | None = None) -> dict[str, list[float]]:
+    """Rows/s per mode (and per batch size, the source's batchSize: rows per
+    pull and per Arrow batch, the same in every mode), one figure per round."""
+    sizes = batch_sizes or [1000]
     build = Build.make()
     spark = session(build)
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     scratch = tempfile.mkdtemp(prefix="decode-e2e-")
     server = LoadServer(build, size, 2, "--payload-json")
-    out = {}
+    out: dict[str, list[float]] = {key(m, b, sizes): [] for b in sizes for m in MODES}
     try:
         subs = {m: f"projects/bench/subscriptions/decode-{i}" for i, m in enumerate(MODES)}
         create(build, server, "projects/bench/topics/decode", list(subs.values()))
-        for mode in MODES:
-            batchlog = tempfile.mkdtemp(prefix="batchlog-", dir=scratch)
-            m = measure(reader(spark, mode, server.host, subs[mode], batchlog), scratch, warmup, window)
-            out[mode] = m["rows_per_sec"]
-            print(f"{mode}: {m['rows_per_sec']:,.0f} rows/s over {m['batches']} micro-batches", flush=True)
+        for r in range(rounds):
+            for b in sizes:
+                for mode in MODES:
+                    batchlog = tempfile.mkdtemp(prefix="batchlog-", dir=scratch)
+                    m = measure(reader(spark, mode, server.host, subs[mode], batchlog, b), scratch, warmup, window)
+                    out[key(mode, b, sizes)].append(m["rows_per_sec"])
+                    print(f"round {r + 1}, {key(mode, b, sizes)}: {m['rows_per_sec']:,.0f} rows/s over "
+                          f"{m['batches']} micro-batches", flush=True)
     finally:
         server.stop()
         spark.stop()
@@ -64,14 +78,32 @@ def run(warmup: float = 6.0, window: float = 10.0, size: int = 1024) -> dict[str
     return out
 
 
+def summary(res: dict[str, list[float]]) -> dict[str, tuple[float, float, float]]:
+    """Median, min and max of each figure's rows/s and of the per-round
+    ratios "schema mode / raw" and "schema mode / raw + from_json" (per
+    batch size)."""
+    series = dict(res)
+    for k in res:
+        if not k.startswith("schema mode"):
+            continue
+        suffix = k[len("schema mode"):]
+        raw, fj = res["raw" + suffix], res["raw + from_json" + suffix]
+        series[f"schema mode / raw{suffix}"] = [s / r for s, r in zip(res[k], raw, strict=True)]
+        series[f"schema mode / (raw + from_json){suffix}"] = [s / f for s, f in zip(res[k], fj, strict=True)]
+    return {k: (statistics.median(v), min(v), max(v)) for k, v in series.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--warmup", type=float, default=6.0)
     ap.add_argument("--window", type=float, default=10.0)
+    ap.add_argument("--batch-size", type=int, nargs="+", default=[1000],
+                    help="the source's batchSize, the same in every mode; several: each measured in every round")
     args = ap.parse_args()
-    res = run(args.warmup, args.window)
-    raw, schema, fj = (res[m] for m in MODES)
-    print(f"schema mode / raw = {schema / raw:.2f}, schema mode / (raw + from_json) = {schema / fj:.2f}")
+    res = run(args.warmup, args.window, rounds=args.rounds, batch_sizes=args.batch_size)
+    for k, (med, lo, hi) in summary(res).items():
+        print(f"{k}: median {med:,.2f} (min {lo:,.2f}, max {hi:,.2f})")
 
 
 if __name__ == "__main__":

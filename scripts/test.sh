@@ -19,7 +19,7 @@ if [ -f wasm-decoders/go.mod ]; then
 fi
 
 echo "== ruff"
-python3 -m ruff check python tests bench
+python3 -m ruff check python tests bench testdata
 
 # Release artifacts: both manylinux wheels and the sdist, each installed in a
 # fresh venv without go on PATH (a few minutes; PUBSUB_GO_SKIP_PACKAGING=1 skips).

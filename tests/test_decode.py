@@ -6,9 +6,6 @@ hostile modules are stopped within their limits and the process carries on."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 import time
 from pathlib import Path
 
@@ -16,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 import pubsub_go
+from guests import build_guest
 from pubsub_go.errors import AbortedError, DeadlineExceededError, InvalidArgumentError, ResourceExhaustedError
 from sparkutil import spark_session, stop_spark
 from test_schema_mode import AVRO_SCHEMA, JSON_DDL, avro_payloads, json_payloads
@@ -25,14 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def hostile_wasm(tmp_path_factory) -> Path:
-    go = shutil.which("go")
-    if go is None:
-        pytest.skip("the Go toolchain is needed to build the hostile decoder module")
-    out = tmp_path_factory.mktemp("hostile") / "hostile.wasm"
-    subprocess.run([go, "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", str(out),
-                    "./internal/testguests/hostile"], cwd=ROOT / "wasm-decoders", check=True, timeout=600,
-                   env=dict(os.environ, GOOS="wasip1", GOARCH="wasm"))
-    return out
+    return build_guest("internal/testguests/hostile", tmp_path_factory.mktemp("hostile"))
 
 
 # --- without Spark ----------------------------------------------------------

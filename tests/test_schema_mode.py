@@ -7,9 +7,6 @@ Google's client); a hostile decoder is stopped and the session carries on."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -17,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import pubsub_go
+from guests import build_guest
 from sparkutil import run_until, spark_session, stop_spark
 
 pytestmark = pytest.mark.spark
@@ -37,14 +35,7 @@ def spark():
 
 @pytest.fixture(scope="module")
 def hostile_wasm(tmp_path_factory) -> Path:
-    go = shutil.which("go")
-    if go is None:
-        pytest.skip("the Go toolchain is needed to build the hostile decoder module")
-    out = tmp_path_factory.mktemp("hostile") / "hostile.wasm"
-    subprocess.run([go, "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", str(out),
-                    "./internal/testguests/hostile"], cwd=ROOT / "wasm-decoders", check=True, timeout=600,
-                   env=dict(os.environ, GOOS="wasip1", GOARCH="wasm"))
-    return out
+    return build_guest("internal/testguests/hostile", tmp_path_factory.mktemp("hostile"))
 
 
 def reader(spark, emulator, sub, tmp_path, schema=None, **opts):

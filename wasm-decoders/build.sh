@@ -5,11 +5,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 out="${1:-$here/../python/pubsub_go/wasm}"
-mkdir -p "$out"
-out="$(cd "$out" && pwd)"
-cd "$here"
 for name in json avro; do
-  GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldflags="-s -w" \
-    -o "$out/$name.wasm" "./cmd/$name"
+  bash "$here/build-guest.sh" "$out/$name.wasm" "cmd/$name"
 done
 echo "built $out/json.wasm $out/avro.wasm"

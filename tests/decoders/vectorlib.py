@@ -1,5 +1,5 @@
 """The conformance vectors' schema notation and canonical values
-(described in make_vectors.py), for the Python host."""
+(described in testdata/decoders/make_vectors.py), for the Python host."""
 
 import json
 import math
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-VECTORS = Path(__file__).resolve().parent / "vectors"
+VECTORS = Path(__file__).resolve().parents[2] / "testdata" / "decoders" / "vectors"
 
 _SIMPLE = {
     "int8": pa.int8(),

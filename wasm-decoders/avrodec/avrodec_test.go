@@ -1,6 +1,7 @@
 package avrodec
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 
@@ -11,7 +12,7 @@ import (
 	"github.com/pubsub-go/pubsub-go/wasm-decoders/sdk"
 )
 
-// Semantics are covered end to end by tests/decoders/vectors (payloads
+// Semantics are covered end to end by testdata/decoders/vectors (payloads
 // written by fastavro) through both hosts; these tests pin schema
 // handling and the decoder's safety properties.
 
@@ -164,6 +165,64 @@ func TestHostileCountsAreBounded(t *testing.T) {
 	}
 	if errs.IsValid(3) {
 		t.Errorf("empty arrays rejected: %s", errs.Value(3))
+	}
+}
+
+// Length prefixes claiming 2^31 items or bytes (arrays of zero-size and
+// of sized items, maps, strings, bytes, and many blocks of zero-size
+// items) fail their row cleanly, and decoding them allocates about what
+// the few bytes given are worth, not what they claim.
+func TestLengthPrefixesAreBoundedByTheInput(t *testing.T) {
+	m, err := module(t, `{"type": "record", "name": "R", "fields": [
+		{"name": "nulls", "type": {"type": "array", "items": "null"}},
+		{"name": "longs", "type": {"type": "array", "items": "long"}},
+		{"name": "m", "type": {"type": "map", "values": "null"}},
+		{"name": "s", "type": "string"}, {"name": "b", "type": "bytes"}]}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const claim = 1 << 31
+	empty := func() []byte { return zz(zz(zz(nil, 0), 0), 0) } // nulls, longs, m: empty; s and b follow
+	manyBlocks := []byte(nil)
+	for i := 0; i < 200; i++ { // 200 blocks of 2^16 nulls: 13M items in 600 bytes
+		manyBlocks = zz(manyBlocks, 1<<16)
+	}
+	rows := []struct {
+		payload []byte
+		want    string
+	}{
+		{zz(nil, claim), "zero-size items exceeds the datum"},
+		{zz(zz(nil, 0), claim), "exceeds the datum"},
+		{zz(zz(zz(nil, 0), 0), claim), "exceeds the datum"},
+		{zz(empty(), claim), "truncated"},
+		{zz(str(empty(), ""), claim), "truncated"},
+		{manyBlocks, "zero-size items exceeds the datum"},
+		{str(zz(zz(zz(zz(nil, 100), 0), 0), 0), ""), ""}, // 100 nulls in one byte still decode
+	}
+	payloads := make([][]byte, len(rows))
+	for i, r := range rows {
+		payloads[i] = append(r.payload, 0) // b: empty (or trailing)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	rec := decode(t, m, payloads...)
+	runtime.ReadMemStats(&after)
+	defer rec.Release()
+	errs := rec.Column(int(rec.NumCols()) - 1).(*array.String)
+	for i, r := range rows {
+		switch {
+		case r.want == "" && errs.IsValid(i):
+			t.Errorf("row %d: %q, want it decoded", i, errs.Value(i))
+		case r.want != "" && !strings.Contains(errs.Value(i), r.want):
+			t.Errorf("row %d: %q, want %q", i, errs.Value(i), r.want)
+		}
+	}
+	if lo, hi := rec.Column(0).(*array.List).ValueOffsets(6); hi-lo != 100 {
+		t.Errorf("row 6 has %d nulls, want 100", hi-lo)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 8<<20 {
+		t.Errorf("decoding %d short payloads allocated %d MiB", len(rows), got>>20)
 	}
 }
 

@@ -59,7 +59,7 @@ func New(cfg sdk.Config) (sdk.Decoder, *arrowlite.Schema, error) {
 
 // Decode implements sdk.Decoder.
 func (d *Decoder) Decode(payload []byte, cols []*arrowlite.Builder) error {
-	d.r = reader{b: payload}
+	d.r = reader{b: payload, empties: emptyItemsBase + emptyItemsPerByte*int64(len(payload))}
 	if err := d.fields(d.root, cols); err != nil {
 		return err
 	}
@@ -73,9 +73,19 @@ var errTruncated = errors.New("avro datum is truncated")
 
 // reader reads the Avro binary encoding.
 type reader struct {
-	b   []byte
-	pos int
+	b       []byte
+	pos     int
+	empties int64 // items of zero bytes (nulls, empty records) the datum may still hold
 }
+
+// Array and map items that take no bytes (null, a record of nulls) cannot
+// be bounded by the bytes left; each datum may hold this many of them in
+// all, so that what one payload makes the decoder allocate stays
+// proportional to its size (a count of 2^31 such items in 5 bytes fails).
+const (
+	emptyItemsBase    = 1 << 12
+	emptyItemsPerByte = 64
+)
 
 func (r *reader) long() (int64, error) {
 	var u uint64
@@ -128,8 +138,9 @@ func (r *reader) bytes() ([]byte, error) {
 }
 
 // blockCount reads the next block count of an array or map (0 at the end).
-// Counts are bounded by the bytes left so a hostile count cannot make the
-// decoder spin or allocate without limit.
+// Counts are bounded by the bytes left (or, for zero-size items, by
+// reader.empties) so a hostile count cannot make the decoder spin or
+// allocate without limit.
 func (r *reader) blockCount(itemMin int) (int, error) {
 	n, err := r.long()
 	if err != nil {
@@ -144,9 +155,15 @@ func (r *reader) blockCount(itemMin int) (int, error) {
 			return 0, err
 		}
 	}
-	left := int64(len(r.b) - r.pos)
-	if itemMin > 0 && n > left/int64(itemMin) || itemMin == 0 && n > 1<<20 {
+	if itemMin > 0 && n > int64(len(r.b)-r.pos)/int64(itemMin) {
 		return 0, fmt.Errorf("avro block of %d items exceeds the datum", n)
+	}
+	if itemMin == 0 {
+		if n > r.empties {
+			return 0, fmt.Errorf("avro block of %d zero-size items exceeds the datum (at most %d + %d per byte)",
+				n, emptyItemsBase, emptyItemsPerByte)
+		}
+		r.empties -= n
 	}
 	return int(n), nil
 }

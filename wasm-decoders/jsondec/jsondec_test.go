@@ -13,7 +13,7 @@ import (
 	"github.com/pubsub-go/pubsub-go/wasm-decoders/sdk"
 )
 
-// Semantics are covered end to end by tests/decoders/vectors through both
+// Semantics are covered end to end by testdata/decoders/vectors through both
 // hosts; these tests pin the helpers and the decoder's safety properties.
 
 func TestJavaDouble(t *testing.T) {

@@ -66,15 +66,21 @@ void pg_mfree(void *p) { free(p); }
 
 typedef struct { uint8_t *p; uint32_t len, cap; } buf;
 
-static inline int grow(buf *b, uint32_t more) {
-  if (b->len + more <= b->cap) return 1;
-  uint32_t cap = b->cap ? b->cap * 2 : 256;
-  while (cap < b->len + more) cap *= 2;
-  uint8_t *p = pg_realloc(b->p, cap);
+/* ensure gives b room for cap bytes in all (keeping its contents). Out of
+ * line: the append paths below only test whether they need it. */
+static __attribute__((noinline)) void ensure(buf *b, uint64_t need) {
+  if (need <= b->cap) return;
+  uint64_t cap = b->cap ? (uint64_t)b->cap * 2 : 256;
+  while (cap < need) cap *= 2;
+  if (cap > 0xffffffffu) __builtin_trap();
+  uint8_t *p = pg_realloc(b->p, (size_t)cap);
   if (!p) __builtin_trap(); /* out of memory: the host reports the memory cap */
   b->p = p;
-  b->cap = cap;
-  return 1;
+  b->cap = (uint32_t)cap;
+}
+
+static inline void grow(buf *b, uint32_t more) {
+  if (__builtin_expect((uint64_t)b->len + more > b->cap, 0)) ensure(b, (uint64_t)b->len + more);
 }
 
 /* copy_bytes copies n bytes with fixed-size (inlined) moves: in wazero a
@@ -106,80 +112,113 @@ static void put_u32(buf *b, uint32_t v) {
   b->len += 4;
 } /* wasm and x86 are little-endian */
 
+/* A column keeps room for rows_cap rows in its fixed-size buffers
+ * (validity bits, fixed-width or bool values, offsets), reserved for the
+ * whole batch before its first row: appending a value is then a few
+ * stores and one test, with no call and no address-taken local (in wasm
+ * each of those costs memory traffic through the shadow stack). */
 struct pg_column {
   uint8_t type, width; /* width in bytes of fixed-width values */
-  uint32_t len, nulls;
-  buf valid, data, offs; /* offs: int32 starts, plus the end */
+  uint32_t len, nulls, rows_cap;
+  buf valid, data, offs; /* offs: int32 starts, plus the end; data.len: variable-size bytes used */
 };
 
-static void set_valid(pg_column *c, int ok) {
-  if (c->len % 8 == 0) {
-    grow(&c->valid, 1);
-    c->valid.p[c->valid.len++] = 0;
+static __attribute__((noinline)) void more_rows(pg_column *c, uint64_t rows) {
+  if (rows < 64) rows = 64;
+  ensure(&c->valid, (rows + 7) / 8);
+  switch (c->type) {
+  case PG_NULL: break;
+  case PG_BOOL: ensure(&c->data, (rows + 7) / 8); break;
+  case PG_UTF8: case PG_BINARY: ensure(&c->offs, 4 * (rows + 1)); break;
+  default: ensure(&c->data, rows * c->width);
   }
-  if (ok) c->valid.p[c->len / 8] |= (uint8_t)(1u << (c->len % 8));
-  else c->nulls++;
+  c->rows_cap = (uint32_t)rows;
+}
+
+static inline void row(pg_column *c) {
+  if (__builtin_expect(c->len >= c->rows_cap, 0)) more_rows(c, (uint64_t)c->rows_cap * 2);
+}
+
+/* bit sets bit i of p; the byte is started afresh at each multiple of 8
+ * (reset and truncate leave no stale bits above len). */
+static inline void bit(uint8_t *p, uint32_t i, uint32_t v) {
+  uint8_t m = (uint8_t)(v << (i & 7));
+  uint8_t *b = p + (i >> 3);
+  *b = (i & 7) ? (uint8_t)(*b | m) : m;
+}
+
+static inline void set_valid(pg_column *c, uint32_t ok) {
+  bit(c->valid.p, c->len, ok);
+  c->nulls += ok ^ 1;
   c->len++;
 }
 
-static void put_bit(pg_column *c, int v) {
-  if (c->len % 8 == 0) {
-    grow(&c->data, 1);
-    c->data.p[c->data.len++] = 0;
-  }
-  if (v) c->data.p[c->len / 8] |= (uint8_t)(1u << (c->len % 8));
-}
-
-static void end_offset(pg_column *c) { put_u32(&c->offs, c->data.len); }
-
-void pg_append_null(pg_column *c) {
-  switch (c->type) {
-  case PG_NULL: break;
-  case PG_BOOL: put_bit(c, 0); break;
-  case PG_UTF8: case PG_BINARY: end_offset(c); break;
-  default: {
-    uint64_t zero = 0;
-    put(&c->data, &zero, c->width);
-  }
-  }
-  set_valid(c, 0);
-}
-
-void pg_append_bool(pg_column *c, int v) { put_bit(c, v); set_valid(c, 1); }
-
-void pg_append_int(pg_column *c, int64_t v) {
-  grow(&c->data, 8);
-  uint8_t *d = c->data.p + c->data.len;
+static inline void store_fixed(pg_column *c, int64_t v) {
+  uint8_t *d = c->data.p + c->len * c->width;
   switch (c->width) { /* little-endian: the low bytes */
   case 1: *d = (uint8_t)v; break;
   case 2: { int16_t x = (int16_t)v; __builtin_memcpy(d, &x, 2); break; }
   case 4: { int32_t x = (int32_t)v; __builtin_memcpy(d, &x, 4); break; }
   default: __builtin_memcpy(d, &v, 8);
   }
-  c->data.len += c->width;
+}
+
+static inline void end_offset(pg_column *c) {
+  uint32_t end = c->data.len;
+  __builtin_memcpy(c->offs.p + 4 * (c->len + 1), &end, 4);
+}
+
+void pg_append_null(pg_column *c) {
+  row(c);
+  switch (c->type) {
+  case PG_NULL: break;
+  case PG_BOOL: bit(c->data.p, c->len, 0); break;
+  case PG_UTF8: case PG_BINARY: end_offset(c); break;
+  default: store_fixed(c, 0);
+  }
+  set_valid(c, 0);
+}
+
+void pg_append_bool(pg_column *c, int v) {
+  row(c);
+  bit(c->data.p, c->len, v != 0);
+  set_valid(c, 1);
+}
+
+void pg_append_int(pg_column *c, int64_t v) {
+  row(c);
+  store_fixed(c, v);
   set_valid(c, 1);
 }
 
 void pg_append_float(pg_column *c, double v) {
+  row(c);
+  uint8_t *d = c->data.p + c->len * c->width;
   if (c->width == 4) {
     float f = (float)v;
-    put(&c->data, &f, 4);
+    __builtin_memcpy(d, &f, 4);
   } else {
-    put(&c->data, &v, 8);
+    __builtin_memcpy(d, &v, 8);
   }
   set_valid(c, 1);
 }
 
 void pg_append_bytes(pg_column *c, const uint8_t *p, uint32_t n) {
-  put(&c->data, p, n);
+  row(c);
+  grow(&c->data, n);
+  if (n <= 256) copy_bytes(c->data.p + c->data.len, p, n);
+  else memcpy(c->data.p + c->data.len, p, n);
+  c->data.len += n;
   end_offset(c);
   set_valid(c, 1);
 }
 
-static void reset(pg_column *c) {
+/* reset empties c and gives it room for rows rows. */
+static void reset(pg_column *c, uint32_t rows) {
   c->len = c->nulls = 0;
-  c->valid.len = c->data.len = c->offs.len = 0;
-  if (c->type == PG_UTF8 || c->type == PG_BINARY) end_offset(c); /* offsets[0] = 0 */
+  c->data.len = 0;
+  if (rows > c->rows_cap || !c->rows_cap) more_rows(c, rows);
+  if (c->type == PG_UTF8 || c->type == PG_BINARY) __builtin_memset(c->offs.p, 0, 4); /* offsets[0] = 0 */
 }
 
 /* truncate drops rows from n on. */
@@ -187,15 +226,23 @@ static void truncate(pg_column *c, uint32_t n) {
   if (n >= c->len) return;
   for (uint32_t i = n; i < c->len; i++)
     if (!(c->valid.p[i / 8] & (1u << (i % 8)))) c->nulls--;
-  switch (c->type) {
-  case PG_NULL: break;
-  case PG_BOOL: c->data.len = (n + 7) / 8; if (n % 8) c->data.p[n / 8] &= (uint8_t)((1u << (n % 8)) - 1); break;
-  case PG_UTF8: case PG_BINARY: c->data.len = (uint32_t)((int32_t *)c->offs.p)[n]; c->offs.len = 4 * (n + 1); break;
-  default: c->data.len = n * c->width;
+  if (c->type == PG_UTF8 || c->type == PG_BINARY) __builtin_memcpy(&c->data.len, c->offs.p + 4 * n, 4);
+  if (n % 8) { /* the next append ORs into this byte: clear the dropped rows' bits */
+    uint8_t keep = (uint8_t)((1u << (n % 8)) - 1);
+    c->valid.p[n / 8] &= keep;
+    if (c->type == PG_BOOL) c->data.p[n / 8] &= keep;
   }
-  c->valid.len = (n + 7) / 8;
-  if (n % 8) c->valid.p[n / 8] &= (uint8_t)((1u << (n % 8)) - 1);
   c->len = n;
+}
+
+/* The byte sizes of c's buffers as the output layout gives them. */
+static uint32_t valid_bytes(const pg_column *c) { return (c->len + 7) / 8; }
+static uint32_t data_bytes(const pg_column *c) {
+  switch (c->type) {
+  case PG_BOOL: return (c->len + 7) / 8;
+  case PG_UTF8: case PG_BINARY: return c->data.len;
+  default: return c->len * c->width;
+  }
 }
 
 static int width_of(const pg_field *f) {
@@ -245,11 +292,15 @@ int pg_parse_i64(const uint8_t *p, uint32_t n, int64_t *out_v) {
     i = 1;
   }
   if (i == n) return 1;
-  uint64_t v = 0, limit = neg ? (uint64_t)1 << 63 : ((uint64_t)1 << 63) - 1;
+  /* v * 10 + d <= limit, checked without a division per digit: wasm32
+   * has no 64-bit multiply-high, so a 64-bit division by a constant stays
+   * an i64.div_u there (natively it becomes a multiply). */
+  const uint64_t cut = 922337203685477580u; /* limit / 10 for both signs */
+  uint64_t v = 0, last = neg ? 8 : 7;       /* limit % 10 */
   for (; i < n; i++) {
     if (p[i] < '0' || p[i] > '9') return 1;
     uint64_t d = (uint64_t)(p[i] - '0');
-    if (v > (limit - d) / 10) return 1;
+    if (v > cut || (v == cut && d > last)) return 1;
     v = v * 10 + d;
   }
   *out_v = neg ? (int64_t)(0 - v) : (int64_t)v;
@@ -326,7 +377,7 @@ static void write_schema(buf *b, const pg_schema *s) {
 static void init_column(pg_column *c, uint8_t type, uint8_t width) {
   c->type = type;
   c->width = width;
-  reset(c);
+  reset(c, 0);
 }
 
 /* ---- exports ---- */
@@ -399,15 +450,15 @@ static void column_layout(buf *nodes, buf *bufs, uint32_t *nn, uint32_t *nb, pg_
   (*nn)++;
   if (c->type == PG_NULL) return;
   put_u32(bufs, (uint32_t)(uintptr_t)c->valid.p);
-  put_u32(bufs, c->nulls ? c->valid.len : 0);
+  put_u32(bufs, c->nulls ? valid_bytes(c) : 0);
   (*nb)++;
   if (c->type == PG_UTF8 || c->type == PG_BINARY) {
     put_u32(bufs, (uint32_t)(uintptr_t)c->offs.p);
-    put_u32(bufs, c->offs.len);
+    put_u32(bufs, 4 * (c->len + 1));
     (*nb)++;
   }
   put_u32(bufs, (uint32_t)(uintptr_t)c->data.p);
-  put_u32(bufs, c->data.len);
+  put_u32(bufs, data_bytes(c));
   (*nb)++;
 }
 
@@ -429,8 +480,8 @@ EXPORT("pg_decode") int32_t pg_decode(uintptr_t ptr, uint32_t len) {
     prev = o;
   }
   if (prev != dlen) return set_error("pg_decode input: offsets do not cover the data") != 0;
-  for (uint32_t j = 0; j < schema->n; j++) reset(&cols[j]);
-  reset(&errs);
+  for (uint32_t j = 0; j < schema->n; j++) reset(&cols[j], n);
+  reset(&errs, n);
   for (uint32_t i = 0; i < n; i++) {
     uint32_t lo, hi;
     memcpy(&lo, offs + 4 * i, 4);

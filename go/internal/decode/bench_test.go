@@ -128,12 +128,20 @@ func BenchmarkVpcflowGoWasm(b *testing.B) {
 }
 
 func BenchmarkVpcflowCWasm(b *testing.B) {
-	benchDecode(b, Spec{WasmPath: cModule(b, "examples/vpcflow-c/vpcflow.c")}, vpcLine)
+	benchDecode(b, Spec{WasmPath: guestModule(b, "examples/vpcflow-c/vpcflow.c")}, vpcLine)
 }
 
 // What the time limit costs: the C example without any.
 func BenchmarkVpcflowCWasmNoTimeLimit(b *testing.B) {
 	noTimeLimitForBench = true
 	defer func() { noTimeLimitForBench = false }()
-	benchDecode(b, Spec{WasmPath: cModule(b, "examples/vpcflow-c/vpcflow.c"), MemoryLimitMB: 254}, vpcLine)
+	benchDecode(b, Spec{WasmPath: guestModule(b, "examples/vpcflow-c/vpcflow.c"), MemoryLimitMB: 254}, vpcLine)
+}
+
+// The C example with the time limit enforced by WithCloseOnContextDone
+// instead of the loop counter.
+func BenchmarkVpcflowCWasmCloseOnDone(b *testing.B) {
+	closeOnDoneForTests = true
+	defer func() { closeOnDoneForTests = false }()
+	benchDecode(b, Spec{WasmPath: guestModule(b, "examples/vpcflow-c/vpcflow.c"), MemoryLimitMB: 253}, vpcLine)
 }

@@ -24,8 +24,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
 )
 
-// The shared conformance vectors (tests/decoders/vectors, format in
-// tests/decoders/make_vectors.py) through the Go host. With
+// The shared conformance vectors (testdata/decoders/vectors, format in
+// testdata/decoders/make_vectors.py) through the Go host. With
 // PUBSUB_GO_CONFORMANCE_OUT set, each result is also written there as an
 // IPC stream (decoded columns + __error) for the Python host's test to
 // compare byte for byte in content.
@@ -42,7 +42,7 @@ type vector struct {
 }
 
 func TestConformanceVectors(t *testing.T) {
-	files, err := filepath.Glob("../../../tests/decoders/vectors/*.json")
+	files, err := filepath.Glob("../../../testdata/decoders/vectors/*.json")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no vectors: %v", err)
 	}

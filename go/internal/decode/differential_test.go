@@ -23,7 +23,7 @@ import (
 // together cover every supported type). Seeds: the vectors' payloads. A
 // bounded run is part of scripts/fuzz.sh.
 func FuzzNativeVsWasm(f *testing.F) {
-	files, err := filepath.Glob("../../../tests/decoders/vectors/*.json")
+	files, err := filepath.Glob("../../../testdata/decoders/vectors/*.json")
 	if err != nil || len(files) == 0 {
 		f.Fatalf("no vectors: %v", err)
 	}

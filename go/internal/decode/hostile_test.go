@@ -194,3 +194,40 @@ func btoi(b bool) int {
 	}
 	return 0
 }
+
+// A C decoder that spins in short loops inside callees (testguests/spin):
+// the loop counter travels with calls and returns, so the time limit
+// stops it in time.
+func TestRunawayLoopAcrossCallsHitsTimeLimit(t *testing.T) {
+	d, err := NewDecoder(context.Background(), Spec{WasmPath: guestModule(t, "internal/testguests/spin/spin.c"),
+		Format: "spin", Timeout: 200 * time.Millisecond, MaxInstances: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if !d.mod.instrumented {
+		t.Fatal("the spin module was not instrumented")
+	}
+	in := binaryArray("spin")
+	defer in.Release()
+	start := time.Now()
+	_, _, err = d.Decode(context.Background(), in)
+	if !errors.Is(err, ErrTimeLimit) {
+		t.Fatalf("want ErrTimeLimit, got %v", err)
+	}
+	t.Logf("stopped after %v", time.Since(start))
+	// Were the callee's count lost at each return, the next check would
+	// come after 2^30 iterations (seconds); with it, every 65536 (well
+	// under a millisecond).
+	if el := time.Since(start); el > time.Second {
+		t.Fatalf("stopped after %v, want about the 200ms time limit", el)
+	}
+	ok := binaryArray("ok")
+	defer ok.Release()
+	rec, errs, err := d.Decode(context.Background(), ok)
+	if err != nil || rec.Column(0).(*array.String).Value(0) != "ok" {
+		t.Fatalf("after the time limit: %v %v", rec, err)
+	}
+	rec.Release()
+	errs.Release()
+}

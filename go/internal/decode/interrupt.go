@@ -12,11 +12,19 @@ import (
 // function entry and loop iteration; on the built-in decoders' .wasm
 // builds that makes them 4-7x slower (bench/decode_results.md). Instead,
 // the host rewrites a module before compiling it, like a fuel counter: a
-// new mutable i32 global counts loop iterations down, and when it reaches
-// zero (every tickEvery iterations) the guest calls the host function
+// counter of loop iterations counts down, and when it reaches zero (every
+// tickEvery iterations) the guest calls the host function
 // tickModule.tickName, which fails the call once its context is done
-// (deadline or cancellation) and otherwise resets the counter. Per loop
-// iteration that adds a load, a subtract, a store and a not-taken branch.
+// (deadline or cancellation) and otherwise resets the counter.
+//
+// The counter lives in a new local of each function, so that a loop
+// iteration adds a register decrement and a not-taken branch (wazero keeps
+// a global in memory: a load and a store on every iteration, chained from
+// one iteration to the next). A new mutable i32 global carries it across
+// calls: a function loads it on entry and after each call, and stores it
+// before each call and on every way out (return, a branch to the
+// function's own label, its final end), so every iteration of every loop
+// in every frame still counts.
 // The host call also lets the Go scheduler stop the world for GC, which a
 // guest spinning in machine code would otherwise block. Code without loops
 // ends (wasm has no goto; recursion ends in a stack-overflow trap), so
@@ -55,9 +63,15 @@ type section struct {
 
 // rewriter holds what the sections need to know of each other.
 type rewriter struct {
-	funcImports uint32 // imported functions before ours: indices below stay
-	counter     uint32 // global index of the counter
-	tick        uint32 // function index of the tick import
+	funcImports uint32   // imported functions before ours: indices below stay
+	counter     uint32   // global index of the counter
+	tick        uint32   // function index of the tick import
+	params      []uint32 // parameter count of each type
+	funcTypes   []uint32 // type index of each defined function
+
+	// Per function body, while expr rewrites it:
+	local uint32 // index of the counter's local
+	depth int    // enclosing blocks, loops and ifs (0: the body itself)
 }
 
 func (rw *rewriter) fn(i uint32) uint32 {
@@ -88,6 +102,25 @@ func rewrite(wasm []byte) ([]byte, error) {
 		switch s.id {
 		case 1:
 			types = sr.u32()
+			for i := uint32(0); i < types && sr.err == nil; i++ {
+				if sr.byte() != 0x60 {
+					return nil, errors.New("type section: not a function type")
+				}
+				np := sr.u32()
+				for j := uint32(0); j < np && sr.err == nil; j++ {
+					sr.byte()
+				}
+				rw.params = append(rw.params, np)
+				nr := sr.u32()
+				for j := uint32(0); j < nr && sr.err == nil; j++ {
+					sr.byte()
+				}
+			}
+		case 3:
+			n := sr.u32()
+			for i := uint32(0); i < n && sr.err == nil; i++ {
+				rw.funcTypes = append(rw.funcTypes, sr.u32())
+			}
 		case 2:
 			f, g, err := countImports(s.body)
 			if err != nil {
@@ -311,16 +344,29 @@ func (rw *rewriter) code(b []byte) ([]byte, error) {
 		if r.err != nil {
 			return nil, r.err
 		}
+		if int(i) >= len(rw.funcTypes) || int(rw.funcTypes[i]) >= len(rw.params) {
+			return nil, fmt.Errorf("function %d: no type", i)
+		}
 		br := reader{b: body}
 		groups := br.u32()
+		groupsEnd := br.i
+		locals := uint64(rw.params[rw.funcTypes[i]])
 		for k := uint32(0); k < groups; k++ { // locals: count, valtype
-			br.u32()
+			locals += uint64(br.u32())
 			br.byte()
 		}
 		if br.err != nil {
 			return nil, br.err
 		}
-		nb := append(make([]byte, 0, len(body)+len(body)/4), body[:br.i]...)
+		if locals >= 50000 { // wazero's limit on a function's locals
+			return nil, fmt.Errorf("function %d: too many locals", i)
+		}
+		// One more group: the counter's i32 local, loaded from the global.
+		rw.local, rw.depth = uint32(locals), 0
+		nb := appendU32(make([]byte, 0, len(body)+len(body)/4+16), groups+1)
+		nb = append(nb, body[groupsEnd:br.i]...)
+		nb = append(nb, 1, 0x7f)
+		nb = rw.appendLoad(nb)
 		nb, err := rw.expr(&br, nb, true, false)
 		if err != nil {
 			return nil, fmt.Errorf("function %d: %w", i, err)
@@ -334,48 +380,76 @@ func (rw *rewriter) code(b []byte) ([]byte, error) {
 	return out, nil
 }
 
-// check is the code added at the top of every loop:
+// appendCheck is the code added at the top of every loop:
 //
-//	global.get $c; i32.const 1; i32.sub; global.set $c
-//	global.get $c; i32.eqz; if; call $tick; global.set $c; end
+//	local.get $l; i32.const 1; i32.sub; local.tee $l
+//	i32.eqz; if; call $tick; local.set $l; end
 func (rw *rewriter) appendCheck(out []byte) []byte {
-	out = appendU32(append(out, 0x23), rw.counter)
-	out = append(out, 0x41, 0x01, 0x6b, 0x24)
-	out = appendU32(out, rw.counter)
-	out = appendU32(append(out, 0x23), rw.counter)
+	out = appendU32(append(out, 0x20), rw.local)
+	out = append(out, 0x41, 0x01, 0x6b, 0x22)
+	out = appendU32(out, rw.local)
 	out = append(out, 0x45, 0x04, 0x40, 0x10)
 	out = appendU32(out, rw.tick)
-	out = appendU32(append(out, 0x24), rw.counter)
+	out = appendU32(append(out, 0x21), rw.local)
 	return append(out, 0x0b)
 }
 
-// expr copies instructions from r to out, renumbering function indices
-// and (loops) adding the check after each loop's block type. It decodes
-// every immediate, so bytes inside immediates are never taken for
-// opcodes. A constant expression (one) ends at its end; a function body
-// at the end of r.
-func (rw *rewriter) expr(r *reader, out []byte, loops, one bool) ([]byte, error) {
+// appendStore (local.get $l; global.set $c) hands the counter to a callee
+// or caller; appendLoad (global.get $c; local.set $l) takes it back.
+func (rw *rewriter) appendStore(out []byte) []byte {
+	out = appendU32(append(out, 0x20), rw.local)
+	return appendU32(append(out, 0x24), rw.counter)
+}
+
+func (rw *rewriter) appendLoad(out []byte) []byte {
+	out = appendU32(append(out, 0x23), rw.counter)
+	return appendU32(append(out, 0x21), rw.local)
+}
+
+// expr copies instructions from r to out, renumbering function indices;
+// in a function body (body) it adds the check after each loop's block
+// type and moves the counter between its local and the global around
+// calls and exits. It decodes every immediate, so bytes inside immediates
+// are never taken for opcodes. A constant expression (one) ends at its
+// end; a function body at the end of r.
+func (rw *rewriter) expr(r *reader, out []byte, body, one bool) ([]byte, error) {
 	for !r.done() {
 		start := r.i
 		op := r.byte()
 		loop := false
 		fnIdx := false
+		store, load := false, false // the counter: to the global before op, back after it
 		switch {
 		case op == 0x02 || op == 0x03 || op == 0x04: // block, loop, if
 			r.blockType()
-			loop = loops && op == 0x03
-		case op == 0x0c || op == 0x0d: // br, br_if
-			r.u32()
+			loop = body && op == 0x03
+			rw.depth++
+		case op == 0x0b: // end: of a block, or of the body itself
+			if body {
+				rw.depth--
+				store = rw.depth < 0
+			}
+		case op == 0x0c || op == 0x0d: // br, br_if: to the body's label is a return
+			label := r.u32()
+			store = body && int(label) == rw.depth
 		case op == 0x0e: // br_table
 			n := r.u32()
 			for j := uint32(0); j <= n && r.err == nil; j++ {
-				r.u32()
+				label := r.u32()
+				store = store || (body && int(label) == rw.depth)
 			}
-		case op == 0x10 || op == 0x12 || op == 0xd2: // call, return_call, ref.func
+		case op == 0x0f: // return
+			store = body
+		case op == 0x10 || op == 0xd2: // call, ref.func
 			fnIdx = true
+			store, load = body && op == 0x10, body && op == 0x10
+		case op == 0x12: // return_call
+			fnIdx = true
+			store = body
 		case op == 0x11 || op == 0x13: // call_indirect, return_call_indirect
 			r.u32()
 			r.u32()
+			store, load = body, body && op == 0x11
 		case op == 0x1c: // select t*
 			n := r.u32()
 			for j := uint32(0); j < n && r.err == nil; j++ {
@@ -412,6 +486,9 @@ func (rw *rewriter) expr(r *reader, out []byte, loops, one bool) ([]byte, error)
 		if r.err != nil {
 			return nil, r.err
 		}
+		if store {
+			out = rw.appendStore(out)
+		}
 		if fnIdx {
 			out = appendU32(append(out, op), rw.fn(r.u32()))
 			if r.err != nil {
@@ -422,6 +499,12 @@ func (rw *rewriter) expr(r *reader, out []byte, loops, one bool) ([]byte, error)
 		}
 		if loop {
 			out = rw.appendCheck(out)
+		}
+		if load {
+			out = rw.appendLoad(out)
+		}
+		if body && rw.depth < 0 && !r.done() {
+			return nil, errors.New("code after the function's end")
 		}
 		if one && op == 0x0b {
 			return out, nil

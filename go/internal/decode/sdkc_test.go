@@ -4,11 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,49 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
 )
 
-// C decoders (wasm-decoders/sdk-c, decoder ABI 2), built with
-// wasm-decoders/build-c.sh (zig's clang from the ziglang PyPI package,
-// installed by scripts/setup.sh). Without the toolchain the tests skip,
-// except in CI (CI set), where they fail.
-
-var cBuilt sync.Map // source -> *builtModule
-
-func cModule(tb testing.TB, src string) string {
-	tb.Helper()
-	return buildC(tb, src, false)
-}
-
-// buildC builds src (a path under wasm-decoders); noSDK for sources that
-// implement the ABI themselves.
-func buildC(tb testing.TB, src string, noSDK bool) string {
-	tb.Helper()
-	v, _ := cBuilt.LoadOrStore(src, &builtModule{})
-	b := v.(*builtModule)
-	b.once.Do(func() {
-		root, err := filepath.Abs("../../../wasm-decoders")
-		if err != nil {
-			b.err = err
-			return
-		}
-		b.path = filepath.Join(wasmDir, strings.TrimSuffix(filepath.Base(src), ".c")+"_c.wasm")
-		args := []string{filepath.Join(root, "build-c.sh"), b.path}
-		if noSDK {
-			args = append(args, "--no-sdk")
-		}
-		cmd := exec.Command("bash", append(args, filepath.Join(root, src))...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.err = err
-			tb.Logf("build-c.sh %s: %s", src, out)
-		}
-	})
-	if b.err != nil {
-		if os.Getenv("CI") == "" {
-			tb.Skipf("building %s (C, needs zig: pip install ziglang): %v", src, b.err)
-		}
-		tb.Fatalf("building %s: %v", src, b.err)
-	}
-	return b.path
-}
+// C decoders (wasm-decoders/sdk-c, decoder ABI 2), built like every test
+// module by guestModule (build_test.go).
 
 var vpcLines = []string{
 	"2 123456789010 eni-1235b8ca123456789 172.31.16.139 172.31.16.21 20641 22 6 20 4249 1418530010 1418530070 ACCEPT OK",
@@ -100,7 +55,7 @@ func TestCVpcflowEqualsGoVpcflow(t *testing.T) {
 		{Name: "start", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
 		{Name: "srcport", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
 	}, nil)
-	goWasm, cWasm := guestModule(t, "examples/vpcflow"), cModule(t, "examples/vpcflow-c/vpcflow.c")
+	goWasm, cWasm := guestModule(t, "examples/vpcflow"), guestModule(t, "examples/vpcflow-c/vpcflow.c")
 	for _, target := range []*arrow.Schema{nil, subset} {
 		goRec, goErrs := decodeWith(t, Spec{WasmPath: goWasm, Schema: target}, vpcLines)
 		cRec, cErrs := decodeWith(t, Spec{WasmPath: cWasm, Schema: target}, vpcLines)
@@ -137,7 +92,7 @@ func nullMessages(errs *array.String) *array.String {
 
 func TestCDecoderRejectsWrongTypes(t *testing.T) {
 	bad := arrow.NewSchema([]arrow.Field{{Name: "srcport", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
-	_, err := NewDecoder(context.Background(), Spec{WasmPath: cModule(t, "examples/vpcflow-c/vpcflow.c"), Schema: bad, Timeout: time.Minute}, nil)
+	_, err := NewDecoder(context.Background(), Spec{WasmPath: guestModule(t, "examples/vpcflow-c/vpcflow.c"), Schema: bad, Timeout: time.Minute}, nil)
 	if err == nil || !strings.Contains(err.Error(), "wrong type") {
 		t.Fatalf("want the module's error, got %v", err)
 	}
@@ -164,7 +119,7 @@ func TestCVpcflowEqualsGoVpcflowOnRandomLines(t *testing.T) {
 		}
 		lines[i] = b.String()
 	}
-	goWasm, cWasm := guestModule(t, "examples/vpcflow"), cModule(t, "examples/vpcflow-c/vpcflow.c")
+	goWasm, cWasm := guestModule(t, "examples/vpcflow"), guestModule(t, "examples/vpcflow-c/vpcflow.c")
 	goRec, goErrs := decodeWith(t, Spec{WasmPath: goWasm}, lines)
 	defer goRec.Release()
 	defer goErrs.Release()
@@ -189,7 +144,7 @@ func TestCVpcflowEqualsGoVpcflowOnRandomLines(t *testing.T) {
 // arrays are validated before anyone reads them), the instance is
 // replaced, and the next batch decodes.
 func TestBrokenLayoutsAreCrashes(t *testing.T) {
-	d, err := NewDecoder(context.Background(), Spec{WasmPath: buildC(t, "internal/testguests/badlayout/badlayout.c", true),
+	d, err := NewDecoder(context.Background(), Spec{WasmPath: guestModule(t, "internal/testguests/badlayout/badlayout.c"),
 		Format: "badlayout", MaxInstances: 1}, nil)
 	if err != nil {
 		t.Fatal(err)

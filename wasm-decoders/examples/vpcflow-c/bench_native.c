@@ -1,7 +1,9 @@
 /* The C example decoder compiled natively: decodes the benchmark batch
  * (1000 lines, as BenchmarkVpcflow* build it) for about SECONDS seconds
  * through the same ABI entry points the .wasm exports, and prints MB/s.
- *   gcc -O2 -I ../../sdk-c ../../sdk-c/pgdecoder.c vpcflow.c bench_native.c -o bench && ./bench 3 */
+ * Built with the .wasm build's compiler and flags:
+ *   bash wasm-decoders/build-c.sh --native bench \
+ *       wasm-decoders/examples/vpcflow-c/{vpcflow.c,bench_native.c} && ./bench 3 */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

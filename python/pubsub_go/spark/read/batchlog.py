@@ -106,7 +106,10 @@ class BatchLog:
             for p in paths:
                 ids = _IDS_CACHE.get(p)
                 if ids is None:
-                    e = self.read_path(p)
+                    try:
+                        e = self.read_path(p)
+                    except FileNotFoundError:
+                        continue  # removed since listed: committed and acked
                     ids = _IDS_CACHE[p] = (e.message_ids if e.message_ids is not None
                                            else e.data.column("message_id").combine_chunks())
                 out.append(ids)

@@ -268,7 +268,7 @@ class SourceOptions:
             batch_log_path=str(opts.get("batchloglocation") or log_default),
             batch_log_default_host=None if opts.get("batchloglocation") else socket.gethostname(),
             streams_per_partition=go_int_option(opts, "streamsPerPartition", "subscriber_config", "streams"),
-            # 0: sized to what a task may hand out (partition_reader._flow_control_messages).
+            # 0: sized to what a task may hand out (subscriber_config._flow_control_messages).
             max_outstanding_messages=int_option(opts, "maxOutstandingMessages", 0, 0, out_msgs.max),
             max_bytes_per_partition=go_int_option(opts, "maxBytesPerPartition", "subscriber_config",
                                                   "max_outstanding_bytes"),

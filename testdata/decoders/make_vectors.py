@@ -1,11 +1,12 @@
-"""Writes the decoder conformance vectors in tests/decoders/vectors/.
+"""Writes the decoder conformance vectors in testdata/decoders/vectors/, which
+the Go tests (go/internal/decode) and the Python tests (tests/decoders) read.
 
 Each vector is JSON: format, schema (or null with expected_schema: derived
 by the decoder), options, payloads (text) or payloads_hex (bytes),
 expected rows and expected per-row errors (null or a substring of the
 message). Expected values are written here by hand from the Spark / Avro
 rules, never produced by the decoders. Avro payloads are encoded with
-fastavro (pip install fastavro) as an independent implementation.
+fastavro (pip install '.[vectors]') as an independent implementation.
 
 Canonical values: ints, bools and strings as JSON; floats as numbers or
 "NaN"/"Infinity"/"-Infinity"; binary as hex; decimals as strings with
@@ -18,7 +19,7 @@ or {"list": T, "item": "element", "item_nullable": false}), {"map": [K, V]}
 (optionally "value_nullable": false), {"struct": [fields]}; a field is
 {"name", "type", "nullable" (default true)}.
 
-Run: python3 tests/decoders/make_vectors.py
+Run: python3 testdata/decoders/make_vectors.py
 """
 
 import io
