@@ -172,6 +172,7 @@ def test_go_panic_becomes_a_python_exception():
 def test_import_does_not_load_the_go_runtime():
     code = (
         "import pubsub_go, pyspark_pubsub_go, pubsub_go.client\n"
+        "import pubsub_go.spark.read.stream, pubsub_go.spark.write.writer\n"
         "maps = open('/proc/self/maps').read()\n"
         "assert 'libpubsubgo' not in maps, 'import loaded the Go runtime'\n"
         "print('ok')\n"
