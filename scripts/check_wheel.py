@@ -23,6 +23,8 @@ from pathlib import Path
 
 LIBRARY = "pubsub_go/_lib/libpubsubgo.so"
 HEADER = "pubsub_go/_lib/pubsubgo.h"
+# The Python<->Go contract (go/cmd/contract): options are validated against it.
+CONTRACT = "pubsub_go/_contract.json"
 DECODERS = ("pubsub_go/wasm/json.wasm", "pubsub_go/wasm/avro.wasm")
 # The top-level module through which PySpark registers format("pubsub-go") by itself.
 AUTO_REGISTER = "pyspark_pubsub_go.py"
@@ -63,7 +65,7 @@ def check(wheel: Path) -> tuple[list[str], dict]:
         problems.append(f"platform tag {tag!r} names no supported architecture ({', '.join(MACHINES)})")
     with zipfile.ZipFile(wheel) as z, tempfile.TemporaryDirectory() as tmp:
         names = set(z.namelist())
-        for want in (LIBRARY, HEADER, *DECODERS, AUTO_REGISTER):
+        for want in (LIBRARY, HEADER, CONTRACT, *DECODERS, AUTO_REGISTER):
             if want not in names:
                 problems.append(f"{want} is missing from the wheel")
         for dec in DECODERS:

@@ -34,7 +34,8 @@ def test_wheel_is_a_platform_wheel_with_the_library(tmp_path):
     name = wheels[0].name
     assert "none-any" not in name and "linux" in name, f"{name} is not a platform wheel"
     names = zipfile.ZipFile(wheels[0]).namelist()
-    for want in ("pubsub_go/_lib/libpubsubgo.so", "pubsub_go/_lib/pubsubgo.h", "pubsub_go/wasm/json.wasm",
+    for want in ("pubsub_go/_lib/libpubsubgo.so", "pubsub_go/_lib/pubsubgo.h", "pubsub_go/_contract.json",
+                 "pubsub_go/wasm/json.wasm",
                  "pubsub_go/wasm/avro.wasm", "pyspark_pubsub_go.py"):
         assert want in names, f"{want} missing from {name}"
     # The release checks hold for a developer's build too: glibc-only imports,
@@ -52,7 +53,7 @@ def test_version_command_reports_package_library_and_go_versions():
     info = json.loads(out.stdout)
     lib = info["library"]
     assert info["package"] == __version__ == lib["version"], info  # one version, stamped into the library
-    assert lib["go"].startswith("go1.") and lib["abi"] == 1, lib
+    assert lib["go"].startswith("go1.") and lib["abi"] == 2, lib
     assert lib["modules"]["arrow_go"].startswith("v18.") and lib["modules"]["wazero"].startswith("v1."), lib
 
 
@@ -61,4 +62,4 @@ def test_installed_library_loads_without_ld_library_path():
     env = {"PATH": "/usr/bin:/bin", "HOME": str(Path.home())}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env,
                          cwd="/")
-    assert out.stdout.strip() == "1", out.stderr
+    assert out.stdout.strip() == "2", out.stderr
