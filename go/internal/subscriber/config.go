@@ -26,8 +26,10 @@ type Config struct {
 	BatchSize int `json:"batch_size"`
 	// MaxWaitMs is the default wait per Next; default 100.
 	MaxWaitMs int `json:"max_wait_ms"`
-	// AckDeadlineSeconds is the stream ack deadline and the deadline each
-	// lease extension sets; default 60, 10..600.
+	// AckDeadlineSeconds is the deadline each lease extension of a
+	// handed-out message sets; default 60, 10..600. Messages received but
+	// not handed out (prefetch) are leased for at most 10 s at a time (the
+	// stream deadline), so they come back soon if the process dies.
 	AckDeadlineSeconds int `json:"ack_deadline_seconds"`
 	// MaxExtensionSeconds is how long a held message is kept leased at
 	// most; default 3600.
@@ -59,6 +61,9 @@ const (
 	DefaultOpenTimeoutMs          = 30000
 
 	maxStreams = 64
+	// minStreamAckDeadline is the shortest stream ack deadline Pub/Sub
+	// accepts; prefetched messages are leased no longer than this.
+	minStreamAckDeadline = 10 * time.Second
 )
 
 // Validate fills defaults (for zero values) and checks every field,
@@ -113,30 +118,37 @@ func invalid(format string, args ...any) error {
 // settings are the timings derived from a validated Config. Tests shorten
 // them below what Config allows to keep runs fast.
 type settings struct {
-	ackDeadline  time.Duration // stream ack deadline and lease-extension deadline
-	maxExtension time.Duration // stop extending a message held this long
-	leaseTick    time.Duration // how often leases are checked
-	openTimeout  time.Duration // bound on GetSubscription retries in Open
-	openAttempt  time.Duration // per-attempt timeout of GetSubscription
-	retry        backoff       // stream reconnects and Open retries
-	rpcAttempts  int           // attempts per ack/modack chunk on transient errors
-	rpcTimeout   time.Duration // per-attempt timeout of ack/modack RPCs
-	drainTimeout time.Duration // bound on Close waiting for half-closed streams to end
-	closeTimeout time.Duration // bound on the nacks sent by Close
-	pingInterval time.Duration // stream keepalive ping period
-	pingTimeout  time.Duration // no response this long after a ping: reconnect
-	seenCapacity int           // message ids remembered for redelivery counting
+	ackDeadline time.Duration // lease-extension deadline of handed-out messages
+	// prefetchLease is the stream ack deadline and the lease-extension
+	// deadline of messages received but not handed out: if the process
+	// dies, its prefetch comes back this soon, whatever ackDeadline is.
+	prefetchLease time.Duration
+	maxExtension  time.Duration // stop extending a message held this long
+	leaseTick     time.Duration // how often leases are checked
+	openTimeout   time.Duration // bound on GetSubscription retries in Open
+	openAttempt   time.Duration // per-attempt timeout of GetSubscription
+	retry         backoff       // stream reconnects and Open retries
+	rpcAttempts   int           // attempts per ack/modack chunk on transient errors
+	rpcTimeout    time.Duration // per-attempt timeout of ack/modack RPCs
+	drainTimeout  time.Duration // bound on Close waiting for half-closed streams to end
+	closeTimeout  time.Duration // bound on the nacks sent by Close
+	pingInterval  time.Duration // stream keepalive ping period
+	pingTimeout   time.Duration // no response this long after a ping: reconnect
+	seenCapacity  int           // message ids remembered for redelivery counting
 }
 
 func newSettings(c *Config) settings {
 	d := time.Duration(c.AckDeadlineSeconds) * time.Second
 	return settings{
-		ackDeadline:  d,
-		maxExtension: time.Duration(c.MaxExtensionSeconds) * time.Second,
-		leaseTick:    min(max(d/10, 100*time.Millisecond), 5*time.Second),
-		openTimeout:  time.Duration(c.OpenTimeoutMs) * time.Millisecond,
-		openAttempt:  10 * time.Second,
-		retry:        backoff{initial: 100 * time.Millisecond, max: 10 * time.Second, factor: 2},
+		ackDeadline:   d,
+		prefetchLease: min(d, minStreamAckDeadline),
+		maxExtension:  time.Duration(c.MaxExtensionSeconds) * time.Second,
+		// Ticks of a tenth of the shorter lease: extensions land with at
+		// least 40% of it left.
+		leaseTick:   min(max(min(d, minStreamAckDeadline)/10, 100*time.Millisecond), 5*time.Second),
+		openTimeout: time.Duration(c.OpenTimeoutMs) * time.Millisecond,
+		openAttempt: 10 * time.Second,
+		retry:       backoff{initial: 100 * time.Millisecond, max: 10 * time.Second, factor: 2},
 		// 8 attempts: the backoff's pauses (lower halves 50ms, 100ms, ...,
 		// 3.2s) add up to at least 6.3s, so an outage of a few seconds (a
 		// restarting proxy, refused connections) does not fail a call.

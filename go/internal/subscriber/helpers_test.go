@@ -85,6 +85,7 @@ func testConfig(srv *pstest.Server) Config {
 // lease ticks of 100 ms, quick reconnects.
 func fast(s *settings) {
 	s.ackDeadline = time.Second
+	s.prefetchLease = time.Second
 	s.leaseTick = 100 * time.Millisecond
 	s.retry = backoff{initial: 20 * time.Millisecond, max: 200 * time.Millisecond, factor: 2}
 	s.closeTimeout = 5 * time.Second

@@ -24,6 +24,10 @@ type entry struct {
 	received time.Time
 	expires  time.Time // the server's deadline for it, as far as we know
 	gone     bool      // no longer held
+	// handed: taken by a caller. Until then it is prefetch, leased only
+	// briefly (settings.prefetchLease) so it comes back soon if this
+	// process dies.
+	handed bool
 }
 
 // maxLotBytes caps a lot's Arrow memory. Past a few tens of MB glibc serves
@@ -215,7 +219,12 @@ func (r *reservoir) take(max int, partial bool) (*Batch, <-chan struct{}, error)
 		r.lots[0] = nil
 		r.lots = r.lots[1:]
 	}
-	r.lotRows -= len(l.entries) // nothing per row: a hand-over is O(1)
+	r.lotRows -= len(l.entries)
+	// The only per-row work of a hand-over: from now on the rows are
+	// leased for the full ack deadline (lease.go).
+	for _, e := range l.entries {
+		e.handed = true
+	}
 	return &Batch{Record: l.rec, AckIDs: l.ids}, nil, nil
 }
 
