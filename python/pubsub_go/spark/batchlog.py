@@ -106,7 +106,12 @@ class BatchLog:
             for p in paths:
                 ids = _IDS_CACHE.get(p)
                 if ids is None:
-                    e = self._read_path(p)
+                    try:
+                        e = self._read_path(p)
+                    except FileNotFoundError:
+                        # Removed since the listing: committed and acked, so
+                        # nothing of it can come back as a duplicate.
+                        continue
                     ids = _IDS_CACHE[p] = (e.message_ids if e.message_ids is not None
                                            else e.data.column("message_id").combine_chunks())
                 out.append(ids)
