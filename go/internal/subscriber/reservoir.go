@@ -186,16 +186,22 @@ func (r *reservoir) flush() {
 // returns a channel to wait on instead. It fails once the reservoir is
 // closed or failed. Lots are built max rows at a time from now on, so a
 // caller that keeps asking for the same size gets whole lots.
+//
+// While flow control is full nothing more can arrive, so a full take is
+// served at once with what is buffered (no wait that could only run out):
+// with large payloads max rows may be more than the flow control admits,
+// and a take that waited out would make a streaming task end after one lot.
 func (r *reservoir) take(max int, partial bool) (*Batch, <-chan struct{}, error) {
 	wake := r.arrived.wait()
 	r.target.Store(int64(max))
+	serve := partial || r.fc.full() // hand out a short lot rather than wait
 	r.mu.Lock()
 	if err := r.unusable(); err != nil {
 		r.mu.Unlock()
 		return nil, nil, err
 	}
 	open := int(r.openRows.Load())
-	flush := r.lotRows < max && open > 0 && (partial || r.lotRows+open >= max)
+	flush := r.lotRows < max && open > 0 && (serve || r.lotRows+open >= max)
 	r.mu.Unlock()
 	if flush {
 		r.flush()
@@ -206,7 +212,7 @@ func (r *reservoir) take(max int, partial bool) (*Batch, <-chan struct{}, error)
 	if err := r.unusable(); err != nil {
 		return nil, nil, err
 	}
-	if r.lotRows == 0 || (r.lotRows < max && !partial) {
+	if r.lotRows == 0 || (r.lotRows < max && !serve) {
 		if partial {
 			return nil, nil, nil
 		}
