@@ -42,6 +42,7 @@ type lot struct {
 	rec     arrow.RecordBatch
 	ids     *array.String
 	entries []*entry
+	capped  bool // finished at maxLotBytes: as large as a lot gets
 }
 
 func (l *lot) release() {
@@ -127,8 +128,10 @@ func (r *reservoir) add(msgs []wire.Message, now time.Time, deadline time.Durati
 		total += e.size
 		r.b.Append(m)
 		r.open = append(r.open, e)
-		if len(r.open) >= target || r.b.Bytes() >= maxLotBytes {
-			done = append(done, r.finish())
+		if capped := r.b.Bytes() >= maxLotBytes; capped || len(r.open) >= target {
+			l := r.finish()
+			l.capped = capped
+			done = append(done, l)
 		}
 	}
 	r.openRows.Store(int64(len(r.open)))
@@ -212,7 +215,10 @@ func (r *reservoir) take(max int, partial bool) (*Batch, <-chan struct{}, error)
 	if err := r.unusable(); err != nil {
 		return nil, nil, err
 	}
-	if r.lotRows == 0 || (r.lotRows < max && !serve) {
+	// A lot capped by bytes is served whole at once too: waiting for max
+	// rows of large payloads would only run out (and end a streaming task
+	// after one lot).
+	if r.lotRows == 0 || (r.lotRows < max && !serve && !r.lots[0].capped) {
 		if partial {
 			return nil, nil, nil
 		}

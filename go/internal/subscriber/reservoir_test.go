@@ -261,3 +261,22 @@ func TestReservoirServesAFullTakeWhenFlowControlIsFull(t *testing.T) {
 		t.Fatalf("full, nothing buffered: batch %v wake %v, want a wait", b, wake)
 	}
 }
+
+// A lot capped by bytes is as large as a lot gets: a full take serves it at
+// once rather than wait for max rows that would never fit in one lot.
+func TestReservoirServesALotCappedByBytesWithoutWaiting(t *testing.T) {
+	r := testReservoir(newFlowController(1000, 1<<30), 1000)
+	big := make([]byte, 3<<20)
+	msgs := received("a", "b", "c", "d")
+	for i := range msgs {
+		msgs[i].Data = big
+	}
+	r.add(msgs, time.Now(), time.Minute)
+	b, wake, _ := r.take(1000, false)
+	if got := takenIDs(b); got != "[a b c]" || wake != nil {
+		t.Fatalf("full take = %s, want the capped lot [a b c] at once", got)
+	}
+	if b, wake, _ := r.take(1000, false); b != nil || wake == nil {
+		t.Fatalf("then %s, want a wait: d's lot is not capped", takenIDs(b))
+	}
+}
