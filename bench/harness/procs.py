@@ -115,7 +115,7 @@ def _read_lines(proc: subprocess.Popen, n: int, timeout: float) -> list[str]:
 @dataclass
 class PeerResult:
     data: dict
-    max_rss_mb: float  # peak resident set of the peer process (wait4)
+    max_rss_mb: float  # peak resident set of the peer process (VmHWM, see run_peer)
     cpu_total: float  # user+system CPU of the whole process life
     wall: float
     stderr: str = field(repr=False, default="")
@@ -123,16 +123,21 @@ class PeerResult:
 
 def run_peer(cmd: list[str], env: dict[str, str], timeout: float) -> PeerResult:
     """Runs cmd, which prints one JSON line last; kills it after timeout.
-    Reaped with wait4 so its peak RSS and CPU are its own."""
+    Reaped with wait4 so its CPU is its own. Its peak RSS is read from
+    /proc/PID/status VmHWM while it runs, not from wait4: Linux carries
+    ru_maxrss across execve, so a peer forked from a large driver (Spark's,
+    ~125 MB) would report the driver's size as its own floor."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.monotonic()
         p = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=REPO, start_new_session=True)
         timer = threading.Timer(timeout, lambda: _kill_group(p.pid))
         timer.start()
+        hwm = _HighWater(p.pid)
         try:
             _, status, ru = os.wait4(p.pid, 0)
         finally:
             timer.cancel()
+            hwm.stop()
         p.returncode = os.waitstatus_to_exitcode(status)
         wall = time.monotonic() - t0
         out.seek(0)
@@ -143,7 +148,34 @@ def run_peer(cmd: list[str], env: dict[str, str], timeout: float) -> PeerResult:
         what = "timed out" if wall >= timeout else f"exited {p.returncode}"
         raise RuntimeError(f"{os.path.basename(cmd[1] if cmd[0] == sys.executable else cmd[0])} {what}: "
                            f"{stderr[-2000:] or stdout[-2000:]}")
-    return PeerResult(json.loads(lines[-1]), ru.ru_maxrss / 1024, ru.ru_utime + ru.ru_stime, wall, stderr)
+    return PeerResult(json.loads(lines[-1]), hwm.last_mb or ru.ru_maxrss / 1024, ru.ru_utime + ru.ru_stime, wall,
+                      stderr)
+
+
+class _HighWater:
+    """Polls VmHWM (peak RSS of the process image, reset by execve) every
+    0.1 s; the last reading, taken within 0.1 s of the exit, is the peak."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.last_mb = 0.0
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            try:
+                with open(f"/proc/{self.pid}/status") as f:
+                    for line in f:
+                        if line.startswith("VmHWM:"):
+                            self.last_mb = int(line.split()[1]) / 1024
+            except OSError:
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._t.join(timeout=2)
 
 
 def _kill_group(pid: int) -> None:

@@ -29,8 +29,10 @@ type Config struct {
 	BatchSize int `json:"batch_size"`
 	// MaxWaitMs is the wait of a Next that asks for none.
 	MaxWaitMs int `json:"max_wait_ms"`
-	// AckDeadlineSeconds is the stream ack deadline and the deadline each
-	// lease extension sets.
+	// AckDeadlineSeconds is the deadline each lease extension of a
+	// handed-out message sets. Messages received but not handed out
+	// (prefetch) are leased for at most 10 s at a time (the stream
+	// deadline), so they come back soon if the process dies.
 	AckDeadlineSeconds int `json:"ack_deadline_seconds"`
 	// MaxExtensionSeconds is how long a held message is kept leased at
 	// most.
@@ -65,6 +67,10 @@ var Limits = map[string]clientopt.Limit{
 	"decoder.memory_limit_mb":  {Default: decode.DefaultMemoryLimitMB, Min: 1, Max: 4096},
 	"decoder.timeout_ms":       {Default: int64(decode.DefaultTimeout / time.Millisecond), Min: 1, Max: 3_600_000},
 }
+
+// minStreamAckDeadline is the shortest stream ack deadline Pub/Sub
+// accepts; prefetched messages are leased no longer than this.
+const minStreamAckDeadline = 10 * time.Second
 
 // Validate fills defaults (for zero values) and checks every field,
 // without touching the network. Errors have code INVALID_ARGUMENT and name
@@ -115,30 +121,37 @@ func invalid(format string, args ...any) error {
 // settings are the timings derived from a validated Config. Tests shorten
 // them below what Config allows to keep runs fast.
 type settings struct {
-	ackDeadline  time.Duration // stream ack deadline and lease-extension deadline
-	maxExtension time.Duration // stop extending a message held this long
-	leaseTick    time.Duration // how often leases are checked
-	openTimeout  time.Duration // bound on GetSubscription retries in Open
-	openAttempt  time.Duration // per-attempt timeout of GetSubscription
-	retry        rpc.Backoff   // stream reconnects and Open retries
-	rpcAttempts  int           // attempts per ack/modack chunk on transient errors
-	rpcTimeout   time.Duration // per-attempt timeout of ack/modack RPCs
-	drainTimeout time.Duration // bound on Close waiting for half-closed streams to end
-	closeTimeout time.Duration // bound on the nacks sent by Close
-	pingInterval time.Duration // stream keepalive ping period
-	pingTimeout  time.Duration // no response this long after a ping: reconnect
-	seenCapacity int           // message ids remembered for redelivery counting
+	ackDeadline time.Duration // lease-extension deadline of handed-out messages
+	// prefetchLease is the stream ack deadline and the lease-extension
+	// deadline of messages received but not handed out: if the process
+	// dies, its prefetch comes back this soon, whatever ackDeadline is.
+	prefetchLease time.Duration
+	maxExtension  time.Duration // stop extending a message held this long
+	leaseTick     time.Duration // how often leases are checked
+	openTimeout   time.Duration // bound on GetSubscription retries in Open
+	openAttempt   time.Duration // per-attempt timeout of GetSubscription
+	retry         rpc.Backoff   // stream reconnects and Open retries
+	rpcAttempts   int           // attempts per ack/modack chunk on transient errors
+	rpcTimeout    time.Duration // per-attempt timeout of ack/modack RPCs
+	drainTimeout  time.Duration // bound on Close waiting for half-closed streams to end
+	closeTimeout  time.Duration // bound on the nacks sent by Close
+	pingInterval  time.Duration // stream keepalive ping period
+	pingTimeout   time.Duration // no response this long after a ping: reconnect
+	seenCapacity  int           // message ids remembered for redelivery counting
 }
 
 func newSettings(c *Config) settings {
 	d := time.Duration(c.AckDeadlineSeconds) * time.Second
 	return settings{
-		ackDeadline:  d,
-		maxExtension: time.Duration(c.MaxExtensionSeconds) * time.Second,
-		leaseTick:    min(max(d/10, 100*time.Millisecond), 5*time.Second),
-		openTimeout:  time.Duration(c.OpenTimeoutMs) * time.Millisecond,
-		openAttempt:  10 * time.Second,
-		retry:        rpc.Backoff{Initial: 100 * time.Millisecond, Max: 10 * time.Second},
+		ackDeadline:   d,
+		prefetchLease: min(d, minStreamAckDeadline),
+		maxExtension:  time.Duration(c.MaxExtensionSeconds) * time.Second,
+		// Ticks of a tenth of the shorter lease: extensions land with at
+		// least 40% of it left.
+		leaseTick:   min(max(min(d, minStreamAckDeadline)/10, 100*time.Millisecond), 5*time.Second),
+		openTimeout: time.Duration(c.OpenTimeoutMs) * time.Millisecond,
+		openAttempt: 10 * time.Second,
+		retry:       rpc.Backoff{Initial: 100 * time.Millisecond, Max: 10 * time.Second},
 		// 8 attempts: the backoff's pauses (lower halves 50ms, 100ms, ...,
 		// 3.2s) add up to at least 6.3s, so an outage of a few seconds (a
 		// restarting proxy, refused connections) does not fail a call.

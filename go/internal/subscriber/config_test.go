@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -90,6 +91,14 @@ func TestSettingsFollowConfig(t *testing.T) {
 	// deadline with margin.
 	if s.leaseTick <= 0 || s.leaseTick > s.ackDeadline/4 {
 		t.Errorf("lease tick %v for a %v deadline", s.leaseTick, s.ackDeadline)
+	}
+	// A long ack deadline leaves the prefetch lease (and the stream's
+	// deadline) at Pub/Sub's 10 s minimum, and the tick follows the shorter.
+	c = Config{AckDeadlineSeconds: 120, MaxExtensionSeconds: 3600, OpenTimeoutMs: 1}
+	s = newSettings(&c)
+	if s.ackDeadline != 120*time.Second || s.prefetchLease != 10*time.Second || s.leaseTick > s.prefetchLease/4 {
+		t.Errorf("ack deadline 120 s: ackDeadline %v prefetchLease %v tick %v, want 2m0s 10s <=2.5s",
+			s.ackDeadline, s.prefetchLease, s.leaseTick)
 	}
 }
 

@@ -86,6 +86,7 @@ func testConfig(srv *pstest.Server) Config {
 // lease ticks of 100 ms, quick reconnects.
 func fast(s *settings) {
 	s.ackDeadline = time.Second
+	s.prefetchLease = time.Second
 	s.leaseTick = 100 * time.Millisecond
 	s.retry = rpc.Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond}
 	s.closeTimeout = 5 * time.Second

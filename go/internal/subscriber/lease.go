@@ -5,36 +5,46 @@ import (
 	"time"
 )
 
-// leaseLoop keeps every held message (buffered or handed out) from being
-// redelivered: each tick it extends to the ack deadline the messages whose
-// deadline is within half of it, and gives up on messages held longer than
+// leaseLoop keeps every held message from being redelivered while this
+// subscriber lives: each tick it extends the messages whose deadline is
+// within half of their lease, and gives up on messages held longer than
 // the maximum extension (the server will redeliver them).
+//
+// Two leases: a message handed out (a task is turning it into rows) is
+// extended to the ack deadline; one only prefetched (buffered, no caller
+// has it) to the short prefetch lease. Nothing extends either once the
+// process dies, so a dead executor's prefetch, possibly a whole flow-control
+// allowance kept warm between tasks, is back within the prefetch lease
+// rather than after a long ackDeadlineSeconds.
 func (s *Subscriber) leaseLoop(ctx context.Context) {
 	t := time.NewTicker(s.set.leaseTick)
 	defer t.Stop()
-	secs := int32(s.set.ackDeadline / time.Second)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		ids := s.res.due(time.Now(), s.set.ackDeadline, s.set.maxExtension)
-		if len(ids) == 0 {
-			continue
-		}
-		// A failed extension is not fatal: the messages come back after
-		// their deadline and are counted as redeliveries.
-		n, _ := s.acker.modack(ctx, ids, secs)
-		s.stats.countModack(n, &s.stats.extended)
+		prefetched, handed := s.res.due(time.Now(), s.set.prefetchLease, s.set.ackDeadline, s.set.maxExtension)
+		s.extend(ctx, prefetched, s.set.prefetchLease)
+		s.extend(ctx, handed, s.set.ackDeadline)
 	}
 }
 
-// due returns the ack ids whose lease must be extended now, and marks them
-// extended by deadline. Messages held for maxExtension or longer are
-// forgotten instead.
-func (r *reservoir) due(now time.Time, deadline, maxExtension time.Duration) []string {
-	var ids []string
+func (s *Subscriber) extend(ctx context.Context, ids []string, lease time.Duration) {
+	if len(ids) == 0 {
+		return
+	}
+	// A failed extension is not fatal: the messages come back after
+	// their deadline and are counted as redeliveries.
+	n, _ := s.acker.modack(ctx, ids, int32(lease/time.Second))
+	s.stats.countModack(n, &s.stats.extended)
+}
+
+// due returns the ack ids whose lease must be extended now, prefetched and
+// handed out apart, and marks them extended by their lease. Messages held
+// for maxExtension or longer are forgotten instead.
+func (r *reservoir) due(now time.Time, prefetchLease, deadline, maxExtension time.Duration) (prefetched, handed []string) {
 	var expired int
 	var expiredBytes int64
 	r.mu.Lock()
@@ -45,12 +55,20 @@ func (r *reservoir) due(now time.Time, deadline, maxExtension time.Duration) []s
 			r.forget(e)
 			continue
 		}
-		if e.expires.Sub(now) <= deadline/2 {
-			ids = append(ids, e.ackID)
-			e.expires = now.Add(deadline)
+		lease := prefetchLease
+		if e.handed {
+			lease = deadline
+		}
+		if e.expires.Sub(now) <= lease/2 {
+			e.expires = now.Add(lease)
+			if e.handed {
+				handed = append(handed, e.ackID)
+			} else {
+				prefetched = append(prefetched, e.ackID)
+			}
 		}
 	}
 	r.mu.Unlock()
 	r.fc.release(expired, expiredBytes)
-	return ids
+	return prefetched, handed
 }

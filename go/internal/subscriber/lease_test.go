@@ -14,24 +14,24 @@ func TestDueExtendsInTheSecondHalfOfTheDeadline(t *testing.T) {
 	r.add(received("a", "b"), start, 10*time.Second)
 	r.take(1, false) // handed-out messages are leased too
 
-	if ids := r.due(start.Add(4*time.Second), 10*time.Second, time.Hour); len(ids) != 0 {
+	if ids := dueAll(r, start.Add(4*time.Second), 10*time.Second, time.Hour); len(ids) != 0 {
 		t.Errorf("due 4s into a 10s deadline: %v, want none", ids)
 	}
-	ids := r.due(start.Add(6*time.Second), 10*time.Second, time.Hour)
+	ids := dueAll(r, start.Add(6*time.Second), 10*time.Second, time.Hour)
 	slices.Sort(ids)
 	if fmt.Sprint(ids) != "[ack-a ack-b]" {
 		t.Errorf("due 6s into a 10s deadline: %v, want both", ids)
 	}
 	// Extended to 16s: not due again until 11s.
-	if ids := r.due(start.Add(10*time.Second), 10*time.Second, time.Hour); len(ids) != 0 {
+	if ids := dueAll(r, start.Add(10*time.Second), 10*time.Second, time.Hour); len(ids) != 0 {
 		t.Errorf("due right after extension: %v", ids)
 	}
-	if ids := r.due(start.Add(11*time.Second), 10*time.Second, time.Hour); len(ids) != 2 {
+	if ids := dueAll(r, start.Add(11*time.Second), 10*time.Second, time.Hour); len(ids) != 2 {
 		t.Errorf("due at 11s: %v, want both", ids)
 	}
 	// A user modack to 5 minutes postpones the next extension.
 	r.touch([]string{"ack-a"}, start.Add(11*time.Second+5*time.Minute))
-	if ids := r.due(start.Add(18*time.Second), 10*time.Second, time.Hour); fmt.Sprint(ids) != "[ack-b]" {
+	if ids := dueAll(r, start.Add(18*time.Second), 10*time.Second, time.Hour); fmt.Sprint(ids) != "[ack-b]" {
 		t.Errorf("due after modack of a: %v, want [ack-b]", ids)
 	}
 }
@@ -42,7 +42,7 @@ func TestDueGivesUpAfterMaxExtension(t *testing.T) {
 	start := time.Now()
 	r.add(received("a", "b"), start, 10*time.Second)
 	r.take(1, false)
-	if ids := r.due(start.Add(30*time.Second), 10*time.Second, 30*time.Second); len(ids) != 0 {
+	if ids := dueAll(r, start.Add(30*time.Second), 10*time.Second, 30*time.Second); len(ids) != 0 {
 		t.Errorf("due past max extension: %v, want none", ids)
 	}
 	if held, _ := r.len(); held != 0 || fc.held() != 0 {
@@ -119,5 +119,35 @@ func TestMaxExtensionStopsLeasing(t *testing.T) {
 	waitFor(t, 10*time.Second, "a redelivery after max extension", func() bool { return s.Stats().Redeliveries >= 1 })
 	if st := s.Stats(); st.Extended == 0 {
 		t.Errorf("stats %+v: the message was never extended before giving up", st)
+	}
+}
+
+// dueAll is due with one lease for prefetched and handed-out messages.
+func dueAll(r *reservoir, now time.Time, deadline, maxExtension time.Duration) []string {
+	p, h := r.due(now, deadline, deadline, maxExtension)
+	return append(p, h...)
+}
+
+// Prefetched messages are extended by the short prefetch lease, handed-out
+// ones by the ack deadline: a dead process's prefetch comes back soon.
+func TestDueLeasesPrefetchBrieflyAndHandedOutForTheAckDeadline(t *testing.T) {
+	fc := newFlowController(100, 1<<20)
+	r := testReservoir(fc, 1000)
+	start := time.Now()
+	r.add(received("a", "b"), start, 10*time.Second) // the stream deadline is the prefetch lease
+	r.take(1, false)                                 // a is handed out, b stays prefetched
+
+	p, h := r.due(start.Add(6*time.Second), 10*time.Second, 60*time.Second, time.Hour)
+	if fmt.Sprint(p) != "[ack-b]" || fmt.Sprint(h) != "[ack-a]" {
+		t.Fatalf("due at 6s: prefetched %v handed %v, want [ack-b] [ack-a]", p, h)
+	}
+	// b was extended to 16s, a to 66s.
+	p, h = r.due(start.Add(12*time.Second), 10*time.Second, 60*time.Second, time.Hour)
+	if fmt.Sprint(p) != "[ack-b]" || len(h) != 0 {
+		t.Errorf("due at 12s: prefetched %v handed %v, want [ack-b] []", p, h)
+	}
+	p, h = r.due(start.Add(37*time.Second), 10*time.Second, 60*time.Second, time.Hour)
+	if fmt.Sprint(p) != "[ack-b]" || fmt.Sprint(h) != "[ack-a]" {
+		t.Errorf("due at 37s: prefetched %v handed %v, want [ack-b] [ack-a]", p, h)
 	}
 }

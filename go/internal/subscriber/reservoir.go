@@ -24,6 +24,10 @@ type entry struct {
 	received time.Time
 	expires  time.Time // the server's deadline for it, as far as we know
 	gone     bool      // no longer held
+	// handed: taken by a caller. Until then it is prefetch, leased only
+	// briefly (settings.prefetchLease) so it comes back soon if this
+	// process dies.
+	handed bool
 }
 
 // maxLotBytes caps a lot's Arrow memory. Past a few tens of MB glibc serves
@@ -38,6 +42,7 @@ type lot struct {
 	rec     arrow.RecordBatch
 	ids     *array.String
 	entries []*entry
+	capped  bool // finished at maxLotBytes: as large as a lot gets
 }
 
 func (l *lot) release() {
@@ -123,8 +128,10 @@ func (r *reservoir) add(msgs []wire.Message, now time.Time, deadline time.Durati
 		total += e.size
 		r.b.Append(m)
 		r.open = append(r.open, e)
-		if len(r.open) >= target || r.b.Bytes() >= maxLotBytes {
-			done = append(done, r.finish())
+		if capped := r.b.Bytes() >= maxLotBytes; capped || len(r.open) >= target {
+			l := r.finish()
+			l.capped = capped
+			done = append(done, l)
 		}
 	}
 	r.openRows.Store(int64(len(r.open)))
@@ -182,16 +189,22 @@ func (r *reservoir) flush() {
 // returns a channel to wait on instead. It fails once the reservoir is
 // closed or failed. Lots are built max rows at a time from now on, so a
 // caller that keeps asking for the same size gets whole lots.
+//
+// While flow control is full nothing more can arrive, so a full take is
+// served at once with what is buffered (no wait that could only run out):
+// with large payloads max rows may be more than the flow control admits,
+// and a take that waited out would make a streaming task end after one lot.
 func (r *reservoir) take(max int, partial bool) (*Batch, <-chan struct{}, error) {
 	wake := r.arrived.wait()
 	r.target.Store(int64(max))
+	serve := partial || r.fc.full() // hand out a short lot rather than wait
 	r.mu.Lock()
 	if err := r.unusable(); err != nil {
 		r.mu.Unlock()
 		return nil, nil, err
 	}
 	open := int(r.openRows.Load())
-	flush := r.lotRows < max && open > 0 && (partial || r.lotRows+open >= max)
+	flush := r.lotRows < max && open > 0 && (serve || r.lotRows+open >= max)
 	r.mu.Unlock()
 	if flush {
 		r.flush()
@@ -202,7 +215,10 @@ func (r *reservoir) take(max int, partial bool) (*Batch, <-chan struct{}, error)
 	if err := r.unusable(); err != nil {
 		return nil, nil, err
 	}
-	if r.lotRows == 0 || (r.lotRows < max && !partial) {
+	// A lot capped by bytes is served whole at once too: waiting for max
+	// rows of large payloads would only run out (and end a streaming task
+	// after one lot).
+	if r.lotRows == 0 || (r.lotRows < max && !serve && !r.lots[0].capped) {
 		if partial {
 			return nil, nil, nil
 		}
@@ -215,7 +231,12 @@ func (r *reservoir) take(max int, partial bool) (*Batch, <-chan struct{}, error)
 		r.lots[0] = nil
 		r.lots = r.lots[1:]
 	}
-	r.lotRows -= len(l.entries) // nothing per row: a hand-over is O(1)
+	r.lotRows -= len(l.entries)
+	// The only per-row work of a hand-over: from now on the rows are
+	// leased for the full ack deadline (lease.go).
+	for _, e := range l.entries {
+		e.handed = true
+	}
 	return &Batch{Record: l.rec, AckIDs: l.ids}, nil, nil
 }
 

@@ -237,3 +237,46 @@ func TestReservoirCapsLotsByBytes(t *testing.T) {
 		t.Errorf("second lot = %s, want [d]", got)
 	}
 }
+
+// With flow control full nothing more can arrive: a full take hands out
+// what is buffered at once instead of waiting for rows that cannot come;
+// with nothing buffered it still waits.
+func TestReservoirServesAFullTakeWhenFlowControlIsFull(t *testing.T) {
+	fc := newFlowController(3, 1<<20)
+	r := testReservoir(fc, 1000)
+	if b, wake, _ := r.take(1000, false); b != nil || wake == nil {
+		t.Fatalf("empty reservoir: batch %v wake %v, want a wait", b, wake)
+	}
+	r.addIDs("a", "b")
+	if b, wake, _ := r.take(1000, false); b != nil || wake == nil {
+		t.Fatalf("2 of 3 held: batch %v, want a wait for more", takenIDs(b))
+	}
+	r.addIDs("c") // flow control is full now
+	b, _, _ := r.take(1000, false)
+	if got := takenIDs(b); got != "[a b c]" {
+		t.Fatalf("full flow control: took %s, want [a b c] at once", got)
+	}
+	// All three handed out and still held: full, nothing buffered: wait.
+	if b, wake, _ := r.take(1000, false); b != nil || wake == nil {
+		t.Fatalf("full, nothing buffered: batch %v wake %v, want a wait", b, wake)
+	}
+}
+
+// A lot capped by bytes is as large as a lot gets: a full take serves it at
+// once rather than wait for max rows that would never fit in one lot.
+func TestReservoirServesALotCappedByBytesWithoutWaiting(t *testing.T) {
+	r := testReservoir(newFlowController(1000, 1<<30), 1000)
+	big := make([]byte, 3<<20)
+	msgs := received("a", "b", "c", "d")
+	for i := range msgs {
+		msgs[i].Data = big
+	}
+	r.add(msgs, time.Now(), time.Minute)
+	b, wake, _ := r.take(1000, false)
+	if got := takenIDs(b); got != "[a b c]" || wake != nil {
+		t.Fatalf("full take = %s, want the capped lot [a b c] at once", got)
+	}
+	if b, wake, _ := r.take(1000, false); b != nil || wake == nil {
+		t.Fatalf("then %s, want a wait: d's lot is not capped", takenIDs(b))
+	}
+}

@@ -30,7 +30,7 @@ func newStream(s *Subscriber, clientID string, index int) *stream {
 	msgs, bytes := perStream(s.cfg.MaxOutstandingMessages, s.cfg.MaxOutstandingBytes, s.cfg.Streams)
 	return &stream{s: s, index: index, initial: &pb.StreamingPullRequest{
 		Subscription:             s.cfg.Subscription,
-		StreamAckDeadlineSeconds: int32(s.set.ackDeadline / time.Second),
+		StreamAckDeadlineSeconds: int32(s.set.prefetchLease / time.Second),
 		// The same client id on every stream and reconnect lets the server
 		// treat them as one subscriber.
 		ClientId:               clientID,
@@ -192,7 +192,7 @@ func (s *Subscriber) deliver(msgs []wire.Message) {
 	redelivered := s.seen.redeliveries(msgs)
 	now := time.Now()
 	s.quiet.arrived(msgs, now)
-	total := s.res.add(msgs, now, s.set.ackDeadline)
+	total := s.res.add(msgs, now, s.set.prefetchLease)
 	s.stats.pulled.Add(int64(len(msgs)))
 	s.stats.bytesPulled.Add(total)
 	s.stats.redeliveries.Add(redelivered)

@@ -27,9 +27,11 @@ func TestStreamingPullRequestCarriesFlowControl(t *testing.T) {
 	if len(f.initial) != 2 {
 		t.Fatalf("%d initial requests, want 2", len(f.initial))
 	}
+	// The stream's deadline is the short prefetch lease (10 s, Pub/Sub's
+	// minimum), not the 30 s ack deadline of handed-out messages.
 	for i, r := range f.initial {
 		if r.Subscription != testSub || r.MaxOutstandingMessages != 501 || r.MaxOutstandingBytes != 1500 ||
-			r.StreamAckDeadlineSeconds != 30 || r.ProtocolVersion != 1 || r.ClientId == "" {
+			r.StreamAckDeadlineSeconds != 10 || r.ProtocolVersion != 1 || r.ClientId == "" {
 			t.Errorf("stream %d initial request %v", i, r)
 		}
 	}

@@ -145,7 +145,7 @@ func open(ctx context.Context, cfg Config, mem memory.Allocator, tune func(*sett
 		fc:      fc,
 		res:     newReservoir(fc, mem, cfg.BatchSize),
 		seen:    newSeenSet(set.seenCapacity),
-		quiet:   newQuietClock(streamCount(&cfg), cfg.ArrivalCutoffUs, set.ackDeadline, time.Now()),
+		quiet:   newQuietClock(streamCount(&cfg), cfg.ArrivalCutoffUs, set.prefetchLease, time.Now()),
 		dec:     dec,
 		closing: make(chan struct{}),
 	}

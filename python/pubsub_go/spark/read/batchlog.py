@@ -109,7 +109,9 @@ class BatchLog:
                     try:
                         e = self.read_path(p)
                     except FileNotFoundError:
-                        continue  # removed since listed: committed and acked
+                        # Removed since the listing: committed and acked, so
+                        # nothing of it can come back as a duplicate.
+                        continue
                     ids = _IDS_CACHE[p] = (e.message_ids if e.message_ids is not None
                                            else e.data.column("message_id").combine_chunks())
                 out.append(ids)

@@ -262,7 +262,7 @@ class SourceOptions:
             max_wait_ms=go_int_option(opts, "maxWaitTimeMs", "subscriber_config", "max_wait_ms"),
             max_records_per_trigger=int_option(opts, "maxRecordsPerTrigger", 0, 1),
             max_bytes_per_trigger=int_option(opts, "maxBytesPerTrigger", 0, 1),
-            max_records_per_partition=int_option(opts, "maxRecordsPerPartition", 500_000, 1),
+            max_records_per_partition=int_option(opts, "maxRecordsPerPartition", 100_000, 1),
             max_batch_duration_ms=int_option(opts, "maxBatchDurationMs", 10_000, 1, 3_600_000),
             ack_on_commit=bool_option(opts, "ackOnCommit", True),
             batch_log_path=str(opts.get("batchloglocation") or log_default),

@@ -1,0 +1,137 @@
+"""An executor's Python worker dies (SIGKILL) between micro-batches while
+its pooled subscriber (subscriberIdleMs) holds prefetched messages: every
+one of them is delivered again within 15 s, and the file sink's output is
+exactly once.
+
+The server is bench/loadserver, not Google's emulator nor the embedded one
+(go/internal/emulator, Go's pstest):
+- Google's emulator keeps a killed stream alive on its side and its
+  messages leased forever (docs/source.md, "End of backlog"), so nothing
+  would ever come back;
+- pstest does expire the deadlines of a dead stream's messages, but ignores
+  StreamingPull flow control and pushes every message into the first
+  stream, so "prefetch up to the flow control" cannot be set up with it;
+- loadserver behaves like Pub/Sub in both (per-stream flow control; the
+  deliveries of a closed stream expire at their ack deadline and are
+  redelivered with delivery_attempt + 1), and its /stats counts what is
+  outstanding, expired and redelivered, which is what this test measures.
+
+ackDeadlineSeconds is 60, so the test fails unless prefetched messages get
+a lease of their own, shorter than the ack deadline of handed-out ones."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+import pubsub_go
+from emulators import LoadServer
+from sparkutil import spark_session, stop_spark
+
+pytestmark = pytest.mark.spark
+
+N = 1500
+PER_BATCH = 300
+BACK_WITHIN_S = 15.0
+
+
+def _pooled_worker_pid(server_port: int) -> int | None:
+    """The Python worker (a child of pyspark.daemon) with a connection to
+    the server: the one whose pooled subscriber holds the prefetch. The
+    driver side's acker runs in another process (not a daemon child)."""
+    import psutil
+
+    found = []
+    for p in psutil.process_iter(["cmdline", "ppid"]):
+        try:
+            parent = psutil.Process(p.info["ppid"]) if p.info["ppid"] else None
+            is_worker = (parent is not None and "pyspark.daemon" in " ".join(parent.cmdline())
+                         and "pyspark.daemon" in " ".join(p.info["cmdline"] or []))
+            if is_worker and any(c.raddr and c.raddr.port == server_port for c in p.net_connections("tcp")):
+                found.append(p.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    assert len(found) <= 1, f"several workers are connected to the server: {found}"
+    return found[0] if found else None
+
+
+def test_killed_workers_prefetch_comes_back_within_seconds_and_output_is_exactly_once(tmp_path):
+    from pubsub_go.client import admin
+
+    server = LoadServer("--messages", str(N), "--payload-bytes", "100")
+    port = int(server.host_port.rsplit(":", 1)[1])
+    stop_spark()  # task retries (local[2,4]) are a SparkContext setting
+    spark = spark_session(master="local[2,4]", app="executor-kill")
+    q = None
+    try:
+        admin("create_topic", emulator_host=server.host_port, topic="projects/k/topics/t")
+        admin("create_subscription", emulator_host=server.host_port, topic="projects/k/topics/t",
+              subscription="projects/k/subscriptions/s")
+        pubsub_go.register(spark)
+        df = (spark.readStream.format("pubsub-go").option("subscriptionId", "projects/k/subscriptions/s")
+              .option("emulatorHost", server.host_port).option("batchLogLocation", str(tmp_path / "log"))
+              .option("numPartitions", "1").option("maxRecordsPerTrigger", str(PER_BATCH))
+              # Room to prefetch everything left after the first batch.
+              .option("maxOutstandingMessages", str(N))
+              .option("ackDeadlineSeconds", "60").option("subscriberIdleMs", "120000").load())
+        out = tmp_path / "out"
+        q = (df.selectExpr("message_id", "delivery_attempt").writeStream.format("parquet")
+             .option("path", str(out)).option("checkpointLocation", str(tmp_path / "ckpt"))
+             .trigger(processingTime="8 seconds").start())
+
+        # Wait for a moment between micro-batches when every message is
+        # outstanding (leased) or acked, and some are not handed to Spark
+        # yet: those are the pooled subscriber's prefetch. (A batch's rows
+        # are acked when Spark commits it, at the start of the next batch;
+        # until then the driver holds their leases.) Two looks at the
+        # trigger bracket the check, so no task is taking rows meanwhile.
+        deadline = time.monotonic() + 180
+        while True:
+            assert time.monotonic() < deadline, f"no idle moment with a full prefetch; {server.stats()}"
+            if q.exception():
+                raise q.exception()
+            before = q.status["isTriggerActive"]
+            done_rows = sum(p["numInputRows"] for p in q.recentProgress)
+            st = server.stats()
+            pid = _pooled_worker_pid(port)
+            if (pid and not before and not q.status["isTriggerActive"] and 0 < done_rows < N
+                    and st["outstanding"] == N - st["acks"] and st["delivered"] == N):
+                break
+            time.sleep(0.05)
+        prefetched = N - done_rows
+        os.kill(pid, signal.SIGKILL)
+        killed_at = time.monotonic()
+        assert prefetched >= PER_BATCH, st
+
+        # Every prefetched message expires on the server and is delivered
+        # again (to the worker Spark starts for the next task).
+        while server.stats()["redelivered"] - st["redelivered"] < prefetched:
+            assert time.monotonic() - killed_at < BACK_WITHIN_S, (
+                f"only {server.stats()['redelivered'] - st['redelivered']} of {prefetched} prefetched messages "
+                f"delivered again {BACK_WITHIN_S:.0f}s after the worker died; {server.stats()}")
+            time.sleep(0.1)
+        back_s = time.monotonic() - killed_at
+
+        deadline = time.monotonic() + 180
+        while server.stats()["acks"] < N:
+            assert time.monotonic() < deadline, f"not every message was committed; {server.stats()}"
+            if q.exception():
+                raise q.exception()
+            time.sleep(0.5)
+        q.stop()
+        rows = spark.read.parquet(str(out)).collect()
+    finally:
+        if q is not None and q.isActive:
+            q.stop()
+        spark.stop()
+        server.stop()
+
+    ids = [r.message_id for r in rows]
+    assert len(ids) == N and set(ids) == {str(i) for i in range(1, N + 1)}, (
+        f"{len(ids)} rows, {len(set(ids))} distinct, want each of {N} once")
+    again = sum(1 for r in rows if r.delivery_attempt >= 2)
+    assert again >= prefetched, f"{again} rows were redeliveries, want the {prefetched} prefetched ones"
+    print(f"prefetched={prefetched} back_within={back_s:.1f}s redelivered_rows={again}")
