@@ -118,12 +118,12 @@ def test_recorded_ids_skip_an_entry_removed_after_the_listing(tmp_path):
     for batch in (1, 2):
         b, a = entry(f"r{batch}-", 2)
         assert write_once(log, "g", batch, 0, b, a, SCHEMA, {})
-    read = log._read_path
+    read = log.read_path
 
     def removed_meanwhile(path: str):
         if "00000000000000000001" in path:
             log.remove_batch("g", 1)  # committed and acked between listing and reading
         return read(path)
 
-    log._read_path = removed_meanwhile
+    log.read_path = removed_meanwhile
     assert sorted(log.recorded_message_ids("g").to_pylist()) == ["r2-0", "r2-1"]
