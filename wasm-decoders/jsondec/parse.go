@@ -365,6 +365,38 @@ func (p *parser) container(value func() error) error {
 	}
 }
 
+// members walks the object at the cursor (p.peek() == '{'), calling member
+// with each member's name once the colon after it is consumed; member
+// consumes the value. first is true for the first member. Unlike
+// container, it hands over the names (the decoders of structs, maps and
+// Jackson's rendering need them).
+func (p *parser) members(member func(k []byte, first bool) error) error {
+	if err := p.enter(); err != nil {
+		return err
+	}
+	p.pos++
+	for first := true; ; first = false {
+		p.ws()
+		if p.peek() == '}' && !p.eof() {
+			p.pos++
+			p.depth--
+			return nil
+		}
+		if !first {
+			if err := p.expect(','); err != nil {
+				return err
+			}
+		}
+		k, err := p.key()
+		if err != nil {
+			return err
+		}
+		if err := member(k, first); err != nil {
+			return err
+		}
+	}
+}
+
 // key reads an object member name and the colon after it.
 func (p *parser) key() ([]byte, error) {
 	p.ws()
