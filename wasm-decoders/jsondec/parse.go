@@ -132,9 +132,7 @@ func (p *parser) number() (numTok, bool) {
 	case i < len(b) && b[i] == '0':
 		i++
 	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
+		i = skipDigits(b, i)
 	default:
 		return numTok{}, false
 	}
@@ -142,10 +140,7 @@ func (p *parser) number() (numTok, bool) {
 	if i < len(b) && b[i] == '.' {
 		i++
 		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
+		if i = skipDigits(b, i); i == d {
 			return numTok{}, false
 		}
 		isInt = false
@@ -156,10 +151,7 @@ func (p *parser) number() (numTok, bool) {
 			i++
 		}
 		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
+		if i = skipDigits(b, i); i == d {
 			return numTok{}, false
 		}
 		isInt = false
@@ -169,6 +161,14 @@ func (p *parser) number() (numTok, bool) {
 	}
 	p.pos = i
 	return numTok{text: b[start:i], isInt: isInt}, true
+}
+
+// skipDigits is the index after the run of ASCII digits at b[i:].
+func skipDigits(b []byte, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 // special scans the non-numeric numbers.
