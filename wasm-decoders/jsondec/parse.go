@@ -397,6 +397,15 @@ func (p *parser) members(member func(k []byte, first bool) error) error {
 	}
 }
 
+// quoted reads the string at the cursor, where the column's type needs
+// one (what names it in the error).
+func (p *parser) quoted(what string) ([]byte, error) {
+	if c := p.peek(); p.eof() || (c != '"' && c != '\'') {
+		return nil, p.errorf("expected %s, got %s", what, p.tokenName())
+	}
+	return p.string()
+}
+
 // key reads an object member name and the colon after it.
 func (p *parser) key() ([]byte, error) {
 	p.ws()

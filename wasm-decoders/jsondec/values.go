@@ -69,10 +69,7 @@ func (d *Decoder) value(c *conv, b *arrowlite.Builder) error {
 	case kDecimal:
 		return d.decimal(c, b)
 	case kBinary:
-		if ch != '"' && ch != '\'' {
-			return p.errorf("expected a base64 string, got %s", p.tokenName())
-		}
-		s, err := p.string()
+		s, err := p.quoted("a base64 string")
 		if err != nil {
 			return err
 		}
@@ -85,10 +82,7 @@ func (d *Decoder) value(c *conv, b *arrowlite.Builder) error {
 		b.AppendBytes(d.scratch[:m])
 		return nil
 	case kDate:
-		if ch != '"' && ch != '\'' {
-			return p.errorf("expected a date string, got %s", p.tokenName())
-		}
-		s, err := p.string()
+		s, err := p.quoted("a date string")
 		if err != nil {
 			return err
 		}
