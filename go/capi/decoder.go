@@ -15,7 +15,6 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/pubsub-go/pubsub-go/go/internal/decode"
-	"github.com/pubsub-go/pubsub-go/go/internal/handles"
 	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 	"github.com/pubsub-go/pubsub-go/go/internal/subscriber"
 )
@@ -29,7 +28,7 @@ type openDecoder struct {
 	dec *decode.Decoder
 }
 
-var decoders handles.Registry[*openDecoder]
+var decoders = table[*openDecoder]{what: "decoder"}
 
 //export pg_decoder_open
 func pg_decoder_open(config *C.char, handleOut *C.uint64_t, errOut *C.struct_PgError) C.int {
@@ -51,9 +50,9 @@ func pg_decoder_open(config *C.char, handleOut *C.uint64_t, errOut *C.struct_PgE
 //export pg_decoder_schema
 func pg_decoder_schema(h C.uint64_t, outSchema *C.struct_ArrowSchema, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
-		d, ok := decoders.Get(uint64(h))
-		if !ok {
-			return closedHandle("decoder", h)
+		d, err := decoders.get(h)
+		if err != nil {
+			return err
 		}
 		if outSchema == nil {
 			return rpc.Errorf(codes.InvalidArgument, "pg_decoder_schema: the output ArrowSchema pointer must not be NULL")
@@ -67,12 +66,12 @@ func pg_decoder_schema(h C.uint64_t, outSchema *C.struct_ArrowSchema, errOut *C.
 func pg_decoder_decode(h C.uint64_t, payloads *C.struct_ArrowArray, payloadsSchema *C.struct_ArrowSchema,
 	outBatch *C.struct_ArrowArray, outSchema *C.struct_ArrowSchema, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
-		d, ok := decoders.Get(uint64(h))
-		if !ok {
+		d, err := decoders.get(h)
+		if err != nil {
 			if payloads != nil && payloads.release != nil {
 				cdata.ReleaseCArrowArray(carray(payloads))
 			}
-			return closedHandle("decoder", h)
+			return err
 		}
 		if payloads == nil || payloadsSchema == nil || outBatch == nil {
 			return rpc.Errorf(codes.InvalidArgument, "pg_decoder_decode: the ArrowArray/ArrowSchema pointers must not be NULL")
@@ -101,11 +100,7 @@ func pg_decoder_decode(h C.uint64_t, payloads *C.struct_ArrowArray, payloadsSche
 //export pg_decoder_close
 func pg_decoder_close(h C.uint64_t, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
-		d, ok := decoders.Take(uint64(h))
-		if !ok {
-			return closedHandle("decoder", h)
-		}
-		return d.dec.Close()
+		return closeHandle(&decoders, h, func(v *openDecoder) error { return v.dec.Close() })
 	})
 }
 

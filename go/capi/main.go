@@ -33,7 +33,7 @@ const ABIVersion = 2
 // C must not hold Go-heap pointers).
 var alloc = mallocator.NewMallocator()
 
-var emulators handles.Registry[*emulator.Emulator]
+var emulators = table[*emulator.Emulator]{what: "emulator"}
 
 func main() {}
 
@@ -99,16 +99,38 @@ func pg_emulator_start(hostPort *C.char, handleOut *C.uint64_t, addrOut **C.char
 //export pg_emulator_stop
 func pg_emulator_stop(h C.uint64_t, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
-		e, ok := emulators.Take(uint64(h))
-		if !ok {
-			return closedHandle("emulator", h)
-		}
-		return e.Stop()
+		return closeHandle(&emulators, h, func(v *emulator.Emulator) error { return v.Stop() })
 	})
 }
 
 func closedHandle(what string, h C.uint64_t) error {
 	return rpc.Closed("%s handle %d is closed or was never opened", what, uint64(h))
+}
+
+// table is the handle registry of one kind of value, named for the error
+// an unknown or closed handle gets.
+type table[T any] struct {
+	handles.Registry[T]
+	what string
+}
+
+// get is the value of a live handle, else the closed-handle error.
+func (t *table[T]) get(h C.uint64_t) (T, error) {
+	v, ok := t.Get(uint64(h))
+	if !ok {
+		return v, closedHandle(t.what, h)
+	}
+	return v, nil
+}
+
+// closeHandle ends h and closes its value; of concurrent calls for one
+// handle, one closes it and the others get the closed-handle error.
+func closeHandle[T any](t *table[T], h C.uint64_t, close func(T) error) error {
+	v, ok := t.Take(uint64(h))
+	if !ok {
+		return closedHandle(t.what, h)
+	}
+	return close(v)
 }
 
 func carray(p *C.struct_ArrowArray) *cdata.CArrowArray {

@@ -13,12 +13,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/cdata"
 	"google.golang.org/grpc/codes"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/handles"
 	"github.com/pubsub-go/pubsub-go/go/internal/publisher"
 	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
 
-var publishers handles.Registry[*publisher.Publisher]
+var publishers = table[*publisher.Publisher]{what: "publisher"}
 
 //export pg_publisher_open
 func pg_publisher_open(config *C.char, handleOut *C.uint64_t, errOut *C.struct_PgError) C.int {
@@ -47,9 +46,9 @@ func pg_publisher_publish(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.stru
 			return rpc.Errorf(codes.InvalidArgument, "publish: cannot import the Arrow batch: %v", err)
 		}
 		defer rec.Release()
-		p, ok := publishers.Get(uint64(h))
-		if !ok {
-			return closedHandle("publisher", h)
+		p, err := publishers.get(h)
+		if err != nil {
+			return err
 		}
 		return p.Publish(context.Background(), rec)
 	})
@@ -58,9 +57,9 @@ func pg_publisher_publish(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.stru
 //export pg_publisher_flush
 func pg_publisher_flush(h C.uint64_t, timeoutMs C.int64_t, jsonOut **C.char, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
-		p, ok := publishers.Get(uint64(h))
-		if !ok {
-			return closedHandle("publisher", h)
+		p, err := publishers.get(h)
+		if err != nil {
+			return err
 		}
 		ctx := context.Background()
 		if timeoutMs > 0 {
@@ -79,10 +78,6 @@ func pg_publisher_flush(h C.uint64_t, timeoutMs C.int64_t, jsonOut **C.char, err
 //export pg_publisher_close
 func pg_publisher_close(h C.uint64_t, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
-		p, ok := publishers.Take(uint64(h))
-		if !ok {
-			return closedHandle("publisher", h)
-		}
-		return p.Close()
+		return closeHandle(&publishers, h, func(v *publisher.Publisher) error { return v.Close() })
 	})
 }

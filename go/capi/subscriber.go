@@ -14,12 +14,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/cdata"
 	"google.golang.org/grpc/codes"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/handles"
 	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 	"github.com/pubsub-go/pubsub-go/go/internal/subscriber"
 )
 
-var subscribers handles.Registry[*subscriber.Subscriber]
+var subscribers = table[*subscriber.Subscriber]{what: "subscriber"}
 
 // nextSafetyMargin bounds a Next call beyond its requested wait, so that a
 // stuck network call can never hang the caller.
@@ -46,9 +45,9 @@ func pg_subscriber_next(h C.uint64_t, maxRows C.int64_t, waitMs C.int64_t,
 	outBatch *C.struct_ArrowArray, outSchema *C.struct_ArrowSchema,
 	outAckIDs *C.struct_ArrowArray, outAckSchema *C.struct_ArrowSchema, waitedOut *C.int32_t, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
-		s, ok := subscribers.Get(uint64(h))
-		if !ok {
-			return closedHandle("subscriber", h)
+		s, err := subscribers.get(h)
+		if err != nil {
+			return err
 		}
 		if outBatch == nil || outAckIDs == nil {
 			return rpc.Errorf(codes.InvalidArgument, "pg_subscriber_next: the output ArrowArray pointers must not be NULL")
@@ -110,12 +109,12 @@ func importAckIDs(arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema) ([]str
 func withAckIDs(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.struct_ArrowSchema, errOut *C.struct_PgError,
 	f func(s *subscriber.Subscriber, ids []string) error) C.int {
 	return guard(errOut, func() error {
-		s, ok := subscribers.Get(uint64(h))
-		if !ok {
+		s, err := subscribers.get(h)
+		if err != nil {
 			if arr != nil && arr.release != nil {
 				cdata.ReleaseCArrowArray(carray(arr))
 			}
-			return closedHandle("subscriber", h)
+			return err
 		}
 		ids, err := importAckIDs(arr, schema)
 		if err != nil {
@@ -161,9 +160,9 @@ var _ [unsafe.Sizeof(subscriber.Stats{}) - unsafe.Sizeof(C.struct_PgSubscriberSt
 //export pg_subscriber_stats
 func pg_subscriber_stats(h C.uint64_t, out *C.struct_PgSubscriberStats, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
-		s, ok := subscribers.Get(uint64(h))
-		if !ok {
-			return closedHandle("subscriber", h)
+		s, err := subscribers.get(h)
+		if err != nil {
+			return err
 		}
 		if out == nil {
 			return rpc.Errorf(codes.InvalidArgument, "pg_subscriber_stats: the output pointer must not be NULL")
@@ -176,10 +175,6 @@ func pg_subscriber_stats(h C.uint64_t, out *C.struct_PgSubscriberStats, errOut *
 //export pg_subscriber_close
 func pg_subscriber_close(h C.uint64_t, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
-		s, ok := subscribers.Take(uint64(h))
-		if !ok {
-			return closedHandle("subscriber", h)
-		}
-		return s.Close()
+		return closeHandle(&subscribers, h, func(v *subscriber.Subscriber) error { return v.Close() })
 	})
 }

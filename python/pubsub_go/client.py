@@ -108,17 +108,29 @@ class DecoderConfig:
         return _config_json(self)
 
 
-@dataclass
-class SubscriberConfig:
-    """Mirrors go/internal/subscriber.Config."""
+@dataclass(kw_only=True)
+class ConnectionConfig:
+    """Mirrors go/internal/clientopt.Options, which Go's subscriber and
+    publisher configs embed: where Pub/Sub is and how to authenticate.
+    Keyword-only, so that the configs built on it keep their required
+    field (subscription, topic) first in the constructor."""
 
-    subscription: str
     emulator_host: str | None = None
     endpoint: str | None = None
     credentials_file: str | None = None  # a credentials JSON file
     credentials_json: str | None = field(default=None, repr=False)  # the same inline: a secret, never in repr
     impersonate_service_account: str | None = None
     iam_credentials_endpoint: str | None = None
+
+    def to_json(self) -> str:
+        return _config_json(self)
+
+
+@dataclass
+class SubscriberConfig(ConnectionConfig):
+    """Mirrors go/internal/subscriber.Config."""
+
+    subscription: str
     streams: int = 0
     max_outstanding_messages: int = 0
     max_outstanding_bytes: int = 0
@@ -130,9 +142,6 @@ class SubscriberConfig:
     no_pull: bool = False  # open no stream: only ack, nack and modack ids pulled elsewhere
     arrival_cutoff_us: int = 0  # messages published later do not count in stats()["quiet_ms"]
     decoder: DecoderConfig | None = None  # schema mode: decode payloads in pull()
-
-    def to_json(self) -> str:
-        return _config_json(self)
 
 
 class Pulled(NamedTuple):
@@ -242,16 +251,10 @@ class Subscriber(_Handle):
 
 
 @dataclass
-class PublisherConfig:
+class PublisherConfig(ConnectionConfig):
     """Mirrors go/internal/publisher.Config."""
 
     topic: str
-    emulator_host: str | None = None
-    endpoint: str | None = None
-    credentials_file: str | None = None  # a credentials JSON file
-    credentials_json: str | None = field(default=None, repr=False)  # the same inline: a secret, never in repr
-    impersonate_service_account: str | None = None
-    iam_credentials_endpoint: str | None = None
     max_batch_messages: int = 0
     max_batch_bytes: int = 0
     linger_ms: int = 0
@@ -264,9 +267,6 @@ class PublisherConfig:
     id_attribute: str = ""
     id_prefix: str = ""
     open_timeout_ms: int = 0
-
-    def to_json(self) -> str:
-        return _config_json(self)
 
 
 class Publisher(_Handle):

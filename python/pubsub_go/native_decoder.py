@@ -24,8 +24,8 @@ from typing import Any
 import pyarrow as pa
 
 from . import _native, contract
-from .client import DecoderConfig
-from .errors import InvalidArgumentError, closed_error
+from .client import DecoderConfig, _Handle, _ptr
+from .errors import InvalidArgumentError
 from .schema import DECODE_ERROR_COLUMN
 
 __all__ = ["DECODE_ERROR_COLUMN", "DEFAULT_MEMORY_LIMIT_MB", "DEFAULT_TIMEOUT_MS", "NativeDecoder", "decode"]
@@ -34,10 +34,6 @@ DEFAULT_TIMEOUT_MS = contract.limit("decoder_config", "timeout_ms").default
 DEFAULT_MEMORY_LIMIT_MB = contract.limit("decoder_config", "memory_limit_mb").default
 BUILTIN_FORMATS = ("json", "avro")
 ON_ERROR = ("column", "null", "raise")
-
-
-def _ptr(cdata: Any) -> int:
-    return int(_native.ffi().cast("uintptr_t", cdata))
 
 
 def _arrow_schema(schema: Any) -> pa.Schema | None:
@@ -74,47 +70,34 @@ def decoder_config(format: str | None = None, schema: pa.Schema | None = None, d
         schema=base64.b64encode(schema.serialize().to_pybytes()).decode() if schema is not None else "")
 
 
-class NativeDecoder:
+class NativeDecoder(_Handle):
     """One decoder opened in the native library; safe to share between
     threads. Prefer :func:`decode`, which keeps decoders open for reuse."""
 
+    _close_fn = "pg_decoder_close"
+    _what = "decoder"
+
     def __init__(self, config: DecoderConfig) -> None:
-        h = _native.ffi().new("uint64_t*")
-        _native.call("pg_decoder_open", config.to_json().encode(), h)
-        self._h: int = h[0]
-        self._pid = os.getpid()
-        f = _native.ffi()
-        sch = f.new("struct ArrowSchema*")
+        self._open("pg_decoder_open", config.to_json())
+        sch = _native.ffi().new("struct ArrowSchema*")
         _native.call("pg_decoder_schema", self._h, sch)
         self.schema: pa.Schema = pa.Schema._import_from_c(_ptr(sch))
 
     def decode(self, payloads: pa.Array) -> pa.RecordBatch:
         """Decoded columns plus ``__decode_error`` (null where the row decoded)."""
-        if not self._h:
-            raise closed_error("decoder")
+        h = self._handle()
         f = _native.ffi()
         arr, sch = f.new("struct ArrowArray*"), f.new("struct ArrowSchema*")
         out, out_sch = f.new("struct ArrowArray*"), f.new("struct ArrowSchema*")
         payloads._export_to_c(_ptr(arr), _ptr(sch))
-        _native.call("pg_decoder_decode", self._h, arr, sch, out, out_sch)
+        _native.call("pg_decoder_decode", h, arr, sch, out, out_sch)
         return pa.RecordBatch._import_from_c(_ptr(out), _ptr(out_sch))
 
     def close(self) -> None:
-        if getattr(self, "_h", 0) and self._pid == os.getpid():
-            h, self._h = self._h, 0
-            _native.call("pg_decoder_close", h)
-
-    def __enter__(self) -> NativeDecoder:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
+        # Decoders sit in a process-wide cache that a forked child inherits;
+        # there the library is unusable, so closing is left to the owner.
+        if getattr(self, "_pid", None) == os.getpid():
+            super().close()
 
 
 # Open decoders by config: decode() is called once per batch (mapInArrow),

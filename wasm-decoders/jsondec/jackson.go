@@ -32,32 +32,18 @@ func (d *Decoder) jackson(out []byte) ([]byte, error) {
 		return append(out, ']'), err
 	case c == '{':
 		out = append(out, '{')
-		if err := p.enter(); err != nil {
-			return out, err
-		}
-		p.pos++
-		for first := true; ; first = false {
-			p.ws()
-			if p.peek() == '}' && !p.eof() {
-				p.pos++
-				p.depth--
-				return append(out, '}'), nil
-			}
+		err := p.members(func(k []byte, first bool) error {
+			var err error
 			if !first {
-				if err := p.expect(','); err != nil {
-					return out, err
-				}
 				out = append(out, ',')
 			}
-			k, err := p.key()
-			if err != nil {
-				return out, err
-			}
-			out = append(quote(out, k), ':')
-			if out, err = d.jackson(out); err != nil {
-				return out, err
-			}
+			out, err = d.jackson(append(quote(out, k), ':'))
+			return err
+		})
+		if err != nil {
+			return out, err
 		}
+		return append(out, '}'), nil
 	case c == '"' || c == '\'':
 		s, err := p.string()
 		if err != nil {

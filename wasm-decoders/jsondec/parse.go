@@ -132,9 +132,7 @@ func (p *parser) number() (numTok, bool) {
 	case i < len(b) && b[i] == '0':
 		i++
 	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
+		i = skipDigits(b, i)
 	default:
 		return numTok{}, false
 	}
@@ -142,10 +140,7 @@ func (p *parser) number() (numTok, bool) {
 	if i < len(b) && b[i] == '.' {
 		i++
 		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
+		if i = skipDigits(b, i); i == d {
 			return numTok{}, false
 		}
 		isInt = false
@@ -156,10 +151,7 @@ func (p *parser) number() (numTok, bool) {
 			i++
 		}
 		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
+		if i = skipDigits(b, i); i == d {
 			return numTok{}, false
 		}
 		isInt = false
@@ -169,6 +161,14 @@ func (p *parser) number() (numTok, bool) {
 	}
 	p.pos = i
 	return numTok{text: b[start:i], isInt: isInt}, true
+}
+
+// skipDigits is the index after the run of ASCII digits at b[i:].
+func skipDigits(b []byte, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 // special scans the non-numeric numbers.
@@ -363,6 +363,47 @@ func (p *parser) container(value func() error) error {
 			return p.errorf("expected ',' or %q, got %s", close, p.tokenName())
 		}
 	}
+}
+
+// members walks the object at the cursor (p.peek() == '{'), calling member
+// with each member's name once the colon after it is consumed; member
+// consumes the value. first is true for the first member. Unlike
+// container, it hands over the names (the decoders of structs, maps and
+// Jackson's rendering need them).
+func (p *parser) members(member func(k []byte, first bool) error) error {
+	if err := p.enter(); err != nil {
+		return err
+	}
+	p.pos++
+	for first := true; ; first = false {
+		p.ws()
+		if p.peek() == '}' && !p.eof() {
+			p.pos++
+			p.depth--
+			return nil
+		}
+		if !first {
+			if err := p.expect(','); err != nil {
+				return err
+			}
+		}
+		k, err := p.key()
+		if err != nil {
+			return err
+		}
+		if err := member(k, first); err != nil {
+			return err
+		}
+	}
+}
+
+// quoted reads the string at the cursor, where the column's type needs
+// one (what names it in the error).
+func (p *parser) quoted(what string) ([]byte, error) {
+	if c := p.peek(); p.eof() || (c != '"' && c != '\'') {
+		return nil, p.errorf("expected %s, got %s", what, p.tokenName())
+	}
+	return p.string()
 }
 
 // key reads an object member name and the colon after it.

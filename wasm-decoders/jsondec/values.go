@@ -69,10 +69,7 @@ func (d *Decoder) value(c *conv, b *arrowlite.Builder) error {
 	case kDecimal:
 		return d.decimal(c, b)
 	case kBinary:
-		if ch != '"' && ch != '\'' {
-			return p.errorf("expected a base64 string, got %s", p.tokenName())
-		}
-		s, err := p.string()
+		s, err := p.quoted("a base64 string")
 		if err != nil {
 			return err
 		}
@@ -85,10 +82,7 @@ func (d *Decoder) value(c *conv, b *arrowlite.Builder) error {
 		b.AppendBytes(d.scratch[:m])
 		return nil
 	case kDate:
-		if ch != '"' && ch != '\'' {
-			return p.errorf("expected a date string, got %s", p.tokenName())
-		}
-		s, err := p.string()
+		s, err := p.quoted("a date string")
 		if err != nil {
 			return err
 		}
@@ -125,32 +119,14 @@ func (d *Decoder) value(c *conv, b *arrowlite.Builder) error {
 		b.AppendList()
 		entries := b.Children[0]
 		keys, vals := entries.Children[0], entries.Children[1]
-		if err := p.enter(); err != nil {
-			return err
-		}
-		p.pos++
-		for first := true; ; first = false {
-			p.ws()
-			if p.peek() == '}' && !p.eof() {
-				p.pos++
-				p.depth--
-				return nil
-			}
-			if !first {
-				if err := p.expect(','); err != nil {
-					return err
-				}
-			}
-			k, err := p.key()
-			if err != nil {
-				return err
-			}
+		return p.members(func(k []byte, _ bool) error {
 			keys.AppendBytes(k)
 			if err := d.value(c.elem, vals); err != nil {
 				return within(err, string(k))
 			}
 			entries.AppendStruct()
-		}
+			return nil
+		})
 	case kStruct:
 		if ch != '{' {
 			return p.errorf("expected an object, got %s", p.tokenName())
@@ -168,33 +144,11 @@ func (d *Decoder) value(c *conv, b *arrowlite.Builder) error {
 // members are null.
 func (d *Decoder) object(c *conv, children []*arrowlite.Builder, L int) error {
 	p := &d.p
-	if err := p.enter(); err != nil {
-		return err
-	}
-	p.pos++
 	clear(c.seen)
-	for first := true; ; first = false {
-		p.ws()
-		if p.peek() == '}' && !p.eof() {
-			p.pos++
-			p.depth--
-			break
-		}
-		if !first {
-			if err := p.expect(','); err != nil {
-				return err
-			}
-		}
-		k, err := p.key()
-		if err != nil {
-			return err
-		}
+	err := p.members(func(k []byte, _ bool) error {
 		i, ok := c.names[string(k)]
 		if !ok {
-			if err := p.skip(); err != nil {
-				return err
-			}
-			continue
+			return p.skip()
 		}
 		if c.seen[i] {
 			children[i].Truncate(L)
@@ -203,6 +157,10 @@ func (d *Decoder) object(c *conv, children []*arrowlite.Builder, L int) error {
 		if err := d.value(c.fields[i], children[i]); err != nil {
 			return within(err, c.fields[i].name)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	for _, ch := range children {
 		if ch.Len() == L {

@@ -11,6 +11,7 @@ import (
 
 	pubsub "cloud.google.com/go/pubsub/v2/apiv1"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"google.golang.org/api/option"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -74,88 +75,117 @@ func Do(ctx context.Context, r Request) ([]byte, error) {
 		}
 		return json.Marshal(map[string]string{"project": p})
 	case "seek", "create_snapshot", "delete_snapshot":
-		return doSnapshotOp(ctx, r)
+		return withClient(ctx, pubsub.NewSubscriptionAdminClient, r, doSnapshotOp)
 	case "create_topic", "delete_topic", "get_topic":
-		if r.Topic == "" {
-			return nil, rpc.Errorf(codes.InvalidArgument, "%s needs \"topic\": projects/P/topics/T", r.Op)
-		}
-		c, err := pubsub.NewTopicAdminClient(ctx, r.Options.ClientOptions()...)
-		if err != nil {
+		if err := need(r.Op, "topic", r.Topic); err != nil {
 			return nil, err
 		}
-		defer c.Close()
-		switch r.Op {
-		case "create_topic":
-			t, err := c.CreateTopic(ctx, &pubsubpb.Topic{Name: r.Topic})
-			if err != nil {
-				return nil, fmt.Errorf("create topic %s: %w", r.Topic, err)
-			}
-			return json.Marshal(map[string]string{"name": t.Name})
-		case "get_topic":
-			t, err := c.GetTopic(ctx, &pubsubpb.GetTopicRequest{Topic: r.Topic})
-			if err != nil {
-				return nil, fmt.Errorf("get topic %s: %w", r.Topic, err)
-			}
-			return json.Marshal(map[string]string{"name": t.Name})
-		default:
-			if err := c.DeleteTopic(ctx, &pubsubpb.DeleteTopicRequest{Topic: r.Topic}); err != nil {
-				return nil, fmt.Errorf("delete topic %s: %w", r.Topic, err)
-			}
-			return []byte("{}"), nil
-		}
+		return withClient(ctx, pubsub.NewTopicAdminClient, r, doTopicOp)
 	case "create_subscription", "delete_subscription", "get_subscription":
-		if r.Subscription == "" {
-			return nil, rpc.Errorf(codes.InvalidArgument, "%s needs \"subscription\": projects/P/subscriptions/S", r.Op)
-		}
-		c, err := pubsub.NewSubscriptionAdminClient(ctx, r.Options.ClientOptions()...)
-		if err != nil {
+		if err := need(r.Op, "subscription", r.Subscription); err != nil {
 			return nil, err
 		}
-		defer c.Close()
-		switch r.Op {
-		case "create_subscription":
-			if r.Topic == "" {
-				return nil, rpc.Errorf(codes.InvalidArgument, "create_subscription needs \"topic\": projects/P/topics/T")
-			}
-			s := &pubsubpb.Subscription{
-				Name:                      r.Subscription,
-				Topic:                     r.Topic,
-				AckDeadlineSeconds:        r.AckDeadlineSeconds,
-				EnableMessageOrdering:     r.EnableMessageOrdering,
-				Filter:                    r.Filter,
-				EnableExactlyOnceDelivery: r.EnableExactlyOnceDelivery,
-			}
-			if r.MessageRetentionSeconds > 0 {
-				s.MessageRetentionDuration = durationpb.New(time.Duration(r.MessageRetentionSeconds) * time.Second)
-			}
-			if r.DeadLetterTopic != "" {
-				s.DeadLetterPolicy = &pubsubpb.DeadLetterPolicy{DeadLetterTopic: r.DeadLetterTopic, MaxDeliveryAttempts: r.MaxDeliveryAttempts}
-			}
-			if r.RetainAckedSeconds > 0 {
-				s.RetainAckedMessages = true
-				if r.MessageRetentionSeconds == 0 {
-					s.MessageRetentionDuration = durationpb.New(time.Duration(r.RetainAckedSeconds) * time.Second)
-				}
-			}
-			got, err := c.CreateSubscription(ctx, s)
-			if err != nil {
-				return nil, fmt.Errorf("create subscription %s: %w", r.Subscription, err)
-			}
-			return subscriptionJSON(got)
-		case "get_subscription":
-			got, err := c.GetSubscription(ctx, &pubsubpb.GetSubscriptionRequest{Subscription: r.Subscription})
-			if err != nil {
-				return nil, fmt.Errorf("get subscription %s: %w", r.Subscription, err)
-			}
-			return subscriptionJSON(got)
-		default:
-			if err := c.DeleteSubscription(ctx, &pubsubpb.DeleteSubscriptionRequest{Subscription: r.Subscription}); err != nil {
-				return nil, fmt.Errorf("delete subscription %s: %w", r.Subscription, err)
-			}
-			return []byte("{}"), nil
-		}
+		return withClient(ctx, pubsub.NewSubscriptionAdminClient, r, doSubscriptionOp)
 	}
 	return nil, rpc.Errorf(codes.InvalidArgument, "unknown admin op %q; expected one of %v", r.Op, Ops)
+}
+
+// withClient opens the admin client one request needs, runs op with it and
+// closes it: every op but default_project talks to the service this way.
+func withClient[C interface{ Close() error }](ctx context.Context,
+	open func(context.Context, ...option.ClientOption) (C, error), r Request,
+	op func(context.Context, C, Request) ([]byte, error)) ([]byte, error) {
+	c, err := open(ctx, r.Options.ClientOptions()...)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return op(ctx, c, r)
+}
+
+// pathForms are the resource paths the request keys hold, for errors.
+var pathForms = map[string]string{
+	"topic":        "projects/P/topics/T",
+	"subscription": "projects/P/subscriptions/S",
+	"snapshot":     "projects/P/snapshots/N",
+}
+
+// need fails with INVALID_ARGUMENT when op lacks the request key key.
+func need(op, key, value string) error {
+	if value != "" {
+		return nil
+	}
+	return rpc.Errorf(codes.InvalidArgument, "%s needs %q: %s", op, key, pathForms[key])
+}
+
+// doTopicOp runs create_topic, get_topic and delete_topic.
+func doTopicOp(ctx context.Context, c *pubsub.TopicAdminClient, r Request) ([]byte, error) {
+	switch r.Op {
+	case "create_topic":
+		t, err := c.CreateTopic(ctx, &pubsubpb.Topic{Name: r.Topic})
+		if err != nil {
+			return nil, fmt.Errorf("create topic %s: %w", r.Topic, err)
+		}
+		return json.Marshal(map[string]string{"name": t.Name})
+	case "get_topic":
+		t, err := c.GetTopic(ctx, &pubsubpb.GetTopicRequest{Topic: r.Topic})
+		if err != nil {
+			return nil, fmt.Errorf("get topic %s: %w", r.Topic, err)
+		}
+		return json.Marshal(map[string]string{"name": t.Name})
+	default:
+		if err := c.DeleteTopic(ctx, &pubsubpb.DeleteTopicRequest{Topic: r.Topic}); err != nil {
+			return nil, fmt.Errorf("delete topic %s: %w", r.Topic, err)
+		}
+		return []byte("{}"), nil
+	}
+}
+
+// doSubscriptionOp runs create_subscription, get_subscription and
+// delete_subscription.
+func doSubscriptionOp(ctx context.Context, c *pubsub.SubscriptionAdminClient, r Request) ([]byte, error) {
+	switch r.Op {
+	case "create_subscription":
+		if err := need(r.Op, "topic", r.Topic); err != nil {
+			return nil, err
+		}
+		s := &pubsubpb.Subscription{
+			Name:                      r.Subscription,
+			Topic:                     r.Topic,
+			AckDeadlineSeconds:        r.AckDeadlineSeconds,
+			EnableMessageOrdering:     r.EnableMessageOrdering,
+			Filter:                    r.Filter,
+			EnableExactlyOnceDelivery: r.EnableExactlyOnceDelivery,
+		}
+		if r.MessageRetentionSeconds > 0 {
+			s.MessageRetentionDuration = durationpb.New(time.Duration(r.MessageRetentionSeconds) * time.Second)
+		}
+		if r.DeadLetterTopic != "" {
+			s.DeadLetterPolicy = &pubsubpb.DeadLetterPolicy{DeadLetterTopic: r.DeadLetterTopic, MaxDeliveryAttempts: r.MaxDeliveryAttempts}
+		}
+		if r.RetainAckedSeconds > 0 {
+			s.RetainAckedMessages = true
+			if r.MessageRetentionSeconds == 0 {
+				s.MessageRetentionDuration = durationpb.New(time.Duration(r.RetainAckedSeconds) * time.Second)
+			}
+		}
+		got, err := c.CreateSubscription(ctx, s)
+		if err != nil {
+			return nil, fmt.Errorf("create subscription %s: %w", r.Subscription, err)
+		}
+		return subscriptionJSON(got)
+	case "get_subscription":
+		got, err := c.GetSubscription(ctx, &pubsubpb.GetSubscriptionRequest{Subscription: r.Subscription})
+		if err != nil {
+			return nil, fmt.Errorf("get subscription %s: %w", r.Subscription, err)
+		}
+		return subscriptionJSON(got)
+	default:
+		if err := c.DeleteSubscription(ctx, &pubsubpb.DeleteSubscriptionRequest{Subscription: r.Subscription}); err != nil {
+			return nil, fmt.Errorf("delete subscription %s: %w", r.Subscription, err)
+		}
+		return []byte("{}"), nil
+	}
 }
 
 func subscriptionJSON(s *pubsubpb.Subscription) ([]byte, error) {

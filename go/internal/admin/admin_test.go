@@ -105,3 +105,30 @@ func TestSubscriptionSettingsAndSeek(t *testing.T) {
 		t.Fatalf("seek with both targets: %v", err)
 	}
 }
+
+func TestMissingResourceKeyIsInvalidArgumentNamingIt(t *testing.T) {
+	emu, err := emulator.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emu.Stop()
+	conn := clientopt.Options{EmulatorHost: emu.Addr()}
+	for _, c := range []struct {
+		req  Request
+		want string
+	}{
+		{Request{Op: "create_topic"}, `"topic": projects/P/topics/T`},
+		{Request{Op: "get_subscription"}, `"subscription": projects/P/subscriptions/S`},
+		{Request{Op: "create_subscription", Subscription: "projects/p/subscriptions/s"}, `"topic"`},
+		{Request{Op: "seek", TimeUnixMicros: 1}, `"subscription"`},
+		{Request{Op: "create_snapshot", Subscription: "projects/p/subscriptions/s"}, `"snapshot": projects/P/snapshots/N`},
+		{Request{Op: "create_snapshot", Snapshot: "projects/p/snapshots/n"}, `"subscription"`},
+		{Request{Op: "delete_snapshot"}, `"snapshot"`},
+	} {
+		c.req.Options = conn
+		_, err := Do(context.Background(), c.req)
+		if rpc.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), c.req.Op+" needs "+c.want) {
+			t.Errorf("%s: err = %v, want INVALID_ARGUMENT naming %s", c.req.Op, err, c.want)
+		}
+	}
+}

@@ -17,16 +17,11 @@ import (
 // doSnapshotOp runs seek, create_snapshot and delete_snapshot. Seek moves a
 // subscription's cursor to a time (messages published from then on, acked
 // or not, are delivered again when retained) or to a snapshot.
-func doSnapshotOp(ctx context.Context, r Request) ([]byte, error) {
-	c, err := pubsub.NewSubscriptionAdminClient(ctx, r.Options.ClientOptions()...)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
+func doSnapshotOp(ctx context.Context, c *pubsub.SubscriptionAdminClient, r Request) ([]byte, error) {
 	switch r.Op {
 	case "seek":
-		if r.Subscription == "" {
-			return nil, rpc.Errorf(codes.InvalidArgument, "seek needs \"subscription\": projects/P/subscriptions/S")
+		if err := need(r.Op, "subscription", r.Subscription); err != nil {
+			return nil, err
 		}
 		req := &pubsubpb.SeekRequest{Subscription: r.Subscription}
 		switch {
@@ -42,8 +37,11 @@ func doSnapshotOp(ctx context.Context, r Request) ([]byte, error) {
 		}
 		return []byte("{}"), nil
 	case "create_snapshot":
-		if r.Subscription == "" || r.Snapshot == "" {
-			return nil, rpc.Errorf(codes.InvalidArgument, "create_snapshot needs \"snapshot\" (projects/P/snapshots/N) and \"subscription\"")
+		if err := need(r.Op, "snapshot", r.Snapshot); err != nil {
+			return nil, err
+		}
+		if err := need(r.Op, "subscription", r.Subscription); err != nil {
+			return nil, err
 		}
 		s, err := c.CreateSnapshot(ctx, &pubsubpb.CreateSnapshotRequest{Name: r.Snapshot, Subscription: r.Subscription})
 		if err != nil {
@@ -51,8 +49,8 @@ func doSnapshotOp(ctx context.Context, r Request) ([]byte, error) {
 		}
 		return json.Marshal(map[string]string{"name": s.Name, "topic": s.Topic})
 	default:
-		if r.Snapshot == "" {
-			return nil, rpc.Errorf(codes.InvalidArgument, "delete_snapshot needs \"snapshot\": projects/P/snapshots/N")
+		if err := need(r.Op, "snapshot", r.Snapshot); err != nil {
+			return nil, err
 		}
 		if err := c.DeleteSnapshot(ctx, &pubsubpb.DeleteSnapshotRequest{Snapshot: r.Snapshot}); err != nil {
 			return nil, fmt.Errorf("delete snapshot %s: %w", r.Snapshot, err)

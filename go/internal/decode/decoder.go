@@ -22,6 +22,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/pubsub-go/pubsub-go/wasm-decoders/sdk"
 )
 
 // ErrorColumn is the utf8 column every module appends to its output: null
@@ -138,14 +140,14 @@ func NewDecoder(ctx context.Context, spec Spec, alloc memory.Allocator) (*Decode
 		}
 		schemaIPC = buf.Bytes()
 	}
-	d.config = encodeConfig(schemaIPC, spec.Options)
+	d.config = sdk.EncodeConfig(schemaIPC, spec.Options)
 	d.target = spec.Schema
 	d.configs.v1 = d.config
 	var v2schema []byte
 	if spec.Schema != nil {
 		v2schema, d.configs.v2err = encodeFields(nil, spec.Schema.Fields())
 	}
-	d.configs.v2 = encodeConfig(v2schema, spec.Options)
+	d.configs.v2 = sdk.EncodeConfig(v2schema, spec.Options)
 
 	var err error
 	if spec.Builtin != "" {

@@ -3,30 +3,14 @@ package decode
 import (
 	"encoding/binary"
 	"errors"
-	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
-// encodeConfig frames the pg_init config: u32 length + IPC schema, u32
-// option count, then u32 length + bytes for each key and value.
-func encodeConfig(schemaIPC []byte, opts map[string]string) []byte {
-	out := binary.LittleEndian.AppendUint32(nil, uint32(len(schemaIPC)))
-	out = append(out, schemaIPC...)
-	keys := make([]string, 0, len(opts))
-	for k := range opts {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out = binary.LittleEndian.AppendUint32(out, uint32(len(keys)))
-	for _, k := range keys {
-		out = binary.LittleEndian.AppendUint32(out, uint32(len(k)))
-		out = append(out, k...)
-		out = binary.LittleEndian.AppendUint32(out, uint32(len(opts[k])))
-		out = append(out, opts[k]...)
-	}
-	return out
-}
+// The pg_init config is framed by the guest SDK's sdk.EncodeConfig
+// (decoder.go): host and guests share one implementation of that format.
+// The input is framed here, straight from an Arrow array, without the
+// [][]byte that sdk.EncodeInput takes.
 
 // inputSize is the size of the pg_decode input for payloads: u32 count,
 // count+1 u32 offsets, then the bytes (null payloads count as empty).

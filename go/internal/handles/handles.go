@@ -21,19 +21,14 @@ func (r *Registry[T]) Put(v T) uint64 {
 }
 
 // Get returns the value of h, if live.
-func (r *Registry[T]) Get(h uint64) (T, bool) {
-	v, ok := r.m.Load(h)
-	if !ok {
-		var zero T
-		return zero, false
-	}
-	return v.(T), true
-}
+func (r *Registry[T]) Get(h uint64) (T, bool) { return typed[T](r.m.Load(h)) }
 
 // Take removes h and returns its value, if it was live. Exactly one of
 // several concurrent Take calls on one handle wins.
-func (r *Registry[T]) Take(h uint64) (T, bool) {
-	v, ok := r.m.LoadAndDelete(h)
+func (r *Registry[T]) Take(h uint64) (T, bool) { return typed[T](r.m.LoadAndDelete(h)) }
+
+// typed is a sync.Map lookup's result as a T.
+func typed[T any](v any, ok bool) (T, bool) {
 	if !ok {
 		var zero T
 		return zero, false
