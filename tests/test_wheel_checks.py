@@ -48,7 +48,8 @@ def _so(tmp_path: Path, *libs: str, source: str = "int pg_probe(void) { return 0
 def _wheel(tmp_path: Path, tag: str, lib: bytes, drop: str = "") -> Path:
     whl = tmp_path / f"pubsub_go-0.1.0-py3-none-{tag}.whl"
     files = {check_wheel.LIBRARY: lib, check_wheel.HEADER: b"/* header */\n",
-             check_wheel.AUTO_REGISTER: b"", **{d: WASM for d in check_wheel.DECODERS}}
+             check_wheel.CONTRACT: b"{}", check_wheel.AUTO_REGISTER: b"",
+             **{d: WASM for d in check_wheel.DECODERS}}
     with zipfile.ZipFile(whl, "w") as z:
         for name, data in files.items():
             if name != drop:
