@@ -71,6 +71,11 @@ func streamAckDeadline(secs int32) time.Duration {
 // wire format (wire.go) and sent through the codec as they are.
 func (s *server) send(ctx context.Context, stream pubsubpb.Subscriber_StreamingPullServer, sub *subscription, l *lease, closeAfter time.Duration) error {
 	limit := s.batchLimit()
+	if r := s.opts.rate; r > 0 {
+		// A response spans at most ~1 ms of publish times, so stamping it
+		// with its newest message's time is within 1 ms for every row.
+		limit = max(1, min(limit, int(r/1000)))
+	}
 	enc := newResponseEncoder(s.synth, sub.props, &s.bufs)
 	ps := make([]pending, 0, limit)
 
@@ -83,15 +88,25 @@ func (s *server) send(ctx context.Context, stream pubsubpb.Subscriber_StreamingP
 	heartbeat := time.NewTicker(s.opts.heartbeat)
 	defer heartbeat.Stop()
 	sent := false
+	pace := time.NewTimer(time.Hour)
+	defer pace.Stop()
 
 	for {
 		var avail <-chan struct{} // stays nil (never ready) without credit
+		var paced <-chan time.Time
+		var stamp time.Time
 		ps = ps[:0]
 		if k := l.credit(limit); k > 0 {
-			ps, avail = sub.claim(ps, k)
+			var wait time.Duration
+			ps, avail, stamp, wait = sub.claimPaced(ps, k, time.Now())
+			if wait > 0 {
+				pace.Reset(wait)
+				paced = pace.C
+			}
 		}
 		if len(ps) == 0 {
 			select {
+			case <-paced:
 			case <-ctx.Done():
 				return streamEnd(ctx)
 			case <-sub.gone:
@@ -114,7 +129,10 @@ func (s *server) send(ctx context.Context, stream pubsubpb.Subscriber_StreamingP
 		}
 		now := time.Now()
 		first := l.record(ps, now)
-		if err := stream.SendMsg(enc.encode(ps, l.id, first, s.publishTime(now))); err != nil {
+		if stamp.IsZero() {
+			stamp = s.publishTime(now)
+		}
+		if err := stream.SendMsg(enc.encode(ps, l.id, first, stamp)); err != nil {
 			return err
 		}
 		sent = true
