@@ -71,12 +71,10 @@ func streamAckDeadline(secs int32) time.Duration {
 // wire format (wire.go) and sent through the codec as they are.
 func (s *server) send(ctx context.Context, stream pubsubpb.Subscriber_StreamingPullServer, sub *subscription, l *lease, closeAfter time.Duration) error {
 	limit := s.batchLimit()
-	if r := s.opts.rate; r > 0 {
-		// A response spans at most ~1 ms of publish times, so stamping it
-		// with its newest message's time is within 1 ms for every row.
-		limit = max(1, min(limit, int(r/1000)))
-	}
 	enc := newResponseEncoder(s.synth, sub.props, &s.bufs)
+	if s.opts.rate > 0 {
+		enc.at = sub.availableAt // each message's publish time: when it became available
+	}
 	ps := make([]pending, 0, limit)
 
 	var closeC <-chan time.Time
@@ -94,11 +92,10 @@ func (s *server) send(ctx context.Context, stream pubsubpb.Subscriber_StreamingP
 	for {
 		var avail <-chan struct{} // stays nil (never ready) without credit
 		var paced <-chan time.Time
-		var stamp time.Time
 		ps = ps[:0]
 		if k := l.credit(limit); k > 0 {
 			var wait time.Duration
-			ps, avail, stamp, wait = sub.claimPaced(ps, k, time.Now())
+			ps, avail, wait = sub.claimPaced(ps, k, time.Now())
 			if wait > 0 {
 				pace.Reset(wait)
 				paced = pace.C
@@ -129,10 +126,7 @@ func (s *server) send(ctx context.Context, stream pubsubpb.Subscriber_StreamingP
 		}
 		now := time.Now()
 		first := l.record(ps, now)
-		if stamp.IsZero() {
-			stamp = s.publishTime(now)
-		}
-		if err := stream.SendMsg(enc.encode(ps, l.id, first, stamp)); err != nil {
+		if err := stream.SendMsg(enc.encode(ps, l.id, first, s.publishTime(now))); err != nil {
 			return err
 		}
 		sent = true

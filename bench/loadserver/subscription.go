@@ -23,7 +23,8 @@ type subscription struct {
 	// rate > 0 paces new messages (--rate): message n becomes available at
 	// born + (n+1)/rate, and that is its publish time, so a reader that
 	// falls behind sees the backlog's age in publish_time as with the real
-	// service. Only StreamingPull honours it (claimPaced).
+	// service. born is the first StreamingPull's first claim (a reader's
+	// start-up is not backlog). Only StreamingPull honours it (claimPaced).
 	rate float64
 	born time.Time
 
@@ -76,15 +77,17 @@ func (s *subscription) claimLocked(dst []pending, k int, fresh uint64) []pending
 }
 
 // claimPaced is claim for StreamingPull under --rate: new messages only
-// once they are available. stamp is when the newest claimed new message
-// became available (the response's publish time; zero without new ones or
-// without a rate); wait > 0 is how long until the next one when nothing
-// was claimed.
-func (s *subscription) claimPaced(dst []pending, k int, now time.Time) (ps []pending, avail <-chan struct{}, stamp time.Time, wait time.Duration) {
+// once they are available (availableAt is then each one's publish time,
+// redeliveries included); wait > 0 is how long until the next one when
+// nothing was claimed.
+func (s *subscription) claimPaced(dst []pending, k int, now time.Time) (ps []pending, avail <-chan struct{}, wait time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.rate <= 0 {
-		return s.claimLocked(dst, k, math.MaxUint64), s.avail, time.Time{}, 0
+		return s.claimLocked(dst, k, math.MaxUint64), s.avail, 0
+	}
+	if s.born.IsZero() {
+		s.born = now
 	}
 	ready := uint64(max(0, now.Sub(s.born).Seconds()*s.rate))
 	fresh := uint64(0)
@@ -92,13 +95,10 @@ func (s *subscription) claimPaced(dst []pending, k int, now time.Time) (ps []pen
 		fresh = ready - s.next
 	}
 	ps = s.claimLocked(dst, k, fresh)
-	switch {
-	case len(ps) > 0 && ps[len(ps)-1].attempt == 1:
-		stamp = s.availableAt(ps[len(ps)-1].msg)
-	case len(ps) == 0 && (s.limit == 0 || s.next < s.limit):
+	if len(ps) == 0 && (s.limit == 0 || s.next < s.limit) {
 		wait = max(s.availableAt(s.next).Sub(now), 50*time.Microsecond)
 	}
-	return ps, s.avail, stamp, wait
+	return ps, s.avail, wait
 }
 
 // availableAt is when new message n becomes available under --rate.

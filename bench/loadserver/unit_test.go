@@ -101,15 +101,15 @@ func TestSubscriptionClaimPaced(t *testing.T) {
 	s := newSubscription(nil, 0)
 	born := time.Unix(100, 0)
 	s.rate, s.born = 1000, born // message n is available at born + (n+1) ms
-	got, _, stamp, wait := s.claimPaced(nil, 100, born.Add(10500*time.Microsecond))
-	if len(got) != 10 || got[9].msg != 9 || !stamp.Equal(born.Add(10*time.Millisecond)) || wait != 0 {
-		t.Fatalf("claimPaced = %d msgs, stamp %v, wait %v", len(got), stamp.Sub(born), wait)
+	got, _, wait := s.claimPaced(nil, 100, born.Add(10500*time.Microsecond))
+	if len(got) != 10 || got[9].msg != 9 || !s.availableAt(9).Equal(born.Add(10*time.Millisecond)) || wait != 0 {
+		t.Fatalf("claimPaced = %d msgs, message 9 at %v, wait %v", len(got), s.availableAt(9).Sub(born), wait)
 	}
-	got, _, stamp, wait = s.claimPaced(nil, 100, born.Add(10600*time.Microsecond))
-	if len(got) != 0 || !stamp.IsZero() || wait != 400*time.Microsecond {
+	got, _, wait = s.claimPaced(nil, 100, born.Add(10600*time.Microsecond))
+	if len(got) != 0 || wait != 400*time.Microsecond {
 		t.Fatalf("nothing available: %d msgs, wait %v", len(got), wait)
 	}
-	got, _, _, _ = s.claimPaced(nil, 3, born.Add(time.Second)) // backlog, capped by k
+	got, _, _ = s.claimPaced(nil, 3, born.Add(time.Second)) // backlog, capped by k
 	if len(got) != 3 || got[0].msg != 10 {
 		t.Fatalf("claimPaced backlog = %v", got)
 	}
