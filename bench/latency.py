@@ -192,19 +192,27 @@ def main() -> None:
     if a.plot:
         plot(runs, Path(a.plot))
 
+    table(runs, rates, options, a.reps)
+
+
+def table(runs: list[dict], rates: list[int], options: dict[str, str], reps: int) -> None:
     def fmt(rs: list[dict], key: str) -> str:
         v = [r[key] for r in rs]
         return f"{statistics.median(v):,.0f} [{min(v):,.0f}–{max(v):,.0f}]"
 
     print(f"\noptions: subscriptionId, emulatorHost{''.join(f', {k}={v}' for k, v in options.items())}; "
-          f"{a.reps} run(s) per rate\n")
+          f"{reps} run(s) per rate\n")
     print("| rate msg/s | p50 ms | p99 ms | max ms | rows per batch | tasks (toArrow) ms | between batches ms |")
     print("|---|---|---|---|---|---|---|")
     for rate in rates:
         rs = [r for r in runs if r["rate"] == rate]
         print(f"| {rate:,} | {fmt(rs, 'p50_ms')} | {fmt(rs, 'p99_ms')} | {fmt(rs, 'max_ms')} "
-              f"| {fmt(rs, 'rows_per_batch')} | {fmt(rs, 'read_ms_median')} | {fmt(rs, 'between_batches_ms_median')} "
-              f"| {fmt(rs, 'delivered_per_sec')} |")
+              f"| {fmt(rs, 'rows_per_batch')} | {fmt(rs, 'read_ms_median')} | {fmt(rs, 'between_batches_ms_median')} |")
+    for rate in rates:
+        phases = [r["progress_ms_median"] for r in runs if r["rate"] == rate]
+        keys = sorted({k for p in phases for k in p})
+        print(f"\n{rate:,} msg/s, Spark's durationMs per trigger (median over runs of each run's median): "
+              + ", ".join(f"{k} {statistics.median(p.get(k, 0) for p in phases):,.0f}" for k in keys))
 
 
 if __name__ == "__main__":
