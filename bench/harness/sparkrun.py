@@ -39,11 +39,12 @@ def session(build: Build):
         os.close(log)
     spark.sparkContext.setLogLevel("ERROR")
     from arrow_source import ArrowMemorySource
+    from discard_sink import DiscardSink
     from plain_source import PlainPubSubSource
 
     from pubsub_go.spark.provider import PubSubDataSource
 
-    for src in (ArrowMemorySource, PlainPubSubSource, PubSubDataSource):
+    for src in (ArrowMemorySource, DiscardSink, PlainPubSubSource, PubSubDataSource):
         spark.dataSource.register(src)
     return spark
 

@@ -27,6 +27,9 @@ type options struct {
 	// time as its publish time: a finite backlog (-messages) that existed
 	// before any reader started, as an AvailableNow query expects one.
 	backlogAtStart bool
+	// rate > 0: new messages per second per subscription, each published
+	// (publish_time) when it becomes available; StreamingPull only.
+	rate float64
 
 	faults Faults
 }
@@ -57,6 +60,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.autoCreate, "auto-create", o.autoCreate, "create unknown topics/subscriptions on Publish/Pull instead of NOT_FOUND")
 	fs.DurationVar(&o.heartbeat, "heartbeat", o.heartbeat, "send an empty response on a stream idle this long")
 	fs.BoolVar(&o.backlogAtStart, "backlog-at-start", o.backlogAtStart, "publish time of synthetic messages: the server's start (default: when sent)")
+	fs.Float64Var(&o.rate, "rate", o.rate, "new messages per second per subscription, each with publish_time = when it became available (StreamingPull only; 0: as fast as the client takes them)")
 	fs.DurationVar(&o.expiryScan, "expiry-scan", o.expiryScan, "how often expired ack deadlines are redelivered")
 	fs.Float64Var(&o.faults.PublishErrorRate, "publish-error-rate", o.faults.PublishErrorRate, "fraction of Publish RPCs that fail")
 	fs.Var(&o.faults.PublishErrorCode, "publish-error-code", "gRPC code of injected Publish failures")
@@ -81,6 +85,10 @@ func (o *options) validate() error {
 		return fmt.Errorf("--payload-bytes, --attributes and --ordering-keys must be >= 0")
 	case o.batch < 1 || o.maxResponseBytes < 1:
 		return fmt.Errorf("--batch and --max-response-bytes must be >= 1")
+	case o.rate < 0:
+		return fmt.Errorf("--rate must be >= 0 (0: line rate)")
+	case o.rate > 0 && o.backlogAtStart:
+		return fmt.Errorf("--rate and --backlog-at-start exclude each other")
 	case o.heartbeat <= 0 || o.expiryScan <= 0:
 		return fmt.Errorf("--heartbeat and --expiry-scan must be > 0")
 	}

@@ -49,6 +49,7 @@ func newServer(o options) *server {
 	s.reg = newRegistry(o.messages, o.autoCreate, o.orderingKeys > 0, func(sub *subscription) {
 		ack := time.Duration(sub.info.GetAckDeadlineSeconds()) * time.Second
 		sub.pull = s.leases.open(sub, s.synth.size, 0, 0, ack)
+		sub.rate = o.rate
 	})
 	return s
 }

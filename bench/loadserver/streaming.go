@@ -72,6 +72,9 @@ func streamAckDeadline(secs int32) time.Duration {
 func (s *server) send(ctx context.Context, stream pubsubpb.Subscriber_StreamingPullServer, sub *subscription, l *lease, closeAfter time.Duration) error {
 	limit := s.batchLimit()
 	enc := newResponseEncoder(s.synth, sub.props, &s.bufs)
+	if s.opts.rate > 0 {
+		enc.at = sub.availableAt // each message's publish time: when it became available
+	}
 	ps := make([]pending, 0, limit)
 
 	var closeC <-chan time.Time
@@ -83,15 +86,24 @@ func (s *server) send(ctx context.Context, stream pubsubpb.Subscriber_StreamingP
 	heartbeat := time.NewTicker(s.opts.heartbeat)
 	defer heartbeat.Stop()
 	sent := false
+	pace := time.NewTimer(time.Hour)
+	defer pace.Stop()
 
 	for {
 		var avail <-chan struct{} // stays nil (never ready) without credit
+		var paced <-chan time.Time
 		ps = ps[:0]
 		if k := l.credit(limit); k > 0 {
-			ps, avail = sub.claim(ps, k)
+			var wait time.Duration
+			ps, avail, wait = sub.claimPaced(ps, k, time.Now())
+			if wait > 0 {
+				pace.Reset(wait)
+				paced = pace.C
+			}
 		}
 		if len(ps) == 0 {
 			select {
+			case <-paced:
 			case <-ctx.Done():
 				return streamEnd(ctx)
 			case <-sub.gone:

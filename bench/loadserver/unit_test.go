@@ -97,6 +97,24 @@ func TestSubscriptionClaim(t *testing.T) {
 	}
 }
 
+func TestSubscriptionClaimPaced(t *testing.T) {
+	s := newSubscription(nil, 0)
+	born := time.Unix(100, 0)
+	s.rate, s.born = 1000, born // message n is available at born + (n+1) ms
+	got, _, wait := s.claimPaced(nil, 100, born.Add(10500*time.Microsecond))
+	if len(got) != 10 || got[9].msg != 9 || !s.availableAt(9).Equal(born.Add(10*time.Millisecond)) || wait != 0 {
+		t.Fatalf("claimPaced = %d msgs, message 9 at %v, wait %v", len(got), s.availableAt(9).Sub(born), wait)
+	}
+	got, _, wait = s.claimPaced(nil, 100, born.Add(10600*time.Microsecond))
+	if len(got) != 0 || wait != 400*time.Microsecond {
+		t.Fatalf("nothing available: %d msgs, wait %v", len(got), wait)
+	}
+	got, _, _ = s.claimPaced(nil, 3, born.Add(time.Second)) // backlog, capped by k
+	if len(got) != 3 || got[0].msg != 10 {
+		t.Fatalf("claimPaced backlog = %v", got)
+	}
+}
+
 func TestCodeParsing(t *testing.T) {
 	for in, want := range map[string]codes.Code{"UNAVAILABLE": codes.Unavailable, "resource_exhausted": codes.ResourceExhausted, "7": codes.PermissionDenied} {
 		var c Code

@@ -55,6 +55,11 @@ type responseEncoder struct {
 	ends  []int  // ack id i ends at ends[2i], its message id at ends[2i+1]
 	sizes []int  // encoded PubsubMessage sizes
 	ts    []byte // the publish_time field
+	// at, if set, gives each message its own publish time (--rate); tss
+	// holds those fields back to back, message i's ending at tsEnds[i].
+	at     func(msg uint64) time.Time
+	tss    []byte
+	tsEnds []int
 }
 
 func newResponseEncoder(s *synth, props *pubsubpb.StreamingPullResponse_SubscriptionProperties, pool mem.BufferPool) *responseEncoder {
@@ -72,6 +77,7 @@ func newResponseEncoder(s *synth, props *pubsubpb.StreamingPullResponse_Subscrip
 func (e *responseEncoder) encode(ps []pending, lease, first uint64, now time.Time) *encodedMessage {
 	e.ids, e.ends, e.sizes = e.ids[:0], e.ends[:0], e.sizes[:0]
 	e.ts = appendTimestampField(e.ts[:0], fieldMessagePublishTime, now)
+	e.tss, e.tsEnds = e.tss[:0], e.tsEnds[:0]
 
 	// Pass 1: ids and sizes, so that the buffer is allocated once and every
 	// length prefix is known before it is written.
@@ -82,8 +88,15 @@ func (e *responseEncoder) encode(ps []pending, lease, first uint64, now time.Tim
 		ackEnd := len(e.ids)
 		e.ids = strconv.AppendUint(e.ids, p.msg+1, 10) // message ids start at 1
 		e.ends = append(e.ends, ackEnd, len(e.ids))
+		tsLen := len(e.ts)
+		if e.at != nil {
+			n := len(e.tss)
+			e.tss = appendTimestampField(e.tss, fieldMessagePublishTime, e.at(p.msg))
+			e.tsEnds = append(e.tsEnds, len(e.tss))
+			tsLen = len(e.tss) - n
+		}
 		m := len(e.synth.fixed) + protowire.SizeTag(fieldMessageID) + protowire.SizeBytes(len(e.ids)-ackEnd) +
-			len(e.ts) + sizeStringField(fieldMessageOrderingKey, e.synth.orderingKey(p.msg))
+			tsLen + sizeStringField(fieldMessageOrderingKey, e.synth.orderingKey(p.msg))
 		e.sizes = append(e.sizes, m)
 		total += protowire.SizeTag(fieldResponseReceivedMessages) + protowire.SizeBytes(receivedSize(ackEnd-start, m, p.attempt))
 	}
@@ -103,7 +116,15 @@ func (e *responseEncoder) encode(ps []pending, lease, first uint64, now time.Tim
 		b = append(b, e.synth.fixed...)
 		b = protowire.AppendTag(b, fieldMessageID, protowire.BytesType)
 		b = protowire.AppendBytes(b, e.ids[ackEnd:idEnd])
-		b = append(b, e.ts...)
+		if e.at != nil {
+			tsStart := 0
+			if i > 0 {
+				tsStart = e.tsEnds[i-1]
+			}
+			b = append(b, e.tss[tsStart:e.tsEnds[i]]...)
+		} else {
+			b = append(b, e.ts...)
+		}
 		if key := e.synth.orderingKey(p.msg); key != "" {
 			b = protowire.AppendTag(b, fieldMessageOrderingKey, protowire.BytesType)
 			b = protowire.AppendString(b, key)

@@ -101,6 +101,28 @@ func TestEncodedResponseDecodes(t *testing.T) {
 	}
 }
 
+func TestEncodedPerMessagePublishTime(t *testing.T) {
+	// --rate: each message carries its own publish time, of varying encoded
+	// length (zero nanos, whole seconds), and the sizes still add up.
+	sub := newSubscription(&pubsubpb.Subscription{Name: "projects/p/subscriptions/s"}, 0)
+	sub.rate, sub.born = 4, time.Unix(1_700_000_000, 0) // message n at born + (n+1)/4 s
+	e := newResponseEncoder(newSynth(100, 2, 0, false), sub.props, &bufferPool{})
+	e.at = sub.availableAt
+	ps := []pending{{msg: 0, attempt: 1}, {msg: 3, attempt: 1}, {msg: 1, attempt: 2}, {msg: 1 << 20, attempt: 1}}
+	for round := range 2 { // the second reuses the encoder's scratch
+		resp := decodeResponse(t, e.encode(ps, 1, uint64(round*len(ps)), time.Unix(1, 0)))
+		if len(resp.ReceivedMessages) != len(ps) {
+			t.Fatalf("%d messages, want %d", len(resp.ReceivedMessages), len(ps))
+		}
+		for i, rm := range resp.ReceivedMessages {
+			want := sub.availableAt(ps[i].msg)
+			if got := rm.Message.PublishTime.AsTime(); !got.Equal(want) {
+				t.Fatalf("message %d publish_time = %v, want %v", ps[i].msg, got, want)
+			}
+		}
+	}
+}
+
 func TestEncodedEmptyResponse(t *testing.T) {
 	props := &pubsubpb.StreamingPullResponse_SubscriptionProperties{}
 	e := newResponseEncoder(newSynth(10, 1, 0, false), props, &bufferPool{})
