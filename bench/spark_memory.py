@@ -6,13 +6,13 @@ pubsub-go source with default options (only subscriptionId, the emulator
 host and a batch log; numPartitions 2) from the load server into `noop`,
 local[2], and samples the RSS of Spark's Python processes every 0.5 s;
 then Google's Go client (`goreceive`, default flow control: 1000
-messages) against the same server, peak RSS by wait4. Sizes alternate
+messages) against the same server, peak RSS (VmHWM). Sizes alternate
 per repetition so drifting machine load hits all alike. The budget is
-`maxBytesPerPartition` (the flow control of the worker's subscriber); the
-bound checked is peak <= 1.25 x budget + 150 MiB.
+`maxWorkerMemoryBytes` (docs/source.md; the source derives its flow control
+from it); the bound checked is peak <= 1.25 x budget + 150 MiB.
 
     python bench/spark_memory.py [--reps 3] [--sizes 100,1024,...] [--lib PATH]
-        [--option key=value ...]   extra source options (e.g. maxBytesPerPartition=...)
+        [--option key=value ...]   extra source options (e.g. maxWorkerMemoryBytes=...)
 
 Prints one JSON line per run and a Markdown table (medians [min-max]).
 """
@@ -32,8 +32,8 @@ sys.path[:0] = [str(BENCH), str(BENCH / "peers"), str(BENCH.parent / "python")]
 
 from harness.procs import Build, LoadServer, create, run_peer  # noqa: E402
 from harness.sparkrun import measure, session  # noqa: E402
+from pubsub_go.spark.read.options import DEFAULT_WORKER_MEMORY  # noqa: E402
 
-DEFAULT_BUDGET = 128 << 20  # maxBytesPerPartition's default (docs/source.md)
 MiB = 1 << 20
 
 
@@ -59,7 +59,7 @@ def main() -> None:
     ap.add_argument("--option", action="append", default=[])
     a = ap.parse_args()
     options = dict(o.split("=", 1) for o in a.option)
-    budget = int(options.get("maxBytesPerPartition", DEFAULT_BUDGET))
+    budget = int(options.get("maxWorkerMemoryBytes", DEFAULT_WORKER_MEMORY))
     sizes = [int(s) for s in a.sizes.split(",")]
     build = Build.make(a.lib)
     spark = session(build)
@@ -85,7 +85,7 @@ def main() -> None:
         spark.stop()
         shutil.rmtree(scratch, ignore_errors=True)
     bound = 1.25 * budget / MiB + 150
-    print(f"\nbudget maxBytesPerPartition = {budget / MiB:.0f} MiB; bound 1.25 x budget + 150 = {bound:.0f} MiB\n")
+    print(f"\nbudget maxWorkerMemoryBytes = {budget / MiB:.0f} MiB; bound 1.25 x budget + 150 = {bound:.0f} MiB\n")
     print("| payload | largest Spark Python process, peak MiB | within bound | Google Go client (Receive), peak MiB "
           "| pubsub-go rows/s |")
     print("|---|---|---|---|---|")

@@ -81,7 +81,9 @@ def test_source_options_take_the_library_defaults_and_ranges():
             "batchLogLocation": "/tmp/pubsub-go-contract-test"}
     o = SourceOptions.parse(base)
     sub = "subscriber_config"
-    assert o.max_bytes_per_partition == contract.limit(sub, "max_outstanding_bytes").default
+    top_bytes = contract.limit(sub, "max_outstanding_bytes").max
+    with pytest.raises(OptionError, match=f"maxBytesPerPartition={top_bytes + 1} is out of range"):
+        SourceOptions.parse({**base, "maxBytesPerPartition": str(top_bytes + 1)})
     assert o.streams_per_partition == contract.limit(sub, "streams").default
     assert o.batch_size == contract.limit(sub, "batch_size").default
     assert o.max_wait_ms == contract.limit(sub, "max_wait_ms").default
@@ -151,3 +153,28 @@ def test_stats_cross_as_the_c_struct(emulator, google):
     names = [n for n, _ in _native.ffi().typeof("struct PgSubscriberStats").fields]
     assert list(stats) == names and all(isinstance(v, int) for v in stats.values())
     assert {"pulled", "held", "quiet_ms", "ack_rejected"} <= set(stats)
+
+
+def test_worker_memory_budget_sizes_the_flow_control():
+    from pubsub_go.spark.read.options import (
+        DEFAULT_WORKER_MEMORY,
+        FLOW_CONTROL_SHARE,
+        MIN_WORKER_MEMORY,
+        OptionError,
+        SourceOptions,
+    )
+    from pubsub_go.spark.read.subscriber_config import subscriber_config
+
+    base = {"subscriptionId": "projects/p/subscriptions/s", "emulatorHost": "127.0.0.1:1",
+            "batchLogLocation": "/tmp/pubsub-go-contract-test"}
+    default = SourceOptions.parse(base)
+    assert default.max_bytes_per_partition == DEFAULT_WORKER_MEMORY // FLOW_CONTROL_SHARE
+    assert subscriber_config(default).max_outstanding_bytes == default.max_bytes_per_partition
+    # The default budget keeps a worker under 512 MB by the bound 1.25 x budget + 150 MiB.
+    assert 1.25 * DEFAULT_WORKER_MEMORY / 2**20 + 150 < 512e6 / 2**20
+    small = SourceOptions.parse({**base, "maxWorkerMemoryBytes": str(64 << 20)})
+    assert small.max_bytes_per_partition == (64 << 20) // FLOW_CONTROL_SHARE
+    both = SourceOptions.parse({**base, "maxWorkerMemoryBytes": str(64 << 20), "maxBytesPerPartition": "12345"})
+    assert both.max_bytes_per_partition == 12345
+    with pytest.raises(OptionError, match=f"maxWorkerMemoryBytes={MIN_WORKER_MEMORY - 1} is out of range"):
+        SourceOptions.parse({**base, "maxWorkerMemoryBytes": str(MIN_WORKER_MEMORY - 1)})

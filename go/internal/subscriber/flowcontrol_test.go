@@ -53,6 +53,24 @@ func TestFlowControllerBytesLimitAndCancel(t *testing.T) {
 	}
 }
 
+// The byte limit counts each message's bookkeeping, not only its bytes:
+// small messages fill it long before their payloads would.
+func TestFlowControllerCountsPerMessageOverhead(t *testing.T) {
+	f := newFlowController(1_000_000, 10*messageOverhead)
+	f.add(9, 9) // 9 one-byte messages: 9 + 9 x overhead, below 10 x overhead
+	if f.full() {
+		t.Fatal("9 one-byte messages with a limit of 10 x overhead: full already")
+	}
+	f.add(1, 1) // 10 + 10 x overhead: past the limit although the payloads are 10 bytes
+	if !f.full() {
+		t.Fatal("10 one-byte messages with a limit of 10 x overhead: not full")
+	}
+	f.release(10, 10)
+	if f.full() || f.bytes != 0 {
+		t.Errorf("after releasing everything: full=%v bytes=%d, want not full and 0", f.full(), f.bytes)
+	}
+}
+
 func TestPerStreamSplitRoundsUp(t *testing.T) {
 	cases := []struct {
 		msgs    int

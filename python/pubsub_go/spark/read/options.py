@@ -31,13 +31,33 @@ DOCUMENTED = [
     "projectId", "subscriptionId", *CONNECTION_OPTIONS, "numPartitions", "parallelism",
     "batchSize", "maxWaitTimeMs", "maxRecordsPerTrigger", "maxBytesPerTrigger", "maxRecordsPerPartition",
     "maxBatchDurationMs", "ackOnCommit", "batchLogLocation", "streamsPerPartition", "maxOutstandingMessages",
-    "maxBytesPerPartition", "subscriberIdleMs", "quietPeriodMs",
+    "maxBytesPerPartition", "maxWorkerMemoryBytes", "subscriberIdleMs", "quietPeriodMs",
     "ackDeadlineSeconds", "commitLeaseSeconds", "format", "decoder", "avroSchema", "deadLetterTopicId",
     "onDecodeError", "errorColumn", "decoderOptions", "decoderTimeoutMs", "decoderMemoryLimitMB", "path",
     *subscription_lifecycle.OPTIONS, *start_position.OPTIONS,
 ]
 CANONICAL = {name.lower(): name for name in DOCUMENTED}
+
+# maxWorkerMemoryBytes: what one query's subscriber may make an executor's
+# Python worker hold. Its default keeps a worker under 512 MB (bound
+# 1.25 x 256 + 150 = 470 MiB). Flow control (maxBytesPerPartition, which
+# counts a per-message overhead besides the message bytes, see
+# go/internal/subscriber/flowcontrol.go) gets a quarter of it: the rest
+# covers what else scales with it: the batches a task has handed to Spark
+# and the batch log but not yet freed, the next prefetch, and allocator
+# slack (bench/results.md, issue 12).
+DEFAULT_WORKER_MEMORY = 256 << 20
+MIN_WORKER_MEMORY = 16 << 20
+FLOW_CONTROL_SHARE = 4  # maxBytesPerPartition defaults to maxWorkerMemoryBytes / this
 KNOWN = set(CANONICAL)
+
+
+def _max_bytes_per_partition(opts: Mapping[str, str]) -> int:
+    """maxBytesPerPartition if set, else a share of maxWorkerMemoryBytes."""
+    lim = contract.limit("subscriber_config", "max_outstanding_bytes")
+    budget = int_option(opts, "maxWorkerMemoryBytes", DEFAULT_WORKER_MEMORY, MIN_WORKER_MEMORY,
+                        lim.max * FLOW_CONTROL_SHARE)
+    return int_option(opts, "maxBytesPerPartition", budget // FLOW_CONTROL_SHARE, lim.min, lim.max)
 
 
 def unknown_option_message(unknown: list[str], documented: list[str], fmt: str = "pubsub-go") -> str:
@@ -270,8 +290,7 @@ class SourceOptions:
             streams_per_partition=go_int_option(opts, "streamsPerPartition", "subscriber_config", "streams"),
             # 0: sized to what a task may hand out (subscriber_config._flow_control_messages).
             max_outstanding_messages=int_option(opts, "maxOutstandingMessages", 0, 0, out_msgs.max),
-            max_bytes_per_partition=go_int_option(opts, "maxBytesPerPartition", "subscriber_config",
-                                                  "max_outstanding_bytes"),
+            max_bytes_per_partition=_max_bytes_per_partition(opts),
             ack_deadline_seconds=ack_deadline,
             commit_lease_seconds=int_option(opts, "commitLeaseSeconds", 600, 10, 600),
             # None: the default, which depends on the trigger (idle_ms()).
