@@ -192,7 +192,13 @@ def _get(obj: object, dotted: str) -> object:
 
 
 def _doc_default(row: str) -> int:
-    return int(re.match(r"\s*(\d+)", row).group(1))
+    """The documented default: a leading number, or a derived default's
+    figure given in parentheses, e.g. "`maxWorkerMemoryBytes` / 4 (64 MiB)"."""
+    if m := re.match(r"\s*(\d+)", row):
+        return int(m.group(1))
+    m = re.match(r"[^|]*?\((\d+) MiB\)", row)
+    assert m, f"no default figure in {row!r}"
+    return int(m.group(1)) << 20
 
 
 def _doc_range(row: str) -> tuple[int, int] | None:
