@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import pyarrow as pa
+import pytest
 
 from pubsub_go.spark.read.batchlog import BatchLog
 
@@ -126,4 +127,28 @@ def test_recorded_ids_skip_an_entry_removed_after_the_listing(tmp_path):
         return read(path)
 
     log.read_path = removed_meanwhile
-    assert sorted(log.recorded_message_ids("g").to_pylist()) == ["r2-0", "r2-1"]
+    recorded = log.recorded_message_ids("g")
+    assert len(recorded) == 2
+    assert recorded.mask(pa.array(["r1-0", "r2-1", "r2-0"])).to_pylist() == [False, True, True]
+
+
+@pytest.mark.parametrize("recorded_ids, probe, want", [
+    # Canonical integers (Pub/Sub's ids): the sorted-int64 index.
+    (["5", "17", "2070443601311540"], ["17", "18", "2070443601311540", "4"], [True, False, True, False]),
+    # "007" is not "7": a non-canonical probe must not match by number.
+    (["7", "8"], ["007", "7", "+8", "8"], [False, True, False, True]),
+    # Recorded ids that are not integers: the set index.
+    (["a-1", "7"], ["7", "a-1", "a-2"], [True, True, False]),
+    # Nothing recorded matches.
+    (["1", "2"], ["3", "4"], None),
+])
+def test_recorded_ids_mask_is_exact(tmp_path, recorded_ids, probe, want):
+    """Redeliveries of recorded messages are dropped by exact id, whatever
+    the ids look like (the integer index is only a faster way to say so)."""
+    log = BatchLog(str(tmp_path))
+    half = len(recorded_ids) // 2
+    for batch, ids in ((1, recorded_ids[:half]), (2, recorded_ids[half:])):
+        b = pa.record_batch([pa.array(ids, pa.string()), pa.array([b"x"] * len(ids))], schema=SCHEMA)
+        assert write_once(log, "g", batch, 0, [b], [pa.array([f"ack-{i}" for i in ids])], SCHEMA, {})
+    mask = log.recorded_message_ids("g").mask(pa.array(probe, pa.string()))
+    assert (mask.to_pylist() if mask is not None else None) == want

@@ -28,9 +28,10 @@ func TestStreamingPullRequestCarriesFlowControl(t *testing.T) {
 		t.Fatalf("%d initial requests, want 2", len(f.initial))
 	}
 	// The stream's deadline is the short prefetch lease (10 s, Pub/Sub's
-	// minimum), not the 30 s ack deadline of handed-out messages.
+	// minimum), not the 30 s ack deadline of handed-out messages. The
+	// server's limits are serverLimits: two windows of messages, no bytes.
 	for i, r := range f.initial {
-		if r.Subscription != testSub || r.MaxOutstandingMessages != 501 || r.MaxOutstandingBytes != 1500 ||
+		if r.Subscription != testSub || r.MaxOutstandingMessages != 1001 || r.MaxOutstandingBytes != 0 ||
 			r.StreamAckDeadlineSeconds != 10 || r.ProtocolVersion != 1 || r.ClientId == "" {
 			t.Errorf("stream %d initial request %v", i, r)
 		}
