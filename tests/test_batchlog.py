@@ -152,3 +152,34 @@ def test_recorded_ids_mask_is_exact(tmp_path, recorded_ids, probe, want):
         assert write_once(log, "g", batch, 0, [b], [pa.array([f"ack-{i}" for i in ids])], SCHEMA, {})
     mask = log.recorded_message_ids("g").mask(pa.array(probe, pa.string()))
     assert (mask.to_pylist() if mask is not None else None) == want
+
+
+def test_write_queue_is_bounded_in_bytes(tmp_path):
+    """Batches waiting for the log's writer thread are memory the worker
+    holds: their bytes stay within max_queue_bytes (one batch always fits),
+    whatever the batch count, and every batch is still written in order."""
+    log = BatchLog(str(tmp_path))
+    b = pa.record_batch([pa.array([f"m{i}" for i in range(4)]), pa.array([b"x" * 1000] * 4)], schema=SCHEMA)
+    w = log.writer("g", 1, 0, max_queue_bytes=3 * b.nbytes)
+    peak = 0
+    gate = threading.Event()
+    append = w._append
+
+    def slow_append(*item):
+        nonlocal peak
+        peak = max(peak, w._queued_bytes)
+        gate.wait(5)
+        append(*item)
+
+    w._append = slow_append
+    writer = threading.Thread(target=lambda: [w.write(b, pa.array([f"a{i}" for i in range(4)]), b.column("message_id"))
+                                              for _ in range(10)])
+    writer.start()
+    writer.join(0.5)
+    assert writer.is_alive(), "ten batches were queued while the writer thread was stuck: the queue is unbounded"
+    assert w._queued_bytes <= 3 * b.nbytes
+    gate.set()
+    writer.join(10)
+    assert w.publish(SCHEMA, {})
+    assert peak <= 3 * b.nbytes
+    assert log.read("g", 1, 0).data.num_rows == 40

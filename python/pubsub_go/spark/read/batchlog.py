@@ -93,9 +93,9 @@ class BatchLog:
         return Entry(data=table.replace_schema_metadata(None), ack_ids=cols[ACK_COLUMN], stats=stats,
                      message_ids=cols.get(MESSAGE_ID_COLUMN))
 
-    def writer(self, gen: str, batch: int, part: int) -> EntryWriter:
+    def writer(self, gen: str, batch: int, part: int, max_queue_bytes: int = 16 << 20) -> EntryWriter:
         """An entry written batch by batch, invisible until published."""
-        return EntryWriter(self, gen, batch, part)
+        return EntryWriter(self, gen, batch, part, max_queue_bytes)
 
     def recorded_message_ids(self, gen: str) -> RecordedIds:
         """The message ids of every published entry of gen: recorded, so
@@ -244,11 +244,12 @@ class EntryWriter:
     The file is written by a thread of its own (pyarrow writes without the
     GIL), so the task yields a batch to Spark while the previous ones are
     still being written; publish() and abort() wait for it, and a failed
-    write fails publish(). At most QUEUE batches wait to be written."""
+    write fails publish(). The batches waiting to be written are bounded in
+    bytes (max_queue_bytes, but always at least one batch): they are memory
+    the worker holds, and a count of batches would let 1 MB payloads (8 MiB
+    lots) queue 64 MiB."""
 
-    QUEUE = 8
-
-    def __init__(self, log: BatchLog, gen: str, batch: int, part: int) -> None:
+    def __init__(self, log: BatchLog, gen: str, batch: int, part: int, max_queue_bytes: int = 16 << 20) -> None:
         self.log = log
         self.final = log.entry_path(gen, batch, part)
         self._dir = log.batch_dir(gen, batch)
@@ -256,7 +257,10 @@ class EntryWriter:
         self._sink: Any = None
         self._w: ipc.RecordBatchFileWriter | None = None
         self._schema: pa.Schema | None = None
-        self._queue: queue.Queue[tuple[pa.RecordBatch, pa.Array, pa.Array] | None] = queue.Queue(self.QUEUE)
+        self._queue: queue.Queue[tuple[pa.RecordBatch, pa.Array, pa.Array] | None] = queue.Queue()
+        self._max_queue_bytes = max_queue_bytes
+        self._queued_bytes = 0
+        self._room = threading.Condition()
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
@@ -274,16 +278,25 @@ class EntryWriter:
         if self._thread is None:
             self._thread = threading.Thread(target=self._drain, name="pubsub-go-batchlog", daemon=True)
             self._thread.start()
+        size = batch.nbytes
+        with self._room:
+            # No timeout needed: the writer thread always takes the queue
+            # down (a failed write drops the rest, see _drain).
+            self._room.wait_for(lambda: not self._queued_bytes or self._queued_bytes + size <= self._max_queue_bytes)
+            self._queued_bytes += size
         self._queue.put((batch, ack_ids, message_ids))
 
     def _drain(self) -> None:
         while (item := self._queue.get()) is not None:
-            if self._error is not None:
-                continue  # keep taking, so write() never blocks on a dead writer
             try:
-                self._append(*item)
+                if self._error is None:  # after a failure keep taking, so write() never blocks
+                    self._append(*item)
             except BaseException as e:
                 self._error = e
+            finally:
+                with self._room:
+                    self._queued_bytes -= item[0].nbytes
+                    self._room.notify_all()
 
     def _append(self, batch: pa.RecordBatch, ack_ids: pa.Array, message_ids: pa.Array) -> None:
         if self._w is None:

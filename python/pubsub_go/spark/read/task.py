@@ -85,7 +85,9 @@ def _record(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, batch_l
     # pooled subscriber pulled between tasks is counted by the next one.
     before = _MARKS.get(sub) or {}
     dlq = DeadLetters(opts, plan) if plan is not None else None
-    entry = batch_log.writer(part.gen, part.batch, part.index)
+    # The log's write queue gets a quarter of flow control's share of the
+    # memory budget (maxWorkerMemoryBytes / 16 by default, 16 MiB).
+    entry = batch_log.writer(part.gen, part.batch, part.index, max(1, opts.max_bytes_per_partition // 4))
     recorded = batch_log.recorded_message_ids(part.gen)
     tally = Tally()
     acks: list[pa.Array] = []
