@@ -4,7 +4,7 @@ process (Spark's JVM, its Python workers, the load server, the driver) over
 8 s, and the durations Spark reports for the last micro-batches.
 
     python bench/spark_cpu.py [pubsub-go|pubsub-go-defaults|plain-python|ceiling]
-                              [--perf | --pyspy] [--lib PATH]
+                              [--perf | --pyspy] [--lib PATH] [--option key=value ...]
 
 --perf records the whole machine with `perf record -a -g` into
 /tmp/pubsub-go-spark.perf (build the library without -s -w, pass it with
@@ -54,7 +54,10 @@ def main() -> int:
     ap.add_argument("--perf", action="store_true")
     ap.add_argument("--pyspy", action="store_true")
     ap.add_argument("--lib", help="libpubsubgo.so to use instead of building one from the tree")
+    ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                    help="another option for the pubsub-go sources (repeatable)")
     a = ap.parse_args()
+    extra = dict(o.split("=", 1) for o in a.option)
 
     build = Build.make(a.lib)
     spark = session(build)
@@ -88,7 +91,7 @@ def main() -> int:
 
         t = threading.Thread(target=sample)
         t.start()
-        m = measure(spark_e2e.reader(spark, a.source, server.host, sub, 1024, tempfile.mkdtemp(dir=scratch)),
+        m = measure(spark_e2e.reader(spark, a.source, server.host, sub, 1024, tempfile.mkdtemp(dir=scratch), extra),
                     scratch, 6, 14)
         t.join()
         print(f"{a.source}: {m['rows_per_sec']:,.0f} rows/s, {m['rows_per_batch']:,.0f} rows per micro-batch")

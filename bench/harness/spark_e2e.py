@@ -22,13 +22,15 @@ TUNED = {"maxOutstandingMessages": "1000000", "maxBatchDurationMs": "2000", "max
 SOURCES = ("pubsub-go", "pubsub-go-defaults", "plain-python", "ceiling")
 
 
-def reader(spark, source: str, host: str, sub: str, size: int, batchlog: str):
+def reader(spark, source: str, host: str, sub: str, size: int, batchlog: str,
+           extra: dict[str, str] | None = None):
+    """extra: more options for the pubsub-go sources (bench/spark_cpu.py --option)."""
     if source.startswith("pubsub-go"):
         r = (spark.readStream.format("pubsub-go").option("subscriptionId", sub).option("emulatorHost", host)
              .option("numPartitions", "2").option("batchLogLocation", batchlog))
-        if source == "pubsub-go":
-            for k, v in TUNED.items():
-                r = r.option(k, v)
+        opts = {**(TUNED if source == "pubsub-go" else {}), **(extra or {})}
+        for k, v in opts.items():
+            r = r.option(k, v)
         return r.load()
     if source == "plain-python":
         return (spark.readStream.format("bench-plain-pubsub").option("subscription", sub)
