@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -240,7 +241,7 @@ func readLayout(out []byte, mem api.Memory, full *arrow.Schema, alloc memory.All
 			release()
 			return nil, 0, fmt.Errorf("%w: column %q has %d rows, want %d", ErrCrashed, f.Name, n, rows)
 		}
-		if err := array.ValidateFull(a); err != nil {
+		if err := validateColumn(a); err != nil {
 			release()
 			return nil, 0, fmt.Errorf("%w: column %q: %v", ErrCrashed, f.Name, err)
 		}
@@ -362,6 +363,44 @@ func (l *layout) load(t arrow.DataType) (d arrow.ArrayData, err error) {
 		return nil, fmt.Errorf("type %s is not supported", t)
 	}
 	return array.NewData(t, length, bufs, children, nulls, 0), nil
+}
+
+// validateColumn is array.ValidateFull(a), with a faster path for a
+// string column: arrow-go checks UTF-8 one value at a time (a call per
+// row, 10 % of decoding a batch of short strings), while the values'
+// bytes checked at once, plus every value starting on a character's first
+// byte, prove the same. A failure is reported by ValidateFull itself.
+func validateColumn(a arrow.Array) error {
+	if s, ok := a.(*array.String); ok && s.Validate() == nil && stringsValid(s) {
+		return nil
+	}
+	return array.ValidateFull(a)
+}
+
+// stringsValid reports whether s's offsets do not decrease and every value
+// is valid UTF-8.
+func stringsValid(s *array.String) bool {
+	if s.Len() == 0 {
+		return true
+	}
+	offs := s.ValueOffsets() // Len()+1 entries, checked by Validate
+	bufs := s.Data().Buffers()
+	if len(bufs) < 3 || bufs[2] == nil {
+		return offs[len(offs)-1] == offs[0]
+	}
+	vals := bufs[2].Bytes()
+	lo, hi := offs[0], offs[len(offs)-1]
+	if lo < 0 || hi < lo || int(hi) > len(vals) || !utf8.Valid(vals[lo:hi]) {
+		return false
+	}
+	prev := lo
+	for _, o := range offs[1:] {
+		if o < prev || (o < hi && !utf8.RuneStart(vals[o])) {
+			return false
+		}
+		prev = o
+	}
+	return true
 }
 
 // checkOffsets: n+1 non-decreasing int32 offsets from 0..end (arrow-go's
