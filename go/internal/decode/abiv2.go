@@ -189,6 +189,42 @@ type layout struct {
 	alloc memory.Allocator
 	nodes [][2]uint32 // length, null count
 	bufs  [][2]uint32 // guest address, length
+	slab  *memory.Buffer
+	used  int // bytes of slab handed out
+}
+
+// slabAlign keeps each buffer carved from the slab 64-byte aligned, as
+// Arrow recommends and an allocator's own buffers are.
+const slabAlign = 64
+
+// makeSlab allocates one buffer for all of the batch's output buffers,
+// which buffer then carves up (memory.SliceBuffer keeps it alive while any
+// column does): one allocation per batch instead of one per buffer (three
+// per column), a measurable part of the host's work on small batches. A
+// layout whose buffers add up to more than the guest's memory (they
+// overlap, so the module is broken or hostile) gets no slab, and each
+// buffer is allocated on its own as it is read.
+func (l *layout) makeSlab() {
+	total := 0
+	for _, b := range l.bufs {
+		total += (int(b[1]) + slabAlign - 1) &^ (slabAlign - 1)
+		if total > int(l.mem.Size())+slabAlign*len(l.bufs) {
+			return
+		}
+	}
+	if total == 0 {
+		return
+	}
+	l.slab = memory.NewResizableBuffer(l.alloc)
+	l.slab.Resize(total)
+}
+
+// releaseSlab drops the layout's own reference: the columns hold theirs.
+func (l *layout) releaseSlab() {
+	if l.slab != nil {
+		l.slab.Release()
+		l.slab = nil
+	}
 }
 
 // readLayout turns a v2 pg_output into arrays of full's fields, copying
@@ -215,6 +251,8 @@ func readLayout(out []byte, mem api.Memory, full *arrow.Schema, alloc memory.All
 	if r.err != nil || !r.done() {
 		return nil, 0, fmt.Errorf("%w: malformed output layout", ErrCrashed)
 	}
+	l.makeSlab()
+	defer l.releaseSlab()
 	release := func() {
 		for _, c := range cols {
 			c.Release()
@@ -283,7 +321,13 @@ func (l *layout) buffer(want int) (*memory.Buffer, error) {
 	if !ok {
 		return nil, errors.New("buffer outside guest memory")
 	}
-	return copyBuf(l.alloc, view), nil
+	if l.slab == nil || l.used+len(view) > l.slab.Len() {
+		return copyBuf(l.alloc, view), nil
+	}
+	buf := memory.SliceBuffer(l.slab, l.used, len(view))
+	copy(buf.Bytes(), view)
+	l.used += (len(view) + slabAlign - 1) &^ (slabAlign - 1)
+	return buf, nil
 }
 
 func (l *layout) load(t arrow.DataType) (d arrow.ArrayData, err error) {
