@@ -17,6 +17,11 @@ SDK: Go (ABI 1) and C (ABI 2, built with zig's clang), each in wazero
 (sandbox on), in wasmtime and compiled natively (for C: the same zig cc
 and flags as the .wasm build, wasm-decoders/build-c.sh --native).
 
+The C example is also run side by side, each mode in turn per round,
+and reported by wall clock and by the decoding thread's CPU time (steady
+on a machine shared with other work); --c-example-only runs just that and
+prints its table.
+
 Writes bench/decode_results.md.
 
     python bench/decode_bench.py [--seconds 3] [--spark-rows 200000] [--no-spark]
