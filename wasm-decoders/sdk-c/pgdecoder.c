@@ -112,49 +112,56 @@ static void put_u32(buf *b, uint32_t v) {
   b->len += 4;
 } /* wasm and x86 are little-endian */
 
-/* A column keeps room for rows_cap rows in its fixed-size buffers
- * (validity bits, fixed-width or bool values, offsets), reserved for the
- * whole batch before its first row: appending a value is then a few
- * stores and one test, with no call and no address-taken local (in wasm
- * each of those costs memory traffic through the shadow stack). */
+/* Columns are written by row index, not appended to: each keeps room for
+ * the whole batch (reserved before its first row) and the row being
+ * decoded is the global `cur`. During a batch a column records one state
+ * byte per row (0 untouched, 1 value, 2 null) and keeps fixed-width and
+ * bool values in slots zeroed beforehand; validity and bool bitmaps are
+ * packed and variable-size offsets completed when the batch ends. An
+ * append is then a few stores with no test of room or length, and a row
+ * that succeeds needs no work per column: in wazero every load and store
+ * into linear memory is bounds-checked and struct fields cannot stay in
+ * registers across byte stores (which may alias them), so fewer memory
+ * touches per value is what makes the SDK fast there (measured in
+ * bench/decode_results.md). */
 struct pg_column {
-  uint8_t type, width; /* width in bytes of fixed-width values */
+  uint8_t type, width; /* width in bytes of fixed-width values (bool: 1) */
   uint32_t len, nulls, rows_cap;
-  buf valid, data, offs; /* offs: int32 starts, plus the end; data.len: variable-size bytes used */
+  uint32_t filled; /* variable-size: offsets written for rows [0, filled) */
+  buf state, valid, data, offs, bits; /* bits: a bool column's packed values */
 };
+
+static uint32_t cur; /* the row being decoded */
+static uint8_t dup;  /* nonzero: the row gave some column two values */
 
 static __attribute__((noinline)) void more_rows(pg_column *c, uint64_t rows) {
   if (rows < 64) rows = 64;
-  ensure(&c->valid, (rows + 7) / 8);
+  rows = (rows + 7) & ~(uint64_t)7; /* packing reads the state 8 rows at a time */
+  ensure(&c->state, rows);
+  ensure(&c->valid, rows / 8);
   switch (c->type) {
   case PG_NULL: break;
-  case PG_BOOL: ensure(&c->data, (rows + 7) / 8); break;
+  case PG_BOOL: ensure(&c->data, rows); ensure(&c->bits, rows / 8); break;
   case PG_UTF8: case PG_BINARY: ensure(&c->offs, 4 * (rows + 1)); break;
   default: ensure(&c->data, rows * c->width);
   }
   c->rows_cap = (uint32_t)rows;
 }
 
-static inline void row(pg_column *c) {
-  if (__builtin_expect(c->len >= c->rows_cap, 0)) more_rows(c, (uint64_t)c->rows_cap * 2);
+static inline uint8_t *slot(pg_column *c, uint8_t st) {
+  uint32_t i = cur;
+  uint8_t *s = c->state.p + i;
+  dup |= *s;
+  *s = st;
+  return c->data.p + i * c->width;
 }
 
-/* bit sets bit i of p; the byte is started afresh at each multiple of 8
- * (reset and truncate leave no stale bits above len). */
-static inline void bit(uint8_t *p, uint32_t i, uint32_t v) {
-  uint8_t m = (uint8_t)(v << (i & 7));
-  uint8_t *b = p + (i >> 3);
-  *b = (i & 7) ? (uint8_t)(*b | m) : m;
-}
+void pg_append_null(pg_column *c) { slot(c, 2); }
 
-static inline void set_valid(pg_column *c, uint32_t ok) {
-  bit(c->valid.p, c->len, ok);
-  c->nulls += ok ^ 1;
-  c->len++;
-}
+void pg_append_bool(pg_column *c, int v) { *slot(c, 1) = v != 0; }
 
-static inline void store_fixed(pg_column *c, int64_t v) {
-  uint8_t *d = c->data.p + c->len * c->width;
+void pg_append_int(pg_column *c, int64_t v) {
+  uint8_t *d = slot(c, 1);
   switch (c->width) { /* little-endian: the low bytes */
   case 1: *d = (uint8_t)v; break;
   case 2: { int16_t x = (int16_t)v; __builtin_memcpy(d, &x, 2); break; }
@@ -163,76 +170,85 @@ static inline void store_fixed(pg_column *c, int64_t v) {
   }
 }
 
-static inline void end_offset(pg_column *c) {
-  uint32_t end = c->data.len;
-  __builtin_memcpy(c->offs.p + 4 * (c->len + 1), &end, 4);
-}
-
-void pg_append_null(pg_column *c) {
-  row(c);
-  switch (c->type) {
-  case PG_NULL: break;
-  case PG_BOOL: bit(c->data.p, c->len, 0); break;
-  case PG_UTF8: case PG_BINARY: end_offset(c); break;
-  default: store_fixed(c, 0);
-  }
-  set_valid(c, 0);
-}
-
-void pg_append_bool(pg_column *c, int v) {
-  row(c);
-  bit(c->data.p, c->len, v != 0);
-  set_valid(c, 1);
-}
-
-void pg_append_int(pg_column *c, int64_t v) {
-  row(c);
-  store_fixed(c, v);
-  set_valid(c, 1);
-}
-
 void pg_append_float(pg_column *c, double v) {
-  row(c);
-  uint8_t *d = c->data.p + c->len * c->width;
+  uint8_t *d = slot(c, 1);
   if (c->width == 4) {
     float f = (float)v;
     __builtin_memcpy(d, &f, 4);
   } else {
     __builtin_memcpy(d, &v, 8);
   }
-  set_valid(c, 1);
+}
+
+/* fill_offsets sets the start of rows [filled, upto] to the bytes used so
+ * far (rows skipped since the last value are empty). */
+static inline void fill_offsets(pg_column *c, uint32_t upto) {
+  uint32_t end = c->data.len, f = c->filled;
+  uint8_t *o = c->offs.p;
+  for (; f <= upto; f++) __builtin_memcpy(o + 4 * f, &end, 4);
+  c->filled = f;
 }
 
 void pg_append_bytes(pg_column *c, const uint8_t *p, uint32_t n) {
-  row(c);
+  uint32_t i = cur;
+  uint8_t *s = c->state.p + i;
+  dup |= *s;
+  *s = 1;
+  fill_offsets(c, i);
   grow(&c->data, n);
   if (n <= 256) copy_bytes(c->data.p + c->data.len, p, n);
   else memcpy(c->data.p + c->data.len, p, n);
   c->data.len += n;
-  end_offset(c);
-  set_valid(c, 1);
 }
 
-/* reset empties c and gives it room for rows rows. */
+/* reset empties c and gives it room for rows rows, all untouched. */
 static void reset(pg_column *c, uint32_t rows) {
-  c->len = c->nulls = 0;
+  c->len = c->nulls = c->filled = 0;
   c->data.len = 0;
   if (rows > c->rows_cap || !c->rows_cap) more_rows(c, rows);
-  if (c->type == PG_UTF8 || c->type == PG_BINARY) __builtin_memset(c->offs.p, 0, 4); /* offsets[0] = 0 */
+  uint32_t r8 = (rows + 7) & ~7u;
+  memset(c->state.p, 0, r8);
+  if (c->type == PG_BOOL) memset(c->data.p, 0, r8);
+  else if (c->width) memset(c->data.p, 0, (size_t)rows * c->width);
 }
 
-/* truncate drops rows from n on. */
-static void truncate(pg_column *c, uint32_t n) {
-  if (n >= c->len) return;
-  for (uint32_t i = n; i < c->len; i++)
-    if (!(c->valid.p[i / 8] & (1u << (i % 8)))) c->nulls--;
-  if (c->type == PG_UTF8 || c->type == PG_BINARY) __builtin_memcpy(&c->data.len, c->offs.p + 4 * n, 4);
-  if (n % 8) { /* the next append ORs into this byte: clear the dropped rows' bits */
-    uint8_t keep = (uint8_t)((1u << (n % 8)) - 1);
-    c->valid.p[n / 8] &= keep;
-    if (c->type == PG_BOOL) c->data.p[n / 8] &= keep;
+/* drop_row makes row i of c (the current one) untouched again. */
+static void drop_row(pg_column *c, uint32_t i) {
+  c->state.p[i] = 0;
+  if (c->type == PG_UTF8 || c->type == PG_BINARY) {
+    if (c->filled > i) { /* the row wrote bytes: give them back */
+      __builtin_memcpy(&c->data.len, c->offs.p + 4 * i, 4);
+      c->filled = i;
+    }
+  } else if (c->width) {
+    memset(c->data.p + i * c->width, 0, c->width);
   }
-  c->len = n;
+}
+
+/* pack8 maps 8 bytes that are each 0 or 1 to 8 bits (byte k to bit k). */
+static inline uint8_t pack8(uint64_t x) { return (uint8_t)((x * 0x0102040810204080ull) >> 56); }
+
+#define ONES 0x0101010101010101ull
+
+/* finish ends c's batch of rows rows: offsets completed, state packed into
+ * the validity bitmap (and a bool column's values into bits). */
+static void finish(pg_column *c, uint32_t rows) {
+  c->len = rows;
+  if (c->type == PG_UTF8 || c->type == PG_BINARY) fill_offsets(c, rows);
+  uint32_t set = 0;
+  for (uint32_t i = 0; i < rows; i += 8) {
+    uint64_t x, v;
+    __builtin_memcpy(&x, c->state.p + i, 8); /* rows past the end are 0 */
+    x = x & ~(x >> 1) & ONES; /* state 1: a value */
+    uint8_t b = pack8(x);
+    c->valid.p[i / 8] = b;
+    set += (uint32_t)__builtin_popcount(b);
+    if (c->type == PG_BOOL) {
+      __builtin_memcpy(&v, c->data.p + i, 8);
+      c->bits.p[i / 8] = pack8(v & x);
+    }
+  }
+  c->nulls = rows - set;
 }
 
 /* The byte sizes of c's buffers as the output layout gives them. */
@@ -251,6 +267,7 @@ static int width_of(const pg_field *f) {
   case PG_FLOAT: return f->p1 == 1 ? 4 : 8;
   case PG_DATE: return f->p1 == 0 ? 4 : 8;
   case PG_TIMESTAMP: return 8;
+  case PG_BOOL: return 1;
   }
   return 0;
 }
@@ -457,7 +474,7 @@ static void column_layout(buf *nodes, buf *bufs, uint32_t *nn, uint32_t *nb, pg_
     put_u32(bufs, 4 * (c->len + 1));
     (*nb)++;
   }
-  put_u32(bufs, (uint32_t)(uintptr_t)c->data.p);
+  put_u32(bufs, (uint32_t)(uintptr_t)(c->type == PG_BOOL ? c->bits.p : c->data.p));
   put_u32(bufs, data_bytes(c));
   (*nb)++;
 }
@@ -486,25 +503,18 @@ EXPORT("pg_decode") int32_t pg_decode(uintptr_t ptr, uint32_t len) {
     uint32_t lo, hi;
     memcpy(&lo, offs + 4 * i, 4);
     memcpy(&hi, offs + 4 * i + 4, 4);
+    cur = i;
+    dup = 0;
     const char *e = decoder_decode(data + lo, hi - lo, colp);
-    if (!e) {
-      for (uint32_t j = 0; j < schema->n; j++) {
-        if (cols[j].len == i) pg_append_null(&cols[j]);
-        else if (cols[j].len != i + 1) { e = "decoder appended more than one value to a column"; break; }
-      }
-    }
-    if (!e) {
-      pg_append_null(&errs);
-      continue;
-    }
-    for (uint32_t j = 0; j < schema->n; j++) {
-      truncate(&cols[j], i);
-      pg_append_null(&cols[j]);
-    }
+    if (__builtin_expect(!e && !dup, 1)) continue; /* untouched columns are null already */
+    if (!e) e = "decoder appended more than one value to a column";
+    for (uint32_t j = 0; j < schema->n; j++) drop_row(&cols[j], i);
     uint32_t elen = 0;
     while (e[elen]) elen++;
     pg_append_bytes(&errs, (const uint8_t *)(elen ? e : "decode error"), elen ? elen : 12);
   }
+  for (uint32_t j = 0; j < schema->n; j++) finish(&cols[j], n);
+  finish(&errs, n);
   /* u32 rows, u32 node count, nodes, u32 buffer count, buffers */
   uint32_t nn = 0, nb = 0;
   nodes.len = bufs.len = 0;

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -188,6 +189,42 @@ type layout struct {
 	alloc memory.Allocator
 	nodes [][2]uint32 // length, null count
 	bufs  [][2]uint32 // guest address, length
+	slab  *memory.Buffer
+	used  int // bytes of slab handed out
+}
+
+// slabAlign keeps each buffer carved from the slab 64-byte aligned, as
+// Arrow recommends and an allocator's own buffers are.
+const slabAlign = 64
+
+// makeSlab allocates one buffer for all of the batch's output buffers,
+// which buffer then carves up (memory.SliceBuffer keeps it alive while any
+// column does): one allocation per batch instead of one per buffer (three
+// per column), a measurable part of the host's work on small batches. A
+// layout whose buffers add up to more than the guest's memory (they
+// overlap, so the module is broken or hostile) gets no slab, and each
+// buffer is allocated on its own as it is read.
+func (l *layout) makeSlab() {
+	total := 0
+	for _, b := range l.bufs {
+		total += (int(b[1]) + slabAlign - 1) &^ (slabAlign - 1)
+		if total > int(l.mem.Size())+slabAlign*len(l.bufs) {
+			return
+		}
+	}
+	if total == 0 {
+		return
+	}
+	l.slab = memory.NewResizableBuffer(l.alloc)
+	l.slab.Resize(total)
+}
+
+// releaseSlab drops the layout's own reference: the columns hold theirs.
+func (l *layout) releaseSlab() {
+	if l.slab != nil {
+		l.slab.Release()
+		l.slab = nil
+	}
 }
 
 // readLayout turns a v2 pg_output into arrays of full's fields, copying
@@ -214,6 +251,8 @@ func readLayout(out []byte, mem api.Memory, full *arrow.Schema, alloc memory.All
 	if r.err != nil || !r.done() {
 		return nil, 0, fmt.Errorf("%w: malformed output layout", ErrCrashed)
 	}
+	l.makeSlab()
+	defer l.releaseSlab()
 	release := func() {
 		for _, c := range cols {
 			c.Release()
@@ -240,7 +279,7 @@ func readLayout(out []byte, mem api.Memory, full *arrow.Schema, alloc memory.All
 			release()
 			return nil, 0, fmt.Errorf("%w: column %q has %d rows, want %d", ErrCrashed, f.Name, n, rows)
 		}
-		if err := array.ValidateFull(a); err != nil {
+		if err := validateColumn(a); err != nil {
 			release()
 			return nil, 0, fmt.Errorf("%w: column %q: %v", ErrCrashed, f.Name, err)
 		}
@@ -282,7 +321,13 @@ func (l *layout) buffer(want int) (*memory.Buffer, error) {
 	if !ok {
 		return nil, errors.New("buffer outside guest memory")
 	}
-	return copyBuf(l.alloc, view), nil
+	if l.slab == nil || l.used+len(view) > l.slab.Len() {
+		return copyBuf(l.alloc, view), nil
+	}
+	buf := memory.SliceBuffer(l.slab, l.used, len(view))
+	copy(buf.Bytes(), view)
+	l.used += (len(view) + slabAlign - 1) &^ (slabAlign - 1)
+	return buf, nil
 }
 
 func (l *layout) load(t arrow.DataType) (d arrow.ArrayData, err error) {
@@ -362,6 +407,44 @@ func (l *layout) load(t arrow.DataType) (d arrow.ArrayData, err error) {
 		return nil, fmt.Errorf("type %s is not supported", t)
 	}
 	return array.NewData(t, length, bufs, children, nulls, 0), nil
+}
+
+// validateColumn is array.ValidateFull(a), with a faster path for a
+// string column: arrow-go checks UTF-8 one value at a time (a call per
+// row, 10 % of decoding a batch of short strings), while the values'
+// bytes checked at once, plus every value starting on a character's first
+// byte, prove the same. A failure is reported by ValidateFull itself.
+func validateColumn(a arrow.Array) error {
+	if s, ok := a.(*array.String); ok && s.Validate() == nil && stringsValid(s) {
+		return nil
+	}
+	return array.ValidateFull(a)
+}
+
+// stringsValid reports whether s's offsets do not decrease and every value
+// is valid UTF-8.
+func stringsValid(s *array.String) bool {
+	if s.Len() == 0 {
+		return true
+	}
+	offs := s.ValueOffsets() // Len()+1 entries, checked by Validate
+	bufs := s.Data().Buffers()
+	if len(bufs) < 3 || bufs[2] == nil {
+		return offs[len(offs)-1] == offs[0]
+	}
+	vals := bufs[2].Bytes()
+	lo, hi := offs[0], offs[len(offs)-1]
+	if lo < 0 || hi < lo || int(hi) > len(vals) || !utf8.Valid(vals[lo:hi]) {
+		return false
+	}
+	prev := lo
+	for _, o := range offs[1:] {
+		if o < prev || (o < hi && !utf8.RuneStart(vals[o])) {
+			return false
+		}
+		prev = o
+	}
+	return true
 }
 
 // checkOffsets: n+1 non-decreasing int32 offsets from 0..end (arrow-go's

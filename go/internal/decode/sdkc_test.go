@@ -3,6 +3,7 @@ package decode
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -174,5 +175,106 @@ func TestBrokenLayoutsAreCrashes(t *testing.T) {
 			t.Errorf("fault %s: %v, want ErrCrashed mentioning %q", fault, err, want)
 		}
 		good()
+	}
+}
+
+// The C SDK's output layout for every flat type it supports, against the
+// same rows built with arrow-go: values, nulls (appended or left
+// untouched), rows that fail (the decoder's error, or two values in one
+// column, which the SDK turns into one) becoming null in every column,
+// over batches of several sizes through one instance (its buffers reused).
+func TestCSDKLayoutOfEveryType(t *testing.T) {
+	mem := memory.NewCheckedAllocator(mallocator.NewMallocator())
+	defer mem.AssertSize(t, 0)
+	d, err := NewDecoder(context.Background(), Spec{WasmPath: guestModule(t, "internal/testguests/alltypes/alltypes.c")}, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, rows := range []int{1000, 7, 64, 1, 0, 333} {
+		payloads := make([]string, rows)
+		b := array.NewRecordBuilder(memory.DefaultAllocator, d.Schema())
+		eb := array.NewStringBuilder(memory.DefaultAllocator)
+		for i := range payloads {
+			ops := make([]byte, 10)
+			dup := false
+			for c := range ops {
+				ops[c] = ".nvvvd"[rng.IntN(6)]
+				if ops[c] == 'd' && rng.IntN(4) > 0 {
+					ops[c] = 'v'
+				}
+				dup = dup || ops[c] == 'd'
+			}
+			fail := rng.IntN(10) == 0
+			if fail {
+				ops = append(ops, 'e')
+			}
+			v := rng.Int64N(1<<40) - 1<<39
+			payloads[i] = fmt.Sprintf("%s %d", ops, v)
+			switch { // the decoder's own error first
+			case fail:
+				eb.Append("row error")
+			case dup:
+				eb.Append("decoder appended more than one value to a column")
+			default:
+				eb.AppendNull()
+			}
+			for c := range 10 {
+				fb := b.Field(c)
+				if dup || fail || ops[c] == '.' || ops[c] == 'n' {
+					fb.AppendNull()
+					continue
+				}
+				switch fb := fb.(type) {
+				case *array.BooleanBuilder:
+					fb.Append(v&1 == 1)
+				case *array.Int8Builder:
+					fb.Append(int8(v))
+				case *array.Int16Builder:
+					fb.Append(int16(v))
+				case *array.Int32Builder:
+					fb.Append(int32(v))
+				case *array.Int64Builder:
+					fb.Append(v)
+				case *array.Float32Builder:
+					fb.Append(float32(float64(v) / 4))
+				case *array.Float64Builder:
+					fb.Append(float64(v) / 4)
+				case *array.StringBuilder:
+					fb.Append(fmt.Sprint(v))
+				case *array.BinaryBuilder:
+					fb.Append([]byte(payloads[i]))
+				case *array.TimestampBuilder:
+					fb.Append(arrow.Timestamp(v))
+				default:
+					t.Fatalf("column %d: unexpected builder %T", c, fb)
+				}
+			}
+		}
+		want, wantErrs := b.NewRecordBatch(), eb.NewStringArray()
+		b.Release()
+		eb.Release()
+		in := binaryArray(payloads...)
+		got, errs, err := d.Decode(context.Background(), in)
+		in.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for c := range 10 {
+			if !array.Equal(got.Column(c), want.Column(c)) {
+				t.Errorf("%d rows, column %s differs", rows, want.ColumnName(c))
+			}
+		}
+		for i := range rows {
+			if errs.IsNull(i) != wantErrs.IsNull(i) || errs.Value(i) != wantErrs.Value(i) {
+				t.Errorf("%d rows: row %d (%q): error %q, want %q", rows, i, payloads[i], errs.Value(i), wantErrs.Value(i))
+				break
+			}
+		}
+		got.Release()
+		errs.Release()
+		want.Release()
+		wantErrs.Release()
 	}
 }
