@@ -163,6 +163,26 @@ func (p *Publisher) Publish(ctx context.Context, rec arrow.RecordBatch) error {
 	return nil
 }
 
+// StartIDs makes the rows published from now on carry the ids
+// prefix-0, prefix-1, ...: a Publisher kept across several writes (the
+// Spark sink keeps one per worker for many tasks) numbers each write's
+// rows from 0 under that write's prefix, as a fresh Publisher would, so
+// a retried write reproduces its ids. Messages already published keep
+// theirs. It needs IDAttribute.
+func (p *Publisher) StartIDs(prefix string) error {
+	if p.cfg.IDAttribute == "" {
+		return invalid("an id prefix needs id_attribute: open the publisher with id_attribute set to stamp ids")
+	}
+	p.pubMu.Lock()
+	defer p.pubMu.Unlock()
+	if err := p.checkOpen(); err != nil {
+		return err
+	}
+	p.cfg.IDPrefix = prefix
+	p.nextRow = 0
+	return nil
+}
+
 // Flush sends every partial batch and waits until every message published
 // so far is acknowledged or failed. It returns the totals and the first
 // failure, if any. When ctx ends first it returns DEADLINE_EXCEEDED (or
