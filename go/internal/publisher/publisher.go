@@ -16,6 +16,8 @@ import (
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -56,12 +58,18 @@ type Publisher struct {
 	published, bytes, retries atomic.Int64
 }
 
+// writeBufferBytes is gRPC's write buffer: a Publish request of up to
+// max_batch_bytes (4 MiB) goes out in a few writes instead of gRPC's
+// default 32 KiB ones.
+const writeBufferBytes = 1 << 20
+
 // Open validates cfg, connects and checks that the topic exists.
 func Open(ctx context.Context, cfg Config) (*Publisher, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	client, err := pubsub.NewTopicAdminClient(ctx, cfg.ClientOptions()...)
+	opts := append(cfg.ClientOptions(), option.WithGRPCDialOption(grpc.WithWriteBufferSize(writeBufferBytes)))
+	client, err := pubsub.NewTopicAdminClient(ctx, opts...)
 	if err != nil {
 		if rpc.Code(err) == codes.Unknown {
 			return nil, status.Errorf(codes.Unauthenticated, "open publisher: %v", err)
