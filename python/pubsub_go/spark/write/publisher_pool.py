@@ -22,6 +22,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import logging
+import queue
 import threading
 import time
 from collections.abc import Iterator
@@ -43,8 +44,14 @@ COUNTERS = ("published", "bytes", "retries")
 
 
 class LentPublisher:
-    """A publisher lent to one task. flush() reports what this task added:
-    the Go publisher's totals run over its whole life."""
+    """A publisher lent to one task.
+
+    publish() hands the batch to a thread that makes the Go call, so the
+    task reads its next Arrow batch from Spark while Go converts this one
+    (the call releases the GIL); one batch waits at most, so memory stays
+    bounded. A failure is raised by the next publish() or by flush(),
+    which first waits until every batch is in Go. flush() reports what
+    this task added: the Go publisher's totals run over its whole life."""
 
     def __init__(self, pub: Publisher, base: dict[str, int], reused: bool) -> None:
         self.publisher = pub
@@ -52,16 +59,69 @@ class LentPublisher:
         self._base = base
         self.totals = base
         self.clean = True  # nothing published since the last successful flush
+        self._queue: queue.Queue[tuple[pa.RecordBatch, int] | None] = queue.Queue(maxsize=1)
+        self._thread: threading.Thread | None = None
+        self._failure: BaseException | None = None
 
-    def publish(self, batch: pa.RecordBatch) -> None:
+    def publish(self, batch: pa.RecordBatch, first_row: int) -> None:
+        """Queues batch, whose first row is row first_row of the task."""
+        self._raise_failure()
         self.clean = False
-        self.publisher.publish(batch)
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="pubsub-go-publish", daemon=True)
+            self._thread.start()
+        self._queue.put((batch, first_row))
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            if self._failure is not None:
+                continue  # drop what follows a failure; the task fails
+            batch, first_row = item
+            try:
+                self.publisher.publish(batch)
+            except BaseException as e:  # noqa: BLE001 - raised in the task's thread
+                self._failure = _locate(e, first_row)
+
+    def _drain(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+        self._raise_failure()
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            raise self._failure
+
+    def stop(self) -> None:
+        """After the task failed (its publisher is closed first, which ends
+        a Go call that waits for room): ends the thread."""
+        if self._thread is not None:
+            try:
+                self._queue.put(None, timeout=30)
+                self._thread.join(timeout=30)
+            except queue.Full:
+                log.debug("the publish thread did not take its stop")
 
     def flush(self, timeout_ms: int) -> dict[str, int]:
+        self._drain()
         got = self.publisher.flush(timeout_ms)
         self.totals = {k: int(got.get(k, 0)) for k in COUNTERS}
         self.clean = True
         return {k: self.totals[k] - self._base.get(k, 0) for k in COUNTERS}
+
+
+def _locate(e: BaseException, first_row: int) -> BaseException:
+    """A bad row: Go numbers rows within the Arrow batch; say where that
+    batch starts in the task."""
+    from ...errors import InvalidArgumentError
+
+    if isinstance(e, InvalidArgumentError):
+        located = InvalidArgumentError(e.code, f"{e.message} (the Arrow batch starts at row {first_row} of this "
+                                               "task)", e.kind)
+        located.__cause__ = e
+        return located
+    return e
 
 
 @dataclasses.dataclass
@@ -106,6 +166,7 @@ class PublisherPool:
             yield lent
         except BaseException:
             _close(pub)
+            lent.stop()
             raise
         if idle_s <= 0 or not lent.clean:
             _close(pub)

@@ -107,8 +107,6 @@ def publish_partition(opts: SinkOptions, batches: Iterator[pa.RecordBatch], part
 
 
 def _publish_all(opts: SinkOptions, batches: Iterator[pa.RecordBatch], id_prefix: str) -> dict[str, Any]:
-    from ...errors import InvalidArgumentError
-
     first_row = 0  # of the current Arrow batch, within the task
     with ExitStack() as stack:
         pub: LentPublisher | None = None
@@ -118,11 +116,7 @@ def _publish_all(opts: SinkOptions, batches: Iterator[pa.RecordBatch], id_prefix
             if pub is None:  # leased on the first row: empty partitions cost no connection
                 pub = stack.enter_context(POOL.lease(opts.publisher_config(id_prefix),
                                                      opts.publisher_idle_ms / 1000))
-            try:
-                pub.publish(batch)
-            except InvalidArgumentError as e:  # a bad row: Go numbers rows within the Arrow batch
-                raise InvalidArgumentError(e.code, f"{e.message} (the Arrow batch starts at row {first_row} "
-                                                   "of this task)", e.kind) from e
+            pub.publish(batch, first_row)  # handed to Go while the next batch is read
             first_row += batch.num_rows
         # The commit message is built only after this returns: every
         # message of the task is acknowledged. Only then does the lease
