@@ -2,7 +2,8 @@
 in-memory Arrow source (payload column, 1 KB) into the pubsub-go sink and
 into `bench-discard` (a Python Arrow stream writer that drops its input),
 alternating, and prints msgs/s and the CPU of each process (Spark's JVM,
-its Python workers, the load server, the driver) over 8 s of each run, then
+its Python workers, the load server, the driver) over 8 s of each run
+(every other repetition in reverse order), then
 the median and range of the per-repetition ratios sink / fair ceiling.
 `--no-pool` adds a run of the sink with publisherIdleMs=0 (a publisher
 opened and closed per task, as before the pool) to each repetition.
@@ -45,7 +46,9 @@ def main() -> None:
         runs = ["pubsub-go", *(["pubsub-go-no-pool"] if a.no_pool else []), "bench-discard"]
         rates: dict[str, list[float]] = {r: [] for r in runs}
         for rep in range(a.reps):
-            for sink in runs:
+            # Every other repetition runs in reverse, so neither side always
+            # goes first (the machine's load drifts within a repetition).
+            for sink in runs if rep % 2 == 0 else runs[::-1]:
                 cpu: dict[str, float] = {}
 
                 def sample(cpu: dict[str, float] = cpu) -> None:
