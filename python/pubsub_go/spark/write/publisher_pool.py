@@ -48,10 +48,12 @@ class LentPublisher:
 
     publish() hands the batch to a thread that makes the Go call, so the
     task reads its next Arrow batch from Spark while Go converts this one
-    (the call releases the GIL); one batch waits at most, so memory stays
-    bounded. A failure is raised by the next publish() or by flush(),
-    which first waits until every batch is in Go. flush() reports what
-    this task added: the Go publisher's totals run over its whole life."""
+    (the call releases the GIL). The next hand-off waits until that call
+    returned, so a task holds at most one batch more than a synchronous
+    call would: the one it reads meanwhile. A failure is raised by the
+    next publish() or by flush(), which first waits until every batch is
+    in Go. flush() reports what this task added: the Go publisher's
+    totals run over its whole life."""
 
     def __init__(self, pub: Publisher, base: dict[str, int], reused: bool) -> None:
         self.publisher = pub
@@ -59,28 +61,36 @@ class LentPublisher:
         self._base = base
         self.totals = base
         self.clean = True  # nothing published since the last successful flush
-        self._queue: queue.Queue[tuple[pa.RecordBatch, int] | None] = queue.Queue(maxsize=1)
+        self._queue: queue.Queue[tuple[pa.RecordBatch, int] | None] = queue.Queue()
+        self._idle = threading.Semaphore(1)  # released when the Go call of the last batch returned
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
 
     def publish(self, batch: pa.RecordBatch, first_row: int) -> None:
-        """Queues batch, whose first row is row first_row of the task."""
+        """Hands batch (its first row is row first_row of the task) to the
+        publish thread once the previous batch's Go call returned."""
         self._raise_failure()
         self.clean = False
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="pubsub-go-publish", daemon=True)
             self._thread.start()
+        self._idle.acquire()
+        self._raise_failure()
         self._queue.put((batch, first_row))
 
     def _run(self) -> None:
         while (item := self._queue.get()) is not None:
             if self._failure is not None:
+                self._idle.release()
                 continue  # drop what follows a failure; the task fails
             batch, first_row = item
             try:
                 self.publisher.publish(batch)
             except BaseException as e:  # noqa: BLE001 - raised in the task's thread
                 self._failure = _locate(e, first_row)
+            finally:
+                del batch, item  # the pyarrow batch is freed before the next hand-off
+                self._idle.release()
 
     def _drain(self) -> None:
         if self._thread is not None:
@@ -97,11 +107,8 @@ class LentPublisher:
         """After the task failed (its publisher is closed first, which ends
         a Go call that waits for room): ends the thread."""
         if self._thread is not None:
-            try:
-                self._queue.put(None, timeout=30)
-                self._thread.join(timeout=30)
-            except queue.Full:
-                log.debug("the publish thread did not take its stop")
+            self._queue.put(None)
+            self._thread.join(timeout=30)
 
     def flush(self, timeout_ms: int) -> dict[str, int]:
         self._drain()
