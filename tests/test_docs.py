@@ -182,6 +182,7 @@ SINK_FIELDS = {
     "maxInFlightBytes": "max_in_flight_bytes",
     "retryTimeoutMs": "retry_timeout_ms",
     "publishTimeoutMs": "publish_timeout_ms",
+    "publisherIdleMs": "publisher_idle_ms",
 }
 
 

@@ -166,7 +166,7 @@ def test_go_panic_becomes_a_python_exception():
     with pytest.raises(pubsub_go.InternalError, match="panic") as e:
         debug_panic()
     assert e.value.kind == "panic" and e.value.code == 13
-    assert version()["abi"] == 2  # the process and the library are still fine
+    assert version()["abi"] == 3  # the process and the library are still fine
 
 
 def test_import_does_not_load_the_go_runtime():

@@ -27,7 +27,7 @@ import (
 )
 
 // ABIVersion changes when pubsubgo.h does (Version is in version.go).
-const ABIVersion = 2
+const ABIVersion = 3
 
 // alloc is the C-memory allocator behind every exported batch (cgo rules:
 // C must not hold Go-heap pointers).

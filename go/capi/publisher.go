@@ -54,6 +54,20 @@ func pg_publisher_publish(h C.uint64_t, arr *C.struct_ArrowArray, schema *C.stru
 	})
 }
 
+//export pg_publisher_start_ids
+func pg_publisher_start_ids(h C.uint64_t, prefix *C.char, errOut *C.struct_PgError) C.int {
+	return guard(errOut, func() error {
+		if prefix == nil {
+			return rpc.Errorf(codes.InvalidArgument, "pg_publisher_start_ids: prefix must not be NULL")
+		}
+		p, err := publishers.get(h)
+		if err != nil {
+			return err
+		}
+		return p.StartIDs(C.GoString(prefix))
+	})
+}
+
 //export pg_publisher_flush
 func pg_publisher_flush(h C.uint64_t, timeoutMs C.int64_t, jsonOut **C.char, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {

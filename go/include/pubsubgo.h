@@ -196,6 +196,11 @@ int pg_publisher_open(char* config_json, uint64_t* handle_out, struct PgError* e
  * failures are reported by this call or the next flush. */
 int pg_publisher_publish(uint64_t handle, struct ArrowArray* batch, struct ArrowSchema* schema, struct PgError* err);
 
+/* Rows published from now on get the ids prefix-0, prefix-1, ... (needs
+ * id_attribute): a publisher kept for several writes numbers each write's
+ * rows from 0, as a fresh one would. */
+int pg_publisher_start_ids(uint64_t handle, char* prefix, struct PgError* err);
+
 /* Waits up to timeout_ms until the server acknowledged every message
  * published so far. Result JSON: {"published": n, "bytes": n, "retries": n}. */
 int pg_publisher_flush(uint64_t handle, int64_t timeout_ms, char** json_out, struct PgError* err);

@@ -288,6 +288,12 @@ class Publisher(_Handle):
             b._export_to_c(_ptr(arr), _ptr(sch))
             _native.call("pg_publisher_publish", self._handle(), arr, sch)
 
+    def start_ids(self, prefix: str) -> None:
+        """Rows published from now on get the ids `prefix-0`, `prefix-1`, ...
+        (needs `id_attribute`): a publisher kept for several writes numbers
+        each write's rows from 0, as a fresh one would."""
+        _native.call("pg_publisher_start_ids", self._handle(), prefix.encode())
+
     def flush(self, timeout_ms: int = 0) -> dict[str, int]:
         out = _native.ffi().new("char**")
         try:

@@ -16,6 +16,8 @@ import (
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -56,12 +58,18 @@ type Publisher struct {
 	published, bytes, retries atomic.Int64
 }
 
+// writeBufferBytes is gRPC's write buffer: a Publish request of up to
+// max_batch_bytes (4 MiB) goes out in a few writes instead of gRPC's
+// default 32 KiB ones.
+const writeBufferBytes = 1 << 20
+
 // Open validates cfg, connects and checks that the topic exists.
 func Open(ctx context.Context, cfg Config) (*Publisher, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	client, err := pubsub.NewTopicAdminClient(ctx, cfg.ClientOptions()...)
+	opts := append(cfg.ClientOptions(), option.WithGRPCDialOption(grpc.WithWriteBufferSize(writeBufferBytes)))
+	client, err := pubsub.NewTopicAdminClient(ctx, opts...)
 	if err != nil {
 		if rpc.Code(err) == codes.Unknown {
 			return nil, status.Errorf(codes.Unauthenticated, "open publisher: %v", err)
@@ -160,6 +168,26 @@ func (p *Publisher) Publish(ctx context.Context, rec arrow.RecordBatch) error {
 			return errClosed
 		}
 	}
+	return nil
+}
+
+// StartIDs makes the rows published from now on carry the ids
+// prefix-0, prefix-1, ...: a Publisher kept across several writes (the
+// Spark sink keeps one per worker for many tasks) numbers each write's
+// rows from 0 under that write's prefix, as a fresh Publisher would, so
+// a retried write reproduces its ids. Messages already published keep
+// theirs. It needs IDAttribute.
+func (p *Publisher) StartIDs(prefix string) error {
+	if p.cfg.IDAttribute == "" {
+		return invalid("an id prefix needs id_attribute: open the publisher with id_attribute set to stamp ids")
+	}
+	p.pubMu.Lock()
+	defer p.pubMu.Unlock()
+	if err := p.checkOpen(); err != nil {
+		return err
+	}
+	p.cfg.IDPrefix = prefix
+	p.nextRow = 0
 	return nil
 }
 

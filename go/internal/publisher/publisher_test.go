@@ -121,6 +121,34 @@ func TestIDStampingAcrossPublishes(t *testing.T) {
 	}
 }
 
+func TestStartIDsRestartsNumberingUnderANewPrefix(t *testing.T) {
+	srv := fakeServer(t)
+	cfg := testConfig(srv.Addr)
+	cfg.IDAttribute, cfg.IDPrefix = "rid", "task3"
+	p := open(t, cfg)
+	mem := checkedAlloc(t)
+	publish(t, p, payloads(t, mem, "a", "b"))
+	flush(t, p)
+	if err := p.StartIDs("task4"); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, p, payloads(t, mem, "c"))
+	flush(t, p)
+	ids := map[string]string{}
+	for _, m := range srv.Messages() {
+		ids[string(m.Data)] = m.Attributes["rid"]
+	}
+	want := map[string]string{"a": "task3-0", "b": "task3-1", "c": "task4-0"}
+	if !maps.Equal(ids, want) {
+		t.Errorf("ids %v, want %v", ids, want)
+	}
+
+	plain := open(t, testConfig(srv.Addr))
+	if err := plain.StartIDs("x"); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "id_attribute") {
+		t.Errorf("StartIDs without id_attribute: %v, want INVALID_ARGUMENT naming id_attribute", err)
+	}
+}
+
 func TestInvalidRecordSendsNothing(t *testing.T) {
 	srv := fakeServer(t)
 	cfg := testConfig(srv.Addr)

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 DOCUMENTED = [
     "projectId", "topicId", *CONNECTION_OPTIONS, "batchMaxMessages", "batchMaxBytes", "lingerMs",
     "maxInFlightBytes", "enableMessageOrdering", "idAttribute", "publishTimeoutMs", "retryTimeoutMs",
+    "publisherIdleMs",
 ]
 KNOWN = {n.lower() for n in DOCUMENTED}
 SPARK_OWNED = {"checkpointlocation"}
@@ -55,6 +56,7 @@ class SinkOptions:
     id_attribute: str | None
     publish_timeout_ms: int
     retry_timeout_ms: int
+    publisher_idle_ms: int
 
     @staticmethod
     def parse(options: Mapping[str, str]) -> SinkOptions:
@@ -93,6 +95,9 @@ class SinkOptions:
             id_attribute=id_attr,
             publish_timeout_ms=int_option(opts, "publishTimeoutMs", 600_000, 1),
             retry_timeout_ms=go_int_option(opts, "retryTimeoutMs", "publisher_config", "retry_timeout_ms"),
+            # How long a worker keeps its publisher for the next task
+            # (publisher_pool.py); 0 closes it after every task.
+            publisher_idle_ms=int_option(opts, "publisherIdleMs", 60_000, 0, 3_600_000),
         )
 
     def publisher_config(self, id_prefix: str = "") -> PublisherConfig:

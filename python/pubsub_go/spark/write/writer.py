@@ -3,7 +3,8 @@
 Writers are built on the driver (options and schema are checked there,
 before any task) and pickled to executors. The Go publisher is opened
 inside write(), in the executor's Python worker: the Go runtime must not be
-loaded before PySpark forks its workers.
+loaded before PySpark forks its workers. The worker keeps it for its next
+tasks (publisher_pool.py, `publisherIdleMs`).
 
 Delivery is at least once. write() returns only after the server has
 acknowledged every message of the task, so a committed batch is durable in
@@ -19,6 +20,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +29,7 @@ from pyspark.sql.types import StructType
 
 from ..optparse import OptionError
 from .options import SinkOptions, check_ordering, validate_sink_schema
+from .publisher_pool import POOL, LentPublisher
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -104,30 +107,21 @@ def publish_partition(opts: SinkOptions, batches: Iterator[pa.RecordBatch], part
 
 
 def _publish_all(opts: SinkOptions, batches: Iterator[pa.RecordBatch], id_prefix: str) -> dict[str, Any]:
-    from ...client import Publisher
-    from ...errors import InvalidArgumentError
-
-    pub: Publisher | None = None
     first_row = 0  # of the current Arrow batch, within the task
-    try:
+    with ExitStack() as stack:
+        pub: LentPublisher | None = None
         for batch in batches:
             if batch.num_rows == 0:
                 continue
-            if pub is None:  # opened on the first row: empty partitions cost no connection
-                pub = Publisher(opts.publisher_config(id_prefix))
-            try:
-                pub.publish(batch)
-            except InvalidArgumentError as e:  # a bad row: Go numbers rows within the Arrow batch
-                raise InvalidArgumentError(e.code, f"{e.message} (the Arrow batch starts at row {first_row} "
-                                                   "of this task)", e.kind) from e
+            if pub is None:  # leased on the first row: empty partitions cost no connection
+                pub = stack.enter_context(POOL.lease(opts.publisher_config(id_prefix),
+                                                     opts.publisher_idle_ms / 1000))
+            pub.publish(batch, first_row)  # handed to Go while the next batch is read
             first_row += batch.num_rows
+        # The commit message is built only after this returns: every
+        # message of the task is acknowledged. Only then does the lease
+        # keep the publisher for the next task; on any error it is closed.
         return pub.flush(opts.publish_timeout_ms) if pub is not None else {}
-    finally:
-        if pub is not None:
-            try:
-                pub.close()
-            except Exception as e:  # the task's outcome is already decided
-                log.debug("closing the publisher failed: %s", e)
 
 
 def _totals(messages: list[WriterCommitMessage | None]) -> tuple[int, int, int, int]:
@@ -137,7 +131,7 @@ def _totals(messages: list[WriterCommitMessage | None]) -> tuple[int, int, int, 
 
 
 class PubSubArrowWriter(DataSourceArrowWriter):
-    """df.write.format("pubsub-go"): one publisher per task."""
+    """df.write.format("pubsub-go"): each task leases the worker's publisher."""
 
     def __init__(self, opts: SinkOptions, write_id: str) -> None:
         self.opts = opts
@@ -164,7 +158,7 @@ class PubSubArrowWriter(DataSourceArrowWriter):
 
 
 class PubSubStreamArrowWriter(DataSourceStreamArrowWriter):
-    """df.writeStream.format("pubsub-go"): one publisher per task and micro-batch."""
+    """df.writeStream.format("pubsub-go"): each task of each micro-batch leases the worker's publisher."""
 
     def __init__(self, opts: SinkOptions) -> None:
         self.opts = opts
