@@ -22,6 +22,7 @@ from ...errors import PubSubError
 from .decode_errors import DeadLetters, handle_decode_errors
 from .options import SourceOptions
 from .partition import PubSubPartition
+from .recorded_ids import RecordedIds
 from .schema_plan import SchemaPlan, limit_hint
 
 log = logging.getLogger("pubsub_go.source")
@@ -44,7 +45,7 @@ class Tally:
 
 
 def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: SchemaPlan | None,
-          dlq: DeadLetters | None, recorded: pa.Array, tally: Tally
+          dlq: DeadLetters | None, recorded: RecordedIds, tally: Tally
           ) -> Iterator[tuple[pa.RecordBatch, pa.Array, pa.Array]]:
     """Yields (batch, ack ids, message ids) until a cap, the time budget,
     (streaming) a wait that ran out after rows were taken, or positive
@@ -120,7 +121,7 @@ def _drop_late(sub: Subscriber, b: pa.RecordBatch, a: pa.Array, cutoff: pa.Scala
     return b.filter(keep), a.filter(keep)
 
 
-def _drop_recorded(sub: Subscriber, b: pa.RecordBatch, a: pa.Array, recorded: pa.Array,
+def _drop_recorded(sub: Subscriber, b: pa.RecordBatch, a: pa.Array, recorded: RecordedIds,
                    tally: Tally) -> tuple[pa.RecordBatch, pa.Array]:
     """Drops redeliveries of messages already in the batch log (recorded,
     not yet acked: a lease hand-over or an ack that failed). Replaying the
@@ -128,7 +129,7 @@ def _drop_recorded(sub: Subscriber, b: pa.RecordBatch, a: pa.Array, recorded: pa
     redelivered copy is acked: the recorded one is Spark's."""
     if not len(recorded):
         return b, a
-    dup = pc.is_in(b.column("message_id"), value_set=recorded)
+    dup = recorded.is_in(b.column("message_id"))
     if not pc.any(dup).as_py():
         return b, a
     dups = a.filter(dup)

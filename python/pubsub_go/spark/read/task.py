@@ -23,6 +23,7 @@ from .decode_errors import DeadLetters
 from .options import SourceOptions
 from .partition import PubSubPartition
 from .pull import Tally, pull
+from .recorded_ids import RecordedIds
 from .schema_plan import SchemaPlan
 from .subscriber_config import subscriber_config
 from .subscriber_pool import POOL
@@ -86,7 +87,7 @@ def _record(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, batch_l
     before = _MARKS.get(sub) or {}
     dlq = DeadLetters(opts, plan) if plan is not None else None
     entry = batch_log.writer(part.gen, part.batch, part.index)
-    recorded = batch_log.recorded_message_ids(part.gen)
+    recorded = RecordedIds(batch_log.recorded_message_ids(part.gen))
     tally = Tally()
     acks: list[pa.Array] = []
     published = False
