@@ -9,7 +9,7 @@ figures are medians over the rounds, with their spread, and the ratios are
 taken per round. Run by bench/decode_bench.py, or alone:
 
     python bench/spark_decode_e2e.py [--rounds 3] [--warmup 6] [--window 10] [--batch-size 1000 [10000 ...]]
-                                     [--modes MODE ...] [--cpu] [--lib PATH]
+                                     [--modes MODE ...] [--cpu] [--lib PATH] [--option KEY=VALUE ...]
 
 --cpu also samples every process's CPU over each mode's window and prints
 it per row (µs of CPU per row: Spark's JVM, its Python workers, the load
@@ -39,10 +39,11 @@ DDL = "id BIGINT, name STRING, score DOUBLE, ok BOOLEAN, at TIMESTAMP"  # = json
 MODES = ("raw", "schema mode", "raw + from_json")
 
 
-def reader(spark, mode: str, host: str, sub: str, batchlog: str, batch_size: int):
+def reader(spark, mode: str, host: str, sub: str, batchlog: str, batch_size: int,
+           extra: dict[str, str] | None = None):
     r = (spark.readStream.format("pubsub-go").option("subscriptionId", sub).option("emulatorHost", host)
          .option("numPartitions", "2").option("batchLogLocation", batchlog).option("batchSize", str(batch_size)))
-    for k, v in TUNED.items():
+    for k, v in {**TUNED, **(extra or {})}.items():
         r = r.option(k, v)
     if mode == "schema mode":
         return r.option("format", "json").schema(DDL).load()
@@ -85,7 +86,7 @@ class CpuSampler:
 
 def run(warmup: float = 6.0, window: float = 10.0, size: int = 1024, rounds: int = 3,
         batch_sizes: list[int] | None = None, modes: tuple[str, ...] = MODES, cpu: bool = False,
-        lib: str | None = None) -> dict[str, list[float]]:
+        lib: str | None = None, extra: dict[str, str] | None = None) -> dict[str, list[float]]:
     """Rows/s per mode (and per batch size, the source's batchSize: rows per
     pull and per Arrow batch, the same in every mode), one figure per round.
     With cpu, also µs of CPU per row by process, under "<figure>: cpu <process>"."""
@@ -105,7 +106,8 @@ def run(warmup: float = 6.0, window: float = 10.0, size: int = 1024, rounds: int
                     batchlog = tempfile.mkdtemp(prefix="batchlog-", dir=scratch)
                     # Sampled inside the counted window (measure starts counting after warmup).
                     sampler = CpuSampler(warmup + 2, max(window - 4, 2)) if cpu else None
-                    m = measure(reader(spark, mode, server.host, subs[mode], batchlog, b), scratch, warmup, window)
+                    df = reader(spark, mode, server.host, subs[mode], batchlog, b, extra)
+                    m = measure(df, scratch, warmup, window)
                     k = key(mode, b, sizes)
                     out[k].append(m["rows_per_sec"])
                     print(f"round {r + 1}, {k}: {m['rows_per_sec']:,.0f} rows/s over "
@@ -153,9 +155,12 @@ def main() -> None:
     ap.add_argument("--cpu", action="store_true", help="also µs of CPU per row by process, per mode")
     ap.add_argument("--lib", help="libpubsubgo.so to use instead of building one from the tree "
                     "(e.g. one built with symbols, for perf)")
+    ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                    help="a source option for every mode, over the tuned ones (e.g. maxRecordsPerPartition=1000000)")
     args = ap.parse_args()
+    extra = dict(o.split("=", 1) for o in args.option)
     res = run(args.warmup, args.window, rounds=args.rounds, batch_sizes=args.batch_size,
-              modes=tuple(args.modes), cpu=args.cpu, lib=args.lib)
+              modes=tuple(args.modes), cpu=args.cpu, lib=args.lib, extra=extra)
     for k, (med, lo, hi) in summary(res).items():
         print(f"{k}: median {med:,.2f} (min {lo:,.2f}, max {hi:,.2f})")
 
