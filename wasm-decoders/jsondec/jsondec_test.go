@@ -228,3 +228,38 @@ func depth(b []byte) int {
 	}
 	return max
 }
+
+// skipPlain's eight-bytes-at-a-time scan finds the same byte as a plain
+// loop, from every start, with every special byte at every lane.
+func TestSkipPlainMatchesByteLoop(t *testing.T) {
+	naive := func(b []byte, i int, q byte) int {
+		for ; i < len(b); i++ {
+			if c := b[i]; c == q || c == '\\' || c < 0x20 || c >= 0x80 {
+				return i
+			}
+		}
+		return i
+	}
+	specials := []byte{'"', '\'', '\\', 0, 0x1f, 0x80, 0xc3, 0xff}
+	plain := []byte("abcdefghijklmnopqrstuvwxyz !#$%&()*+,-./0123456789:;<=>?@[]^_`{|}~\x7f")
+	for _, q := range []byte{'"', '\''} {
+		for n := 0; n <= 20; n++ {
+			for at := 0; at <= n; at++ {
+				for _, sp := range specials {
+					b := make([]byte, n)
+					for i := range b {
+						b[i] = plain[(i*7+n)%len(plain)]
+					}
+					if at < n {
+						b[at] = sp
+					}
+					for start := 0; start <= n; start++ {
+						if got, want := skipPlain(b, start, q), naive(b, start, q); got != want {
+							t.Fatalf("skipPlain(%q, %d, %q) = %d, want %d", b, start, q, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}

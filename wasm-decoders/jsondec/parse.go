@@ -1,6 +1,7 @@
 package jsondec
 
 import (
+	"encoding/binary"
 	"fmt"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -190,13 +191,16 @@ func (p *parser) string() ([]byte, error) {
 	q := p.buf[p.pos]
 	p.pos++
 	start := p.pos
-	// Fast path: no escapes.
-	for i := start; i < len(p.buf); i++ {
+	// Fast path: no escapes. Plain ASCII is skipped 8 bytes at a time
+	// (long text and padding members are most of a payload's bytes), and
+	// UTF-8 is validated only if a string has a byte >= 0x80.
+	ascii := true
+	for i := skipPlain(p.buf, start, q); i < len(p.buf); i = skipPlain(p.buf, i+1, q) {
 		c := p.buf[i]
 		if c == q {
 			p.pos = i + 1
 			s := p.buf[start:i]
-			if !utf8.Valid(s) {
+			if !ascii && !utf8.Valid(s) {
 				return nil, p.errorf("invalid UTF-8 in string")
 			}
 			return s, nil
@@ -208,6 +212,7 @@ func (p *parser) string() ([]byte, error) {
 			p.pos = i
 			return nil, p.errorf("unescaped control character in string")
 		}
+		ascii = false // c >= 0x80
 	}
 	p.str = p.str[:0]
 	i := start
@@ -417,4 +422,33 @@ func (p *parser) key() ([]byte, error) {
 		return nil, err
 	}
 	return k, p.expect(':')
+}
+
+// SWAR constants: a byte of ones, a byte of high bits, in every lane.
+const (
+	lanes01 = 0x0101010101010101
+	lanes80 = 0x8080808080808080
+)
+
+// skipPlain returns the index of the first byte at or after i that ends or
+// interrupts a fast-path string quoted by q: q, a backslash, a control
+// character or a byte >= 0x80 (len(b) if none). Eight bytes per step:
+// a lane is flagged exactly when it is below 0x20 or equal to q or '\\'
+// (the "has a zero/less-than byte" tricks, which are exact on whether a
+// word has such a byte), or has its high bit set.
+func skipPlain(b []byte, i int, q byte) int {
+	qs, bs := uint64(q)*lanes01, uint64('\\')*lanes01
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		xq, xb := x^qs, x^bs
+		if ((x-0x20*lanes01)|(xq-lanes01)|(xb-lanes01))&^x&lanes80|x&lanes80 != 0 {
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == q || c == '\\' || c < 0x20 || c >= 0x80 {
+			return i
+		}
+	}
+	return i
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"github.com/apache/arrow-go/v18/arrow"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -21,8 +22,33 @@ import (
 // are fed in process because pstest delivers only about one message per
 // stream every 10 ms; BenchmarkNextPstest covers the wire.
 func BenchmarkNext(b *testing.B) {
+	benchmarkNext(b, nil, bytes.Repeat([]byte{'x'}, 1024))
+}
+
+// BenchmarkNextDecoded is BenchmarkNext in schema mode: 1 KiB JSON
+// payloads with five typed members and padding (as bench/loadserver
+// --payload-json) decoded natively into `id BIGINT, name STRING, score
+// DOUBLE, ok BOOLEAN, at TIMESTAMP`, by the decode pool. Run with -cpu 1 for
+// the cost per batch on one core.
+func BenchmarkNextDecoded(b *testing.B) {
+	head := `{"id": 1234567890123, "name": "user-4711", "score": 1234.5, "ok": true, "at": "2024-05-06T07:08:09.123456Z", "pad": "`
+	payload := append([]byte(head), bytes.Repeat([]byte{'p'}, 1024-len(head)-2)...)
+	payload = append(payload, `"}`...)
+	target := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "score", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "ok", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+		{Name: "at", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
+	}, nil)
+	benchmarkNext(b, &DecoderConfig{Format: "json", Schema: schemaB64(b, target)}, payload)
+}
+
+func benchmarkNext(b *testing.B, dec *DecoderConfig, payload []byte) {
 	srv := newServer(b)
-	s := openTest(b, testConfig(srv), nil)
+	cfg := testConfig(srv)
+	cfg.Decoder = dec
+	s := openTest(b, cfg, nil)
 	const batch = 1000
 	msgs := make([]*pb.ReceivedMessage, batch)
 	for i := range msgs {
@@ -30,7 +56,7 @@ func BenchmarkNext(b *testing.B) {
 			AckId: fmt.Sprintf("%0160d", i),
 			Message: &pb.PubsubMessage{
 				MessageId:   fmt.Sprint(i),
-				Data:        bytes.Repeat([]byte{'x'}, 1024),
+				Data:        payload,
 				Attributes:  map[string]string{"source": "bench", "seq": fmt.Sprint(i)},
 				PublishTime: timestamppb.Now(),
 			},

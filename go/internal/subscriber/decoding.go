@@ -103,7 +103,8 @@ func checkNames(s *arrow.Schema) error {
 	return nil
 }
 
-// decoding is the schema-mode stage of Next.
+// decoding is the schema-mode stage: the decode pool's workers run it on
+// finished lots (decode_pool.go).
 type decoding struct {
 	cfg    *DecoderConfig
 	dec    *decode.Decoder
@@ -147,7 +148,7 @@ func (d *DecoderConfig) name() string {
 
 // newDecoding starts the decoder of cfg.
 func newDecoding(ctx context.Context, cfg *DecoderConfig, mem memory.Allocator) (*decoding, error) {
-	dec, err := cfg.Open(ctx, mem, 1) // Next runs one batch at a time
+	dec, err := cfg.Open(ctx, mem, decodeWorkers()) // one instance per decode worker (decode_pool.go)
 	if err != nil {
 		return nil, err
 	}

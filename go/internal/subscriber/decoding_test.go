@@ -79,7 +79,7 @@ var eventSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "tags", Type: arrow.ListOfField(arrow.Field{Name: "element", Type: arrow.BinaryTypes.String, Nullable: true}), Nullable: true},
 }, nil)
 
-func schemaB64(t *testing.T, s *arrow.Schema) string {
+func schemaB64(t testing.TB, s *arrow.Schema) string {
 	t.Helper()
 	var buf bytes.Buffer
 	w := ipc.NewWriter(&buf, ipc.WithSchema(s))

@@ -119,7 +119,7 @@ func openTest(t testing.TB, cfg Config, tune func(*settings), extra ...option.Cl
 var openSubscribers atomic.Int32
 
 // workerFrames identify goroutines started by this package.
-var workerFrames = []string{"subscriber.(*stream).", "subscriber.(*keepAlive).", "subscriber.(*Subscriber).leaseLoop", "subscriber.(*acker)."}
+var workerFrames = []string{"subscriber.(*stream).", "subscriber.(*keepAlive).", "subscriber.(*Subscriber).leaseLoop", "subscriber.(*acker).", "subscriber.(*decodePool)."}
 
 // checkNoWorkers fails if goroutines of this package outlive their
 // subscriber (bounded wait: they exit right after Close returns).

@@ -42,12 +42,15 @@ type lot struct {
 	rec     arrow.RecordBatch
 	ids     *array.String
 	entries []*entry
-	capped  bool // finished at maxLotBytes: as large as a lot gets
+	capped  bool       // finished at maxLotBytes: as large as a lot gets
+	pre     *predecode // schema mode: decoding ahead of take (decode_pool.go)
 }
 
+// release frees l's batch; rec is nil afterwards (a decode worker checks).
 func (l *lot) release() {
 	l.rec.Release()
 	l.ids.Release()
+	l.rec, l.ids = nil, nil
 }
 
 // split cuts l after k rows; both halves share l's buffers.
@@ -55,6 +58,7 @@ func (l *lot) split(k int) (head, tail *lot) {
 	n := int64(len(l.entries))
 	head = &lot{rec: l.rec.NewSlice(0, int64(k)), ids: array.NewSlice(l.ids, 0, int64(k)).(*array.String), entries: l.entries[:k]}
 	tail = &lot{rec: l.rec.NewSlice(int64(k), n), ids: array.NewSlice(l.ids, int64(k), n).(*array.String), entries: l.entries[k:]}
+	head.pre, tail.pre = l.pre, l.pre
 	l.release()
 	return head, tail
 }
@@ -84,7 +88,8 @@ type reservoir struct {
 	held    map[uint64]*entry // by hash of the ack id: cheaper than string keys
 	seed    maphash.Seed
 	closed  bool
-	err     error // permanent failure, reported by take
+	err     error       // permanent failure, reported by take
+	pool    *decodePool // schema mode; nil for raw batches
 
 	arrived signal // messages arrived, or closed, or failed
 }
@@ -162,6 +167,7 @@ func (r *reservoir) queue(done []*lot) {
 	for _, l := range done {
 		r.lots = append(r.lots, l)
 		r.lotRows += len(l.entries)
+		r.pool.added(l)
 	}
 }
 
@@ -225,7 +231,10 @@ func (r *reservoir) take(max int, partial bool) (*Batch, <-chan struct{}, error)
 		return nil, wake, nil
 	}
 	l := r.lots[0]
-	if len(l.entries) > max {
+	if wait := r.pool.notReady(l); wait != nil {
+		return nil, wait, nil // decoding (schema mode), even for a partial take
+	}
+	if len(l.entries) > max && !l.pre.failed() { // a failed lot goes whole, to be nacked
 		l, r.lots[0] = l.split(max)
 	} else {
 		r.lots[0] = nil
@@ -237,7 +246,7 @@ func (r *reservoir) take(max int, partial bool) (*Batch, <-chan struct{}, error)
 	for _, e := range l.entries {
 		e.handed = true
 	}
-	return &Batch{Record: l.rec, AckIDs: l.ids}, nil, nil
+	return l.batch(), nil, nil
 }
 
 // unusable is the error take reports; the caller holds mu.

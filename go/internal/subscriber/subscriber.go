@@ -69,6 +69,8 @@ type Subscriber struct {
 type Batch struct {
 	Record arrow.RecordBatch
 	AckIDs *array.String
+
+	pre *predecode // schema mode: taken from a decoded lot (decode_pool.go)
 }
 
 // Release releases the record and the ack ids.
@@ -148,6 +150,9 @@ func open(ctx context.Context, cfg Config, mem memory.Allocator, tune func(*sett
 		quiet:   newQuietClock(streamCount(&cfg), cfg.ArrivalCutoffUs, set.prefetchLease, time.Now()),
 		dec:     dec,
 		closing: make(chan struct{}),
+	}
+	if dec != nil {
+		s.res.pool = startDecodePool(s.res, dec, decodeWorkers())
 	}
 	// The subscriber outlives Open's context; Close ends it.
 	streamCtx, stopStreams := context.WithCancel(context.Background())
@@ -288,31 +293,41 @@ func (s *Subscriber) emptyBatch() *Batch {
 	return &Batch{Record: rec, AckIDs: ids}
 }
 
-// decode runs the schema-mode stage on a built batch. A batch that fails
-// as a whole (the decoder hit a limit or crashed) is nacked, so its
-// messages come back at once instead of after their lease.
+// decode runs the schema-mode stage on a built batch: a batch taken from a
+// lot that the decode pool decoded is handed out as it is (handOut); an
+// empty one is decoded here (no call into the decoder).
 func (s *Subscriber) decode(ctx context.Context, b *Batch) (*Batch, error) {
 	if s.dec == nil {
 		return b, nil
 	}
-	defer b.Record.Release()
+	if b.pre != nil {
+		return s.handOut(b)
+	}
 	rec, nerr, err := s.dec.apply(ctx, b.Record)
 	if err != nil {
-		defer b.AckIDs.Release()
-		ids := make([]string, b.AckIDs.Len())
-		for i := range ids {
-			ids[i] = b.AckIDs.Value(i)
-		}
-		first := b.Record.Column(rawbatch.ColMessageID).(*array.String).Value(0)
-		what := fmt.Sprintf("decoding a batch of %d messages (the first is message_id %s)", len(ids), first)
-		note := "the batch was nacked for redelivery"
-		if nackErr := s.Nack(ids); nackErr != nil {
-			note = fmt.Sprintf("nacking the batch failed too: %v", nackErr)
-		}
-		return nil, decodeStatus(err, s.dec.cfg, what, note)
+		return nil, s.decodeFailed(b, err)
 	}
+	b.Record.Release()
 	s.stats.decodeErrors.Add(int64(nerr))
 	return &Batch{Record: rec, AckIDs: b.AckIDs}, nil
+}
+
+// decodeFailed releases a raw batch that failed to decode as a whole (the
+// decoder hit a limit or crashed) and nacks it, so its messages come back
+// at once instead of after their lease; it returns the error to report.
+func (s *Subscriber) decodeFailed(b *Batch, err error) error {
+	defer b.Release()
+	ids := make([]string, b.AckIDs.Len())
+	for i := range ids {
+		ids[i] = b.AckIDs.Value(i)
+	}
+	first := b.Record.Column(rawbatch.ColMessageID).(*array.String).Value(0)
+	what := fmt.Sprintf("decoding a batch of %d messages (the first is message_id %s)", len(ids), first)
+	note := "the batch was nacked for redelivery"
+	if nackErr := s.Nack(ids); nackErr != nil {
+		note = fmt.Sprintf("nacking the batch failed too: %v", nackErr)
+	}
+	return decodeStatus(err, s.dec.cfg, what, note)
 }
 
 // rpc runs f unless the subscriber is closed; Close waits for it.
@@ -407,6 +422,7 @@ func (s *Subscriber) Close() error {
 		s.closed = true
 		s.rpcMu.Unlock()
 		s.res.close()
+		s.res.pool.stop() // before the decoder closes; wakes takes waiting for a decode
 		// Leases first, so no extension lands after a nack and re-leases.
 		s.stopLeases()
 		s.leases.Wait()

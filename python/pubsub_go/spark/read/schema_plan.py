@@ -4,10 +4,11 @@ The user's `.schema(...)` is the output. Columns named like a raw column
 (message_id, publish_time, attributes, payload, ordering_key,
 delivery_attempt) are filled from the message, the error column (column
 mode) gets the decode error, and every other column is decoded from the
-payload: those form the decoder's target schema. The subscriber decodes in
-`Next` and returns decoded columns + raw columns + DECODE_ERROR_COLUMN; this
-module picks the output columns from that batch without copying. What
-happens to rows that failed to decode: decode_errors.py.
+payload: those form the decoder's target schema. The subscriber decodes
+each batch ahead of `Next` (go/internal/subscriber/decode_pool.go) and
+returns decoded columns + raw columns + DECODE_ERROR_COLUMN; this module
+picks the output columns from that batch without copying. What happens to
+rows that failed to decode: decode_errors.py.
 """
 
 from __future__ import annotations
