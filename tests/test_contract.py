@@ -75,7 +75,7 @@ def test_raw_schema_and_error_column_equal_pythons():
 
 
 def test_source_options_take_the_library_defaults_and_ranges():
-    from pubsub_go.spark.read.options import OptionError, SourceOptions
+    from pubsub_go.spark.read.options import MAX_WAIT_MS, OptionError, SourceOptions
 
     base = {"subscriptionId": "projects/p/subscriptions/s", "emulatorHost": "127.0.0.1:1",
             "batchLogLocation": "/tmp/pubsub-go-contract-test"}
@@ -86,7 +86,11 @@ def test_source_options_take_the_library_defaults_and_ranges():
         SourceOptions.parse({**base, "maxBytesPerPartition": str(top_bytes + 1)})
     assert o.streams_per_partition == contract.limit(sub, "streams").default
     assert o.batch_size == contract.limit(sub, "batch_size").default
-    assert o.max_wait_ms == contract.limit(sub, "max_wait_ms").default
+    # The source's own default (a streaming task's wait is latency), the library's range.
+    assert o.max_wait_ms == MAX_WAIT_MS
+    top_wait = contract.limit(sub, "max_wait_ms").max
+    with pytest.raises(OptionError, match=f"maxWaitTimeMs={top_wait + 1} is out of range"):
+        SourceOptions.parse({**base, "maxWaitTimeMs": str(top_wait + 1)})
     assert o.ack_deadline_seconds == contract.limit(sub, "ack_deadline_seconds").min
     top = contract.limit(sub, "streams").max
     assert SourceOptions.parse({**base, "streamsPerPartition": str(top)}).streams_per_partition == top
