@@ -19,7 +19,9 @@ def test_long_lived_objects_are_frozen_once_per_process():
         assert frozen > 1000, f"only {frozen} objects frozen"
         later = [object() for _ in range(5000)]
         task._freeze_long_lived()
-        assert gc.get_freeze_count() == frozen, "a second task froze again"
+        # Frozen objects may be freed meanwhile (the count drops); freezing
+        # again would add the 5,000 new ones.
+        assert gc.get_freeze_count() <= frozen, "a second task froze again"
         del later
     finally:
         gc.unfreeze()
