@@ -17,10 +17,10 @@ import (
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow/cdata"
-	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
 	"google.golang.org/grpc/codes"
 
 	"github.com/pubsub-go/pubsub-go/go/internal/admin"
+	"github.com/pubsub-go/pubsub-go/go/internal/cmem"
 	"github.com/pubsub-go/pubsub-go/go/internal/emulator"
 	"github.com/pubsub-go/pubsub-go/go/internal/handles"
 	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
@@ -30,8 +30,9 @@ import (
 const ABIVersion = 3
 
 // alloc is the C-memory allocator behind every exported batch (cgo rules:
-// C must not hold Go-heap pointers).
-var alloc = mallocator.NewMallocator()
+// C must not hold Go-heap pointers); one per process, so its cache of large
+// buffers serves every subscriber and decoder.
+var alloc = cmem.NewDefault()
 
 var emulators = table[*emulator.Emulator]{what: "emulator"}
 

@@ -87,7 +87,7 @@ type Decoder struct {
 // NewDecoder compiles (or finds in the cache) the module, starts one
 // instance, initialises it with the schema and options, and decodes an
 // empty batch to learn and check the output schema. Output buffers are
-// allocated with alloc (production: C memory via mallocator).
+// allocated with alloc (production: C memory, go/internal/cmem).
 func NewDecoder(ctx context.Context, spec Spec, alloc memory.Allocator) (*Decoder, error) {
 	d := &Decoder{name: spec.Format, alloc: alloc, timeout: spec.Timeout}
 	if d.name == "" {

@@ -71,7 +71,7 @@ type shape struct {
 }
 
 // NewBuilder returns a Builder whose buffers come from mem (in production
-// a mallocator, so batches can be exported through the C Data Interface).
+// C memory (cmem), so batches can be exported through the C Data Interface).
 func NewBuilder(mem memory.Allocator) *Builder {
 	rb := array.NewRecordBuilder(mem, schema)
 	attrs := rb.Field(ColAttributes).(*array.MapBuilder)

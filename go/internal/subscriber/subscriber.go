@@ -19,13 +19,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/pubsub-go/pubsub-go/go/internal/clientopt"
+	"github.com/pubsub-go/pubsub-go/go/internal/cmem"
 	"github.com/pubsub-go/pubsub-go/go/internal/rawbatch"
 	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
@@ -80,9 +80,9 @@ func (b *Batch) Release() {
 }
 
 // Open validates cfg, verifies the subscription exists and starts pulling.
-// Batches are allocated in C memory (mallocator), ready for export.
+// Batches are allocated in C memory (cmem), ready for export.
 func Open(ctx context.Context, cfg Config) (*Subscriber, error) {
-	return OpenWithAllocator(ctx, cfg, mallocator.NewMallocator())
+	return OpenWithAllocator(ctx, cfg, cmem.NewDefault())
 }
 
 // OpenWithAllocator is Open with batches allocated from mem (tests pass a

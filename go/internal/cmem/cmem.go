@@ -1,0 +1,194 @@
+// Package cmem is the allocator of the C memory behind every exported
+// Arrow buffer (cgo rules: memory a C consumer keeps must not be Go heap).
+//
+// Small buffers come from C malloc (arrow-go's mallocator). Large ones
+// (LargeMin and up: a lot's payload, ack-id and decoded-column buffers) are
+// mappings of their own, rounded up to a size class and kept for reuse a
+// short while after they are freed. Why not malloc for those too: glibc
+// raises its mmap threshold to the size of any mapped block it frees (up to
+// 32 MiB), after which blocks of a few MiB come from its arenas, one per
+// thread that allocates — and Go allocates on whatever thread a goroutine
+// runs. A freed block then stays in its arena, so a worker's resident memory
+// grows with the number of arenas and with fragmentation rather than with
+// what it holds: at 100 KB payloads a Spark worker held 549 MiB where the
+// same run with the threshold pinned held 394 (bench/harness/analysis.md,
+// issue 12). Mapping large buffers ourselves keeps resident memory at what
+// is live plus the cache; the cache keeps a steady stream of similar lots
+// from mapping and faulting in fresh pages for every batch.
+package cmem
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
+)
+
+const (
+	// LargeMin is the smallest buffer given a mapping of its own: glibc's
+	// initial mmap threshold, so below it nothing changes.
+	LargeMin = 128 << 10
+	// classesPerDoubling sets the size classes of large buffers: four per
+	// power of two, so rounding up wastes at most a quarter. A lot's buffers
+	// are sized like the previous lot's plus an eighth (rawbatch.reserve),
+	// so a steady stream reuses one class.
+	classesPerDoubling = 4
+	// DefaultMaxCached bounds the freed mappings kept for reuse. A Spark
+	// task frees a lot's buffers as the JVM consumes it while the streams
+	// build the next ones, so a few 8 MiB lots (the largest lot) in flight
+	// are what is worth keeping.
+	DefaultMaxCached = 32 << 20
+	// DefaultMaxIdle is how long a freed mapping is kept unused before it is
+	// returned to the system, so an idle worker does not hold the cache.
+	DefaultMaxIdle = 5 * time.Second
+)
+
+// Allocator implements arrow-go's memory.Allocator. Safe for concurrent use.
+type Allocator struct {
+	small     *mallocator.Mallocator
+	maxCached int64
+	maxIdle   time.Duration
+	now       func() time.Time // tests move the clock
+
+	large  atomic.Int64 // bytes of live large buffers, as asked for
+	mu     sync.Mutex
+	cache  map[int][]cached // by class size, newest last
+	cached int64
+}
+
+type cached struct {
+	mem   []byte // the whole mapping
+	freed time.Time
+}
+
+// New returns an allocator that keeps up to maxCached bytes of freed large
+// buffers for up to maxIdle.
+func New(maxCached int64, maxIdle time.Duration) *Allocator {
+	return &Allocator{small: mallocator.NewMallocator(), maxCached: maxCached, maxIdle: maxIdle,
+		now: time.Now, cache: map[int][]cached{}}
+}
+
+// NewDefault is New(DefaultMaxCached, DefaultMaxIdle).
+func NewDefault() *Allocator { return New(DefaultMaxCached, DefaultMaxIdle) }
+
+// classSize rounds n (>= LargeMin) up to its size class, a multiple of the
+// page size.
+func classSize(n int) int {
+	p := LargeMin
+	for p*2 <= n {
+		p *= 2
+	}
+	step := p / classesPerDoubling
+	return (n + step - 1) / step * step
+}
+
+// Allocate returns size zeroed bytes.
+func (a *Allocator) Allocate(size int) []byte {
+	if size < LargeMin {
+		return a.small.Allocate(size)
+	}
+	class := classSize(size)
+	a.large.Add(int64(size))
+	if m := a.reuse(class); m != nil {
+		clear(m[:size])
+		return m[:size:class]
+	}
+	return mapAnon(class)[:size:class] // fresh pages are zero
+}
+
+// Reallocate resizes b, in place when its mapping has room.
+func (a *Allocator) Reallocate(size int, b []byte) []byte {
+	large := cap(b) >= LargeMin
+	if large && size <= cap(b) {
+		a.large.Add(int64(size - len(b)))
+		if size > len(b) {
+			clear(b[len(b):size])
+		}
+		return b[:size]
+	}
+	if !large && size < LargeMin {
+		return a.small.Reallocate(size, b) // its result stays under LargeMin
+	}
+	n := a.Allocate(size)
+	copy(n, b)
+	a.Free(b)
+	return n
+}
+
+// Free returns b; a large buffer goes to the cache while it has room.
+func (a *Allocator) Free(b []byte) {
+	if cap(b) < LargeMin {
+		a.small.Free(b)
+		return
+	}
+	a.large.Add(-int64(len(b)))
+	m := b[:cap(b)]
+	now := a.now()
+	a.mu.Lock()
+	drop := a.expire(now)
+	if a.cached+int64(len(m)) <= a.maxCached {
+		a.cache[len(m)] = append(a.cache[len(m)], cached{mem: m, freed: now})
+		a.cached += int64(len(m))
+	} else {
+		drop = append(drop, m)
+	}
+	a.mu.Unlock()
+	for _, d := range drop {
+		unmap(d)
+	}
+}
+
+// reuse takes a cached mapping of exactly class bytes, if any.
+func (a *Allocator) reuse(class int) []byte {
+	a.mu.Lock()
+	drop := a.expire(a.now())
+	var m []byte
+	if l := a.cache[class]; len(l) > 0 {
+		m = l[len(l)-1].mem
+		a.cache[class] = l[:len(l)-1]
+		a.cached -= int64(class)
+	}
+	a.mu.Unlock()
+	for _, d := range drop {
+		unmap(d)
+	}
+	return m
+}
+
+// expire removes the mappings idle longer than maxIdle and returns them for
+// unmapping outside the lock; the caller holds mu.
+func (a *Allocator) expire(now time.Time) [][]byte {
+	var drop [][]byte
+	for class, l := range a.cache {
+		keep := l[:0]
+		for _, c := range l {
+			if now.Sub(c.freed) > a.maxIdle {
+				drop = append(drop, c.mem)
+				a.cached -= int64(class)
+			} else {
+				keep = append(keep, c)
+			}
+		}
+		if len(keep) == 0 {
+			delete(a.cache, class)
+		} else {
+			a.cache[class] = keep
+		}
+	}
+	return drop
+}
+
+// AllocatedBytes is what live buffers asked for, small and large.
+func (a *Allocator) AllocatedBytes() int64 { return a.small.AllocatedBytes() + a.large.Load() }
+
+// CachedBytes is what freed large buffers kept for reuse occupy.
+func (a *Allocator) CachedBytes() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cached
+}
+
+// pointer is the address of b's first byte (for tests).
+func pointer(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
