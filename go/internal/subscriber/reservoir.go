@@ -88,6 +88,7 @@ type reservoir struct {
 	held    map[uint64]*entry // by hash of the ack id: cheaper than string keys
 	seed    maphash.Seed
 	closed  bool
+	late    []string    // ack ids of messages that arrived after close, for Close to nack
 	err     error       // permanent failure, reported by take
 	pool    *decodePool // schema mode; nil for raw batches
 
@@ -107,6 +108,22 @@ func (r *reservoir) add(msgs []wire.Message, now time.Time, deadline time.Durati
 	if len(msgs) == 0 {
 		return 0
 	}
+	r.mu.Lock()
+	if r.closed {
+		// Close reads the streams to their end with flow control lifted, and
+		// the server may send up to its own limits meanwhile: keep only what
+		// Close needs to nack them, not their payloads in Arrow buffers (at
+		// 10 KB, building them took a worker from 0.1 to 1.7 GB of C memory
+		// in the 2 s of a Close; bench/harness/analysis.md).
+		var total int64
+		for i := range msgs {
+			r.late = append(r.late, string(msgs[i].AckID))
+			total += msgs[i].Size()
+		}
+		r.mu.Unlock()
+		return total
+	}
+	r.mu.Unlock()
 	// One allocation each for the entries and for all their ack ids.
 	slab := make([]entry, len(msgs))
 	n := 0
@@ -140,8 +157,8 @@ func (r *reservoir) add(msgs []wire.Message, now time.Time, deadline time.Durati
 		}
 	}
 	r.openRows.Store(int64(len(r.open)))
-	// Also after close: Close drains (and nacks) what arrived until the
-	// streams stopped.
+	// Close may have come meanwhile: it drains again (and nacks) once the
+	// streams have stopped.
 	r.mu.Lock()
 	for i := range slab {
 		r.held[slab[i].key] = &slab[i]
@@ -338,8 +355,8 @@ func (r *reservoir) close() {
 }
 
 // drain forgets every held message, frees the batches not handed out and
-// returns the ack ids of their messages still held, in arrival order, for
-// Close to nack.
+// returns the ack ids of their messages still held, in arrival order, and
+// of those that arrived after close, for Close to nack.
 func (r *reservoir) drain() []string {
 	r.bmu.Lock()
 	defer r.bmu.Unlock()
@@ -361,6 +378,8 @@ func (r *reservoir) drain() []string {
 		l.release()
 	}
 	r.lots, r.lotRows = nil, 0
+	ids = append(ids, r.late...)
+	r.late = nil
 	var bytes int64
 	n := len(r.held)
 	for _, e := range r.held {

@@ -118,6 +118,35 @@ func TestReservoirDrainReturnsOnlyBuffered(t *testing.T) {
 	}
 }
 
+// What arrives after close (Close reads the streams to their end with flow
+// control lifted) is kept as ack ids to nack, never built into Arrow
+// buffers: the server may send up to its own limits meanwhile.
+func TestReservoirKeepsOnlyAckIDsAfterClose(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	fc := newFlowController(100, 1<<20)
+	r := newReservoir(fc, mem, 1000)
+	r.close()
+	big := received("x", "y")
+	for i := range big {
+		big[i].Data = make([]byte, 1<<20)
+	}
+	r.add(big, time.Now(), time.Minute)
+	if n := mem.CurrentAlloc(); n != 0 {
+		t.Errorf("%d bytes of Arrow buffers built for messages that arrived after close", n)
+	}
+	if held, buffered := r.len(); held != 0 || buffered != 0 || fc.held() != 0 {
+		t.Errorf("after close held=%d buffered=%d flow=%d, want 0", held, buffered, fc.held())
+	}
+	if got := fmt.Sprint(r.drain()); got != "[ack-x ack-y]" {
+		t.Errorf("drain = %s, want [ack-x ack-y]", got)
+	}
+	if got := r.drain(); len(got) != 0 {
+		t.Errorf("a second drain returned %v again", got)
+	}
+	r.releaseBuilder()
+	mem.AssertSize(t, 0)
+}
+
 func TestReservoirRemoveReleasesFlowControl(t *testing.T) {
 	fc := newFlowController(2, 1<<20)
 	r := testReservoir(fc, 1000)
