@@ -20,10 +20,12 @@ type Config struct {
 	// Streams is the number of StreamingPull streams.
 	Streams int `json:"streams"`
 	// MaxOutstandingMessages bounds messages held (buffered or handed out
-	// and not yet acked, nacked or released); it is also the server-side
-	// flow control, split across streams.
+	// and not yet acked, nacked or released); the server-side flow control
+	// is derived from it (serverLimits).
 	MaxOutstandingMessages int `json:"max_outstanding_messages"`
-	// MaxOutstandingBytes is the same bound in message bytes.
+	// MaxOutstandingBytes bounds what holding messages costs this process:
+	// their bytes until they are handed out, messageOverhead each until
+	// they are no longer held (flowController). Client-side only.
 	MaxOutstandingBytes int64 `json:"max_outstanding_bytes"`
 	// BatchSize is the number of rows per Next that asks for none.
 	BatchSize int `json:"batch_size"`

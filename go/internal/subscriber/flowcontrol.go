@@ -5,18 +5,16 @@ import (
 	"sync"
 )
 
-// flowController bounds what a subscriber holds: messages received and
-// not yet acked, nacked, released or expired, whether buffered or handed
-// out. A stream stops reading while the subscriber is full, which in turn
-// stops the server through gRPC flow control; the server also gets limits
-// of its own in the StreamingPullRequest (serverLimits; some servers,
-// pstest among them, ignore them). Why it is not the publisher's
-// controller: see publisher/flowcontrol.go.
-//
-// Its byte count is what holding the messages costs this process, not only
-// their encoded size: each message also counts messageOverhead, so that a
-// byte limit bounds memory for small payloads too (bench/results.md,
-// issue 12).
+// flowController bounds what a subscriber holds in memory. Its message
+// count is every message received and not yet acked, nacked, released or
+// expired, whether buffered or handed out. Its byte count is what holding
+// them costs this process: the encoded bytes of messages not yet handed
+// out (a handed-out batch is the caller's memory), plus messageOverhead for
+// every held message, so that a byte limit bounds memory for small
+// payloads too (bench/results.md, issue 12). A stream stops reading while
+// the subscriber is full, which in turn stops the server through gRPC flow
+// control; the limits sent to the server are looser (serverLimits). Why it
+// is not the publisher's controller: see publisher/flowcontrol.go.
 type flowController struct {
 	maxMsgs  int64
 	maxBytes int64
@@ -60,6 +58,17 @@ func (f *flowController) release(n int, bytes int64) {
 	f.space.broadcast()
 }
 
+// handOver uncounts the payload bytes of messages handed to a caller.
+func (f *flowController) handOver(bytes int64) {
+	if bytes == 0 {
+		return
+	}
+	f.mu.Lock()
+	f.bytes -= bytes
+	f.mu.Unlock()
+	f.space.broadcast()
+}
+
 // full reports whether another message would exceed a limit.
 func (f *flowController) full() bool {
 	f.mu.Lock()
@@ -98,23 +107,25 @@ func (f *flowController) held() int64 {
 	return f.msgs
 }
 
-// serverWindows sizes the server-side limits. The server counts a
-// message until it is acked; this subscriber only until it is released. A
-// Spark task releases its take (up to the client limits) to the driver,
-// which acks it when the micro-batch commits: until then the take is still
-// outstanding at the server, and a server limit equal to the client's would
-// hold back the next task's prefetch until the commit (measured: tasks then
-// waited on their subscriber for ~40% of their time,
+// serverMessagesFactor sizes the server-side message limit. The server
+// counts a message until it is acked; this subscriber only until it is
+// released. A Spark task releases its take to the driver, which acks it
+// when the micro-batch commits: until then the take (up to the client
+// limit) is still outstanding at the server, and a server limit equal to
+// the client's would hold back the next task's prefetch until the commit
+// (measured: tasks then wait on the stream for ~40% of their time,
 // bench/harness/analysis.md). One window for the take awaiting its ack,
-// one for the prefetch meanwhile; the client-side limits still bound what
-// this process holds.
-const serverWindows = 2
+// one for the prefetch meanwhile.
+const serverMessagesFactor = 2
 
-// serverLimits are the flow-control limits of each StreamingPullRequest:
-// serverWindows times the client's, split across streams and rounded up so
-// no stream gets 0. The server counts encoded bytes only; the client-side
-// count (with messageOverhead) binds first.
-func serverLimits(maxMsgs int, maxBytes int64, streams int) (msgs, bytes int64) {
+// serverLimits are the flow-control limits of each StreamingPullRequest,
+// split across streams and rounded up so no stream gets 0. Bytes are not
+// limited at the server (0): it would count a take's bytes until the
+// commit, while the client-side byte count stops at hand-over, and the
+// client's limit already stops the server (a full subscriber stops
+// reading; gRPC-go's stream window, at most 16 MiB with its BDP estimate,
+// bounds what is in flight).
+func serverLimits(maxMsgs int, streams int) (msgs, bytes int64) {
 	n := int64(streams)
-	return (int64(maxMsgs)*serverWindows + n - 1) / n, (maxBytes*serverWindows + n - 1) / n
+	return (int64(maxMsgs)*serverMessagesFactor + n - 1) / n, 0
 }

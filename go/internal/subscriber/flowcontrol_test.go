@@ -72,23 +72,64 @@ func TestFlowControllerCountsPerMessageOverhead(t *testing.T) {
 }
 
 func TestServerLimits(t *testing.T) {
-	// serverWindows times the client's limits, split across streams and
-	// rounded up.
+	// The server gets serverMessagesFactor windows of messages, split
+	// across streams and rounded up, and no byte limit.
 	cases := []struct {
-		msgs    int
-		bytes   int64
-		streams int
-		wm, wb  int64
+		msgs, streams int
+		wm            int64
 	}{
-		{1000, 100 << 20, 1, 2000, 200 << 20},
-		{1000, 1000, 3, 667, 667},
-		{1, 10, 4, 1, 5},
+		{1000, 1, 2000},
+		{1000, 3, 667},
+		{1, 4, 1},
 	}
 	for _, c := range cases {
-		m, b := serverLimits(c.msgs, c.bytes, c.streams)
-		if m != c.wm || b != c.wb {
-			t.Errorf("serverLimits(%d, %d, %d) = %d, %d; want %d, %d", c.msgs, c.bytes, c.streams, m, b, c.wm, c.wb)
+		m, b := serverLimits(c.msgs, c.streams)
+		if m != c.wm || b != 0 {
+			t.Errorf("serverLimits(%d, %d) = %d, %d; want %d, 0", c.msgs, c.streams, m, b, c.wm)
 		}
+	}
+}
+
+// A handed-out batch leaves the byte count (it is the caller's memory
+// now) but keeps its bookkeeping counted until it is released, so a caller
+// holding its batches unacked does not stop the prefetch.
+func TestHandedOutBytesLeaveFlowControl(t *testing.T) {
+	srv := newServer(t)
+	cfg := testConfig(srv)
+	cfg.MaxOutstandingMessages = 1000
+	// Each message is ~1 KB + messageOverhead: room for about 4, and
+	// once handed out their bookkeeping alone leaves room for more.
+	cfg.MaxOutstandingBytes = 4 * (messageOverhead + 1000)
+	cfg.AckDeadlineSeconds = 60
+	s := openTest(t, cfg, nil)
+	// One at a time, so that no response overshoots the limit.
+	for i := 0; !s.fc.full(); i++ {
+		if i == 10 {
+			t.Fatal("10 messages held and flow control not full")
+		}
+		srv.Publish(testTopic, make([]byte, 1000), nil)
+		waitFor(t, 5*time.Second, "the message pulled", func() bool { return s.Stats().Pulled == int64(i+1) })
+	}
+	first := s.Stats().Pulled
+	for range 3 {
+		srv.Publish(testTopic, make([]byte, 1000), nil)
+	}
+	time.Sleep(200 * time.Millisecond) // a full subscriber must not read on
+	if p := s.Stats().Pulled; p != first {
+		t.Fatalf("pulled %d then %d while full", first, p)
+	}
+	got := nextRows(t, s, int(first), 5*time.Second)
+	waitFor(t, 5*time.Second, "more messages while the taken ones are unacked", func() bool {
+		return s.Stats().Pulled > first
+	})
+	s.fc.mu.Lock()
+	bytes := s.fc.bytes
+	s.fc.mu.Unlock()
+	if held := int64(s.Stats().Held); bytes < held*messageOverhead {
+		t.Errorf("flow control counts %d bytes for %d held messages, want at least their bookkeeping", bytes, held)
+	}
+	if err := s.Ack(ackIDs(got)); err != nil {
+		t.Fatal(err)
 	}
 }
 

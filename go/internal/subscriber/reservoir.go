@@ -260,9 +260,20 @@ func (r *reservoir) take(max int, partial bool) (*Batch, <-chan struct{}, error)
 	r.lotRows -= len(l.entries)
 	// The only per-row work of a hand-over: from now on the rows are
 	// leased for the full ack deadline (lease.go).
+	// Their payload bytes leave flow control: the batch is the caller's
+	// memory now (a Spark task streams it to the JVM and drops it), and
+	// counting it until the ack would cap a task at one window and stall
+	// the prefetch until its micro-batch commits. Their bookkeeping
+	// (messageOverhead) stays counted until they are released.
+	var handedBytes int64
 	for _, e := range l.entries {
 		e.handed = true
+		if !e.gone {
+			handedBytes += e.size
+			e.size = 0
+		}
 	}
+	r.fc.handOver(handedBytes)
 	return l.batch(), nil, nil
 }
 

@@ -27,7 +27,7 @@ type stream struct {
 }
 
 func newStream(s *Subscriber, clientID string, index int) *stream {
-	msgs, bytes := serverLimits(s.cfg.MaxOutstandingMessages, s.cfg.MaxOutstandingBytes, s.cfg.Streams)
+	msgs, bytes := serverLimits(s.cfg.MaxOutstandingMessages, s.cfg.Streams)
 	return &stream{s: s, index: index, initial: &pb.StreamingPullRequest{
 		Subscription:             s.cfg.Subscription,
 		StreamAckDeadlineSeconds: int32(s.set.prefetchLease / time.Second),

@@ -29,9 +29,9 @@ func TestStreamingPullRequestCarriesFlowControl(t *testing.T) {
 	}
 	// The stream's deadline is the short prefetch lease (10 s, Pub/Sub's
 	// minimum), not the 30 s ack deadline of handed-out messages. The
-	// server's limits are serverLimits: two windows, split across streams.
+	// server's limits are serverLimits: two windows of messages, no bytes.
 	for i, r := range f.initial {
-		if r.Subscription != testSub || r.MaxOutstandingMessages != 1001 || r.MaxOutstandingBytes != 3000 ||
+		if r.Subscription != testSub || r.MaxOutstandingMessages != 1001 || r.MaxOutstandingBytes != 0 ||
 			r.StreamAckDeadlineSeconds != 10 || r.ProtocolVersion != 1 || r.ClientId == "" {
 			t.Errorf("stream %d initial request %v", i, r)
 		}
