@@ -10,8 +10,9 @@
 // thread that allocates — and Go allocates on whatever thread a goroutine
 // runs. A freed block then stays in its arena, so a worker's resident memory
 // grows with the number of arenas and with fragmentation rather than with
-// what it holds: at 100 KB payloads a Spark worker held 549 MiB where the
-// same run with the threshold pinned held 394 (bench/harness/analysis.md,
+// what it holds: at 10 KB-1 MB payloads a Spark worker peaked at 476-861 MiB
+// with malloc and 326-450 MiB with this allocator, the same library otherwise
+// (bench/spark_memory.py, 2 runs per size; bench/harness/analysis.md,
 // issue 12). Mapping large buffers ourselves keeps resident memory at what
 // is live plus the cache; the cache keeps a steady stream of similar lots
 // from mapping and faulting in fresh pages for every batch.
