@@ -65,8 +65,11 @@ func TestPublishFaultNonRetryable(t *testing.T) {
 }
 
 // Injected UNAVAILABLE is retried by the client until everything lands.
+// 4000 messages go out in ~40 RPCs, so the chance that a 0.3 fault rate
+// injects nothing at all is 0.7^40 < 1e-6 (with 1000 messages, ~10 RPCs,
+// it was 0.7^10 = 2.8%, and the test failed in a CI run).
 func TestPublishFaultRetried(t *testing.T) {
-	const m = 1000
+	const m = 4000
 	in := startServer(t, func(o *options) {
 		o.faults.PublishErrorRate = 0.3
 		o.faults.PublishErrorCode = Code(codes.Unavailable)
