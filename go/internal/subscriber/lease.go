@@ -48,12 +48,12 @@ func (r *reservoir) due(now time.Time, prefetchLease, deadline, maxExtension tim
 	var expired int
 	var expiredBytes int64
 	r.mu.Lock()
-	for _, e := range r.held {
+	r.held.each(func(e *entry) {
 		if now.Sub(e.received) >= maxExtension {
 			expired++
 			expiredBytes += e.size
-			r.forget(e)
-			continue
+			r.held.forget(e)
+			return
 		}
 		lease := prefetchLease
 		if e.handed {
@@ -67,7 +67,7 @@ func (r *reservoir) due(now time.Time, prefetchLease, deadline, maxExtension tim
 				prefetched = append(prefetched, e.ackID)
 			}
 		}
-	}
+	})
 	r.mu.Unlock()
 	r.fc.release(expired, expiredBytes)
 	return prefetched, handed

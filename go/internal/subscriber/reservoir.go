@@ -1,7 +1,6 @@
 package subscriber
 
 import (
-	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,7 +18,8 @@ import (
 // or expired.
 type entry struct {
 	ackID    string
-	key      uint64 // in reservoir.held
+	slab     *slab // the add it came with (held.go)
+	pos      int32 // in slab.entries
 	size     int64
 	received time.Time
 	expires  time.Time // the server's deadline for it, as far as we know
@@ -66,8 +66,8 @@ func (l *lot) split(k int) (head, tail *lot) {
 // reservoir holds received messages. They are appended to an Arrow
 // builder as they arrive (by the stream goroutines, off the caller's
 // path), so handing out a batch is taking a finished lot, not building
-// one. It also indexes every held message by ack id, handed out or not,
-// for lease extension and for ack/nack/release.
+// one. It also holds every message by ack id, handed out or not, for lease
+// extension and for ack/nack/release (held.go).
 //
 // A message acked, nacked or expired while still waiting in a lot is no
 // longer held, but stays in its lot and is handed out: taking it out would
@@ -85,8 +85,7 @@ type reservoir struct {
 	mu      sync.Mutex
 	lots    []*lot // finished, arrival order
 	lotRows int
-	held    map[uint64]*entry // by hash of the ack id: cheaper than string keys
-	seed    maphash.Seed
+	held    *heldSet
 	closed  bool
 	late    []string    // ack ids of messages that arrived after close, for Close to nack
 	err     error       // permanent failure, reported by take
@@ -96,7 +95,7 @@ type reservoir struct {
 }
 
 func newReservoir(fc *flowController, mem memory.Allocator, batchSize int) *reservoir {
-	r := &reservoir{fc: fc, b: rawbatch.NewBuilder(mem), held: map[uint64]*entry{}, seed: maphash.MakeSeed()}
+	r := &reservoir{fc: fc, b: rawbatch.NewBuilder(mem), held: newHeldSet()}
 	r.target.Store(int64(batchSize))
 	return r
 }
@@ -125,7 +124,7 @@ func (r *reservoir) add(msgs []wire.Message, now time.Time, deadline time.Durati
 	}
 	r.mu.Unlock()
 	// One allocation each for the entries and for all their ack ids.
-	slab := make([]entry, len(msgs))
+	sl := &slab{entries: make([]entry, len(msgs))}
 	n := 0
 	for i := range msgs {
 		n += len(msgs[i].AckID)
@@ -143,9 +142,8 @@ func (r *reservoir) add(msgs []wire.Message, now time.Time, deadline time.Durati
 	off := 0
 	for i := range msgs {
 		m := &msgs[i]
-		e := &slab[i]
-		id := ids[off : off+len(m.AckID)]
-		*e = entry{ackID: id, key: maphash.String(r.seed, id), size: m.Size(), received: now, expires: now.Add(deadline)}
+		e := &sl.entries[i]
+		*e = entry{ackID: ids[off : off+len(m.AckID)], size: m.Size(), received: now, expires: now.Add(deadline)}
 		off += len(m.AckID)
 		total += e.size
 		r.b.Append(m)
@@ -160,9 +158,7 @@ func (r *reservoir) add(msgs []wire.Message, now time.Time, deadline time.Durati
 	// Close may have come meanwhile: it drains again (and nacks) once the
 	// streams have stopped.
 	r.mu.Lock()
-	for i := range slab {
-		r.held[slab[i].key] = &slab[i]
-	}
+	r.held.add(sl)
 	r.queue(done)
 	r.mu.Unlock()
 	r.bmu.Unlock()
@@ -292,29 +288,15 @@ func (r *reservoir) remove(ids []string) {
 	var bytes int64
 	r.mu.Lock()
 	for _, id := range ids {
-		if e := r.lookup(id); e != nil {
+		if e := r.held.lookup(id); e != nil {
 			n++
 			bytes += e.size
-			r.forget(e)
+			r.held.forget(e)
 		}
 	}
+	r.held.compact()
 	r.mu.Unlock()
 	r.fc.release(n, bytes)
-}
-
-// lookup finds a held message by ack id; the caller holds mu.
-func (r *reservoir) lookup(id string) *entry {
-	if e, ok := r.held[maphash.String(r.seed, id)]; ok && e.ackID == id {
-		return e
-	}
-	return nil
-}
-
-// forget drops e from the index; the caller holds mu and releases flow
-// control.
-func (r *reservoir) forget(e *entry) {
-	delete(r.held, e.key)
-	e.gone = true
 }
 
 // touch records a deadline set by the user for held ids, so the lease
@@ -323,7 +305,7 @@ func (r *reservoir) touch(ids []string, expires time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, id := range ids {
-		if e := r.lookup(id); e != nil {
+		if e := r.held.lookup(id); e != nil {
 			e.expires = expires
 		}
 	}
@@ -381,11 +363,11 @@ func (r *reservoir) drain() []string {
 	ids = append(ids, r.late...)
 	r.late = nil
 	var bytes int64
-	n := len(r.held)
-	for _, e := range r.held {
+	n := r.held.count
+	r.held.each(func(e *entry) {
 		bytes += e.size
-		r.forget(e)
-	}
+		r.held.forget(e)
+	})
 	r.mu.Unlock()
 	r.fc.release(n, bytes)
 	return ids
@@ -403,5 +385,5 @@ func (r *reservoir) releaseBuilder() {
 func (r *reservoir) len() (held, buffered int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.held), r.lotRows + int(r.openRows.Load())
+	return r.held.count, r.lotRows + int(r.openRows.Load())
 }

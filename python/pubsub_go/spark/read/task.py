@@ -159,11 +159,17 @@ def _hand_over(sub: Subscriber, opts: SourceOptions, acks: pa.Array) -> None:
     try:
         if opts.ack_on_commit:
             # The driver acks on commit and keeps the leases alive until then.
-            # Release first: otherwise this subscriber's lease loop could
-            # shorten the deadline again.
-            sub.release(acks)
-            faults.inject("post_record_modack")
-            sub.modack(acks, opts.commit_lease_seconds)
+            # Modack first, while this subscriber still holds the ids: it
+            # finds them in arrival order by comparison, where ids it no
+            # longer holds would each cost a hash lookup (go/internal/
+            # subscriber/held.go). The modack also records the long deadline,
+            # so the lease loop does not shorten it before the release.
+            # Release either way: a held id is extended until maxExtension.
+            try:
+                faults.inject("post_record_modack")
+                sub.modack(acks, opts.commit_lease_seconds)
+            finally:
+                sub.release(acks)
         else:
             faults.inject("post_record_ack")
             sub.ack(acks)
