@@ -22,6 +22,7 @@ import (
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/pubsub-go/pubsub-go/go/internal/clientopt"
@@ -101,7 +102,7 @@ func open(ctx context.Context, cfg Config, mem memory.Allocator, tune func(*sett
 	if tune != nil {
 		tune(&set)
 	}
-	opts := cfg.Options.ClientOptions()
+	opts := append(cfg.Options.ClientOptions(), option.WithGRPCDialOption(experimental.WithBufferPool(sharedRecvPool)))
 	if cfg.Options.Resolve().EmulatorHost == "" {
 		// Like Google's client: spread streams over a few connections and
 		// detect dead ones.
