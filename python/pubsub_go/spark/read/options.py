@@ -52,6 +52,18 @@ FLOW_CONTROL_SHARE = 4  # maxBytesPerPartition defaults to maxWorkerMemoryBytes 
 KNOWN = set(CANONICAL)
 
 
+# maxRecordsPerPartition: rows per task. Every micro-batch costs Spark's
+# JVM about a core-second whatever its size (planning, code generation and
+# the JIT compiling it, the offset and commit logs): at 1 KB, 200,000-row
+# micro-batches ran at 130-134k rows/s with the JVM at 0.78-0.80 cores,
+# 526,000-row ones at 167-173k with 0.56 (bench/spark_cpu.py --option
+# maxRecordsPerPartition=..., bench/harness/analysis.md, sixth pass). It
+# also bounds memory: a task's messages keep their bookkeeping until the
+# task ends; at 200,000 a worker peaked at 286 MiB (100 B) and 341 MiB
+# (1 KB), within maxWorkerMemoryBytes' bound (bench/spark_memory.py).
+MAX_RECORDS_PER_PARTITION = 200_000
+
+
 # maxWaitTimeMs: a streaming task that has rows ends when a wait for more
 # runs out, so the wait is latency the rows pay, not a way to fill batches:
 # at 10k msg/s of 1 KB the library's 100 ms (made for callers that want
@@ -296,7 +308,7 @@ class SourceOptions:
             max_wait_ms=_max_wait_ms(opts),
             max_records_per_trigger=int_option(opts, "maxRecordsPerTrigger", 0, 1),
             max_bytes_per_trigger=int_option(opts, "maxBytesPerTrigger", 0, 1),
-            max_records_per_partition=int_option(opts, "maxRecordsPerPartition", 100_000, 1),
+            max_records_per_partition=int_option(opts, "maxRecordsPerPartition", MAX_RECORDS_PER_PARTITION, 1),
             max_batch_duration_ms=int_option(opts, "maxBatchDurationMs", 10_000, 1, 3_600_000),
             ack_on_commit=bool_option(opts, "ackOnCommit", True),
             batch_log_path=str(opts.get("batchloglocation") or log_default),
