@@ -111,6 +111,7 @@ def run(spark, build: Build, rate: int, tag: str, scratch: str, warmup: float, w
                 if p["numInputRows"] > 0:
                     for k, v in p["durationMs"].items():
                         phases.setdefault(k, []).append(v)
+            running = server.stats()  # before the stop: a stopped query nacks what its tasks had taken
         finally:
             q.stop()
             shutil.rmtree(ckpt, ignore_errors=True)
@@ -130,6 +131,9 @@ def run(spark, build: Build, rate: int, tag: str, scratch: str, warmup: float, w
             "between_batches_ms_median": float(np.median(gaps) * 1000) if gaps else 0.0,
             "newest_ms_median": float(np.median([b["newest_ms"] for b in counted])),
             "redelivered": st.get("redelivered"),
+            # Why they came again: deadlines that ran out, or nacks.
+            "expired": st.get("expired"), "nacks": st.get("nacks"),
+            "redelivered_before_stop": running.get("redelivered"), "nacks_before_stop": running.get("nacks"),
             "progress_ms_median": {k: float(np.median(v)) for k, v in phases.items()}}
 
 

@@ -52,16 +52,16 @@ FLOW_CONTROL_SHARE = 4  # maxBytesPerPartition defaults to maxWorkerMemoryBytes 
 KNOWN = set(CANONICAL)
 
 
-# maxRecordsPerPartition: rows per task. Every micro-batch costs Spark's
-# JVM about a core-second whatever its size (planning, code generation and
-# the JIT compiling it, the offset and commit logs): at 1 KB, 200,000-row
-# micro-batches ran at 130-134k rows/s with the JVM at 0.78-0.80 cores,
-# 526,000-row ones at 167-173k with 0.56 (bench/spark_cpu.py --option
-# maxRecordsPerPartition=..., bench/harness/analysis.md, sixth pass). It
-# also bounds memory: a task's messages keep their bookkeeping until the
-# task ends; at 200,000 a worker peaked at 286 MiB (100 B) and 341 MiB
-# (1 KB), within maxWorkerMemoryBytes' bound (bench/spark_memory.py).
-MAX_RECORDS_PER_PARTITION = 200_000
+# maxRecordsPerPartition: rows per task; it bounds memory (a task's
+# messages keep their bookkeeping until the task ends). Every micro-batch
+# also costs Spark's JVM about a core-second whatever its size, so larger
+# tasks are faster: at 1 KB, 200,000-row tasks ran 25-28% more rows/s than
+# 100,000 (bench/spark_cpu.py --option maxRecordsPerPartition=...), within
+# the memory bound. Not the default yet: at 100k msg/s (beyond this
+# machine's capacity) they made the query nack 124k messages while it ran,
+# which 100,000 never did (bench/latency.py --rates 100000, nacks_before_stop;
+# cause not found; bench/harness/analysis.md, sixth pass).
+MAX_RECORDS_PER_PARTITION = 100_000
 
 
 # maxWaitTimeMs: a streaming task that has rows ends when a wait for more
