@@ -1,6 +1,9 @@
 package subscriber
 
-import "hash/maphash"
+import (
+	"hash/maphash"
+	"sort"
+)
 
 // heldSet is the reservoir's index of held messages: received and not yet
 // acked, nacked, released or expired.
@@ -20,9 +23,14 @@ import "hash/maphash"
 type heldSet struct {
 	slabs []*slab // arrival order; a slab leaves when its last entry does
 	count int     // live entries
+	seq   uint64  // the next slab's seq
+	dead  bool    // a slab has no live entry left: compact has work
 
-	// cursor: where the next in-order lookup is expected.
-	cs, ci int // slab index, entry index
+	// Positions (slab index, entry index) kept so that no lookup rescans
+	// what an earlier one skipped; entries never come back to life, so
+	// both only move forward until compact renumbers the slabs.
+	cur  pos // the entry after the last one found: the next in-order lookup
+	head pos // no live entry before it: where a new in-order pass starts
 
 	// index: by hash of the ack id, built on a lookup that misses the
 	// cursor and the head, over slabs[:indexed]; nil until then.
@@ -31,17 +39,22 @@ type heldSet struct {
 	seed    maphash.Seed
 }
 
+// pos is a place in the slab list: slab index, entry index.
+type pos struct{ s, e int }
+
 // slab is the entries of one add, one allocation.
 type slab struct {
 	entries []entry
 	live    int
+	seq     uint64 // increasing in arrival order: finds a slab's index by binary search
 }
 
 func newHeldSet() *heldSet { return &heldSet{seed: maphash.MakeSeed()} }
 
 // add holds the entries of s, which are all live.
 func (h *heldSet) add(s *slab) {
-	s.live = len(s.entries)
+	s.live, s.seq = len(s.entries), h.seq
+	h.seq++
 	for i := range s.entries {
 		s.entries[i].slab, s.entries[i].pos = s, int32(i)
 	}
@@ -51,10 +64,11 @@ func (h *heldSet) add(s *slab) {
 
 // lookup finds a held entry by ack id, or nil.
 func (h *heldSet) lookup(id string) *entry {
-	if e := h.at(h.cs, h.ci, id); e != nil {
+	if e := h.match(&h.cur, id); e != nil {
 		return e
 	}
-	if e := h.at(0, 0, id); e != nil { // a new in-order pass starts at the oldest
+	// A new in-order pass starts at the oldest held entry.
+	if e := h.match(&h.head, id); e != nil {
 		return e
 	}
 	if len(h.slabs) == 0 {
@@ -62,42 +76,38 @@ func (h *heldSet) lookup(id string) *entry {
 	}
 	h.extendIndex()
 	if e := h.index[maphash.String(h.seed, id)]; e != nil && !e.gone && e.ackID == id {
-		h.moveCursorPast(e)
+		h.cur = pos{h.slabIndex(e.slab), int(e.pos) + 1}
 		return e
 	}
 	return nil
 }
 
-// at checks the first live entry at or after (si, ei) against id and, on
-// a match, moves the cursor past it.
-func (h *heldSet) at(si, ei int, id string) *entry {
-	for si < len(h.slabs) {
-		s := h.slabs[si]
-		for ei < len(s.entries) && s.entries[ei].gone {
-			ei++
-		}
-		if ei < len(s.entries) {
-			e := &s.entries[ei]
-			if e.ackID != id {
-				return nil
+// match moves *p to the first live entry at or after it and, if that
+// entry's ack id is id, moves the cursor past it and returns it.
+func (h *heldSet) match(p *pos, id string) *entry {
+	for p.s < len(h.slabs) {
+		s := h.slabs[p.s]
+		if s.live > 0 {
+			for p.e < len(s.entries) && s.entries[p.e].gone {
+				p.e++
 			}
-			h.cs, h.ci = si, ei+1
-			return e
+			if p.e < len(s.entries) {
+				e := &s.entries[p.e]
+				if e.ackID != id {
+					return nil
+				}
+				h.cur = pos{p.s, p.e + 1}
+				return e
+			}
 		}
-		si, ei = si+1, 0
+		*p = pos{p.s + 1, 0}
 	}
 	return nil
 }
 
-// moveCursorPast points the cursor after e (found through the index), so
-// an in-order run that starts mid-list continues by comparison.
-func (h *heldSet) moveCursorPast(e *entry) {
-	for si, s := range h.slabs {
-		if s == e.slab {
-			h.cs, h.ci = si, int(e.pos)+1
-			return
-		}
-	}
+// slabIndex is the index of s, which is held, in h.slabs.
+func (h *heldSet) slabIndex(s *slab) int {
+	return sort.Search(len(h.slabs), func(i int) bool { return h.slabs[i].seq >= s.seq })
 }
 
 // extendIndex indexes the slabs added since the index was last extended.
@@ -125,6 +135,9 @@ func (h *heldSet) forget(e *entry) {
 	e.gone = true
 	e.slab.live--
 	h.count--
+	if e.slab.live == 0 {
+		h.dead = true
+	}
 	if h.index != nil {
 		if k := maphash.String(h.seed, e.ackID); h.index[k] == e {
 			delete(h.index, k)
@@ -149,30 +162,38 @@ func (h *heldSet) each(f func(*entry)) {
 }
 
 // compact drops slabs whose entries are all gone, so their memory (and
-// their ack ids) can be freed, and fixes the cursor and the index up.
+// their ack ids) can be freed, and renumbers the positions and the index.
 func (h *heldSet) compact() {
+	if !h.dead {
+		return
+	}
+	h.dead = false
 	kept := h.slabs[:0]
-	cs, indexed := 0, 0
+	cur, head, indexed := h.cur, h.head, 0
 	for i, s := range h.slabs {
 		if s.live == 0 {
+			// A position in a slab that leaves moves to the start of the next.
+			if i == h.cur.s {
+				cur.e = 0
+			}
+			if i == h.head.s {
+				head.e = 0
+			}
+			if i < h.cur.s {
+				cur.s--
+			}
+			if i < h.head.s {
+				head.s--
+			}
 			continue
-		}
-		if i < h.cs {
-			cs++
 		}
 		if i < h.indexed {
 			indexed++
 		}
 		kept = append(kept, s)
 	}
-	if len(kept) == len(h.slabs) {
-		return
-	}
-	if h.cs < len(h.slabs) && h.slabs[h.cs].live == 0 {
-		h.ci = 0 // the cursor's slab left: continue at the start of the next
-	}
 	clear(h.slabs[len(kept):])
-	h.slabs, h.cs, h.indexed = kept, cs, indexed
+	h.slabs, h.cur, h.head, h.indexed = kept, cur, head, indexed
 	if indexed == 0 {
 		// Every indexed slab has left: back to lookups by comparison only,
 		// with no per-message index work on forget.
