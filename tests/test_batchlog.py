@@ -67,6 +67,36 @@ def test_batches_listing_and_removal(tmp_path):
     assert log.batches("other-generation") == []
 
 
+
+def test_last_activity_is_now_while_a_task_writes_else_the_newest_publication(tmp_path):
+    """What the executors' subscriber pool counts idle time from: the
+    query is active while its tasks write and its driver commits."""
+    import time
+
+    log = BatchLog(str(tmp_path))
+    assert log.last_activity("g") is None, "no batch yet"
+    b, a = entry("p", 2)
+    assert write_once(log, "g", 1, 0, b, a, SCHEMA, {})
+    published = log.last_activity("g")
+    assert published is not None and abs(published - time.time()) < 5
+    time.sleep(1.1)
+    assert log.last_activity("g") == published, "nothing happened since the publication"
+    w = log.writer("g", 2, 0)
+    assert log.last_activity("g") == published, "a task with no rows yet is not active"
+    w.write(b[0], a[0], b[0].column("message_id"))
+    deadline = time.monotonic() + 10
+    while not list(tmp_path.rglob("*.tmp-*")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert time.time() - log.last_activity("g") < 0.5, "a task writing its entry is active now"
+    assert w.publish(SCHEMA, {})
+    assert time.time() - log.last_activity("g") < 5
+    assert log.last_activity("g") > published
+    time.sleep(1.1)
+    before_removal = log.last_activity("g")
+    log.remove_batch("g", 1)
+    log.remove_batch("g", 2)
+    assert log.last_activity("g") > before_removal, "the driver's removal of committed batches is activity"
+
 def test_attempt_that_loses_the_race_fails_and_hands_its_messages_back(tmp_path):
     """Speculation: another attempt published this (batch, partition) first.
     This attempt has yielded rows already, so it must fail (Spark then keeps

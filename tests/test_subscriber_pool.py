@@ -54,3 +54,59 @@ def test_a_failed_task_closes_its_subscriber(google, emulator):
     with pool.lease(config, idle_s=0.0) as other:
         assert other is not sub
     assert not getattr(other, "_h", 0), "idle_s=0 closes the subscriber at once"
+
+
+
+def test_idle_counts_from_the_querys_last_activity():
+    """A subscriber whose task ended is kept while another task of the query
+    is active (a micro-batch lasts as long as its slowest task; closing it
+    meanwhile nacked its whole prefetch), and idle_s counts from that
+    activity; never longer than idle_s + max_wait_s."""
+    from pubsub_go.spark.read.subscriber_pool import _Idle
+
+    last: list[float | None] = [None]
+
+    def idle(activity=lambda: last[0]) -> _Idle:
+        return _Idle(sub=None, since=100.0, idle_s=2.0, activity=activity, max_wait_s=10.0)  # type: ignore[arg-type]
+
+    e = idle()
+    assert not e.expired(101.9), "within idle_s of its own return"
+    assert e.expired(102.0), "no activity known: idle_s alone decides"
+    last[0] = 101.5  # a sibling published its entry after this task ended
+    assert not e.expired(103.4)
+    assert e.expired(103.5)
+    last[0] = 111.0  # a task of the query kept writing
+    assert not e.expired(111.9)
+    assert e.expired(112.0), "kept past idle_s + max_wait_s"
+
+    def unknown() -> float | None:
+        raise OSError("store unreachable")
+
+    assert idle(unknown).expired(102.0), "when activity() cannot tell, idle_s alone decides"
+
+
+def test_subscriber_kept_while_the_query_is_active(google, emulator):
+    topic, sub_path = google.topic(ack_deadline=60)
+    google.publish(topic, [b"s%d" % i for i in range(10)])
+    pool = SubscriberPool()
+    config = SubscriberConfig(subscription=sub_path, emulator_host=emulator.host_port)
+    sibling_runs = [True]
+    quiet_since: list[float] = []
+
+    def activity() -> float:
+        if sibling_runs[0]:
+            return time.time()
+        return quiet_since[0]
+
+    with pool.lease(config, idle_s=1.0, activity=activity, max_wait_s=60.0) as sub:
+        pass
+    time.sleep(3.0)  # three times idle_s, while a sibling task runs
+    assert getattr(sub, "_h", 0), "closed while another task of the query still ran"
+    quiet_since.append(time.time())
+    sibling_runs[0] = False
+    deadline = time.monotonic() + 10
+    while getattr(sub, "_h", 0) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    closed_after = time.time() - quiet_since[0]
+    assert not getattr(sub, "_h", 0), "not closed once the query was quiet for idle_s"
+    assert 1.0 <= closed_after < 3.0, closed_after

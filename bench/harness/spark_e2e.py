@@ -24,7 +24,8 @@ SOURCES = ("pubsub-go", "pubsub-go-defaults", "plain-python", "ceiling")
 
 def reader(spark, source: str, host: str, sub: str, size: int, batchlog: str,
            extra: dict[str, str] | None = None):
-    """extra: more options for the pubsub-go sources (bench/spark_cpu.py --option)."""
+    """extra: more options for the source (bench/spark_cpu.py --option,
+    bench/spark_ab.py), e.g. rowsPerPartition for the ceiling."""
     if source.startswith("pubsub-go"):
         r = (spark.readStream.format("pubsub-go").option("subscriptionId", sub).option("emulatorHost", host)
              .option("numPartitions", "2").option("batchLogLocation", batchlog))
@@ -36,8 +37,11 @@ def reader(spark, source: str, host: str, sub: str, size: int, batchlog: str,
         return (spark.readStream.format("bench-plain-pubsub").option("subscription", sub)
                 .option("emulatorHost", host).option("numPartitions", "2")
                 .option("maxRowsPerPartition", "100000").option("maxBatchDurationMs", "2000").load())
-    return (spark.readStream.format("bench-arrow").option("numPartitions", "2")
-            .option("rowsPerPartition", "100000").option("payloadBytes", str(size)).option("attributes", "2").load())
+    r = (spark.readStream.format("bench-arrow").option("numPartitions", "2")
+         .option("rowsPerPartition", "100000").option("payloadBytes", str(size)).option("attributes", "2"))
+    for k, v in (extra or {}).items():
+        r = r.option(k, v)
+    return r.load()
 
 
 def run(spark, build: Build, plan: Plan, scratch: str) -> list[dict]:

@@ -20,6 +20,7 @@ import json
 import os
 import queue
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,8 @@ ACK_COLUMN = "__pubsub_go_ack_id"
 MESSAGE_ID_COLUMN = "__pubsub_go_message_id"
 _BOOKKEEPING = (ACK_COLUMN, MESSAGE_ID_COLUMN)
 STATS_KEY = b"pubsub_go.stats"
+# An entry is written as <entry>.tmp-<uuid> and renamed when published.
+_TMP_MARK = ".tmp-"
 
 
 @dataclass
@@ -151,6 +154,31 @@ class BatchLog:
         sel = pafs.FileSelector(self.batch_dir(gen, batch), allow_not_found=True)
         return sorted(i.path for i in self.fs.get_file_info(sel) if i.path.endswith(".arrow"))
 
+    def last_activity(self, gen: str) -> float | None:
+        """When the query last did something in the log of gen, in
+        time.time() seconds: now while a task of the newest batch is writing
+        its entry (it has handed rows to Spark; its temporary file exists),
+        else the newest change to the log's directories: a task's first
+        row or its entry's publication (the batch's directory), the
+        driver's removal of a committed batch (gen's directory), which fills
+        the gap before the next batch's tasks write. None: nothing to tell
+        by. On object stores (gs://) directories have no times and a file
+        being written is not listed: there it is None."""
+        gen_dir = self.fs.get_file_info(f"{self.root}/{gen}")
+        if gen_dir.type == pafs.FileType.NotFound:
+            return None
+        times = [gen_dir.mtime.timestamp()] if gen_dir.mtime is not None else []
+        batches = self.batches(gen)
+        if batches:
+            newest = self.batch_dir(gen, batches[-1])
+            sel = pafs.FileSelector(newest, allow_not_found=True)
+            if any(_TMP_MARK in os.path.basename(i.path) for i in self.fs.get_file_info(sel)):
+                return time.time()
+            info = self.fs.get_file_info(newest)
+            if info.mtime is not None:
+                times.append(info.mtime.timestamp())
+        return max(times) if times else None
+
     def batches(self, gen: str) -> list[int]:
         sel = pafs.FileSelector(f"{self.root}/{gen}", allow_not_found=True)
         return sorted(int(os.path.basename(i.path)) for i in self.fs.get_file_info(sel)
@@ -253,7 +281,7 @@ class EntryWriter:
         self.log = log
         self.final = log.entry_path(gen, batch, part)
         self._dir = log.batch_dir(gen, batch)
-        self.tmp = f"{self.final}.tmp-{uuid.uuid4().hex}"
+        self.tmp = f"{self.final}{_TMP_MARK}{uuid.uuid4().hex}"
         self._sink: Any = None
         self._w: ipc.RecordBatchFileWriter | None = None
         self._schema: pa.Schema | None = None

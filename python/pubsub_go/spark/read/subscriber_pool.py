@@ -8,14 +8,30 @@ tasks: the next task of the same query finds it connected with its
 reservoir already filled (bounded by its flow control, leases kept alive).
 A subscriber no task has used for ``idle_s`` is closed by a background
 thread, which nacks what it prefetched so that it is redelivered at once.
+
+Idle is counted from the query's last activity, not from when this
+worker's task ended. The next micro-batch starts only after the slowest
+task of this one, and under a steady flow one task runs to its row cap
+while a sibling that met a pause ended at once; Spark also hands tasks to
+its idle Python workers in turn, so a worker may sit out a micro-batch.
+Counting from its own task's end closed such a subscriber while the query
+was busy and nacked its whole prefetch (50,702 messages at 200k msg/s with
+200,000-row tasks; bench/harness/analysis.md, seventh pass). The task
+passes ``activity``: when the query last did something in the batch log (a
+task writing its entry, the driver removing a committed batch). Once the
+query is quiet (its tasks wait with no rows), idle_s runs out as before:
+the end-of-backlog decision counts on a pooled subscriber's prefetch coming
+back within the quiet period (quietPeriodMs 5 s > subscriberIdleMs 2 s plus
+the commit before the batch; docs/source.md, "End of backlog").
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from ...client import Subscriber, SubscriberConfig
 
@@ -23,23 +39,56 @@ from ...client import Subscriber, SubscriberConfig
 # recently used is closed.
 MAX_IDLE = 4
 
+# How often the reaper looks at the idle subscribers (seconds).
+REAP_PERIOD_S = 0.5
+
+
+def _no_activity() -> float | None:
+    return None
+
+
+@dataclass
+class _Idle:
+    sub: Subscriber
+    since: float  # time.time() when its task gave it back
+    idle_s: float
+    activity: Callable[[], float | None]  # time.time() of the query's last task activity; None: unknown
+    max_wait_s: float  # how much longer than idle_s the query's activity may keep it
+
+    def expired(self, now: float) -> bool:
+        """Unused for idle_s since its task ended and since the query's last
+        activity; never kept longer than idle_s + max_wait_s."""
+        if now - self.since < self.idle_s:
+            return False
+        if now - self.since >= self.idle_s + self.max_wait_s:
+            return True
+        try:
+            last = self.activity()
+        except Exception:  # cannot tell (e.g. the log's store is unreachable): idle_s alone decides
+            return True
+        return last is None or now - last >= self.idle_s
+
 
 class SubscriberPool:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._idle: dict[str, tuple[Subscriber, float, float]] = {}  # key -> (sub, since, idle_s)
+        self._idle: dict[str, _Idle] = {}  # SubscriberConfig JSON -> its idle subscriber
         self._reaper: threading.Thread | None = None
 
     @contextmanager
-    def lease(self, config: SubscriberConfig, idle_s: float) -> Iterator[Subscriber]:
+    def lease(self, config: SubscriberConfig, idle_s: float,
+              activity: Callable[[], float | None] = _no_activity,
+              max_wait_s: float = 0.0) -> Iterator[Subscriber]:
         """Yields a subscriber for config: an idle one if there is one.
-        After a clean exit it goes back to the pool for idle_s seconds (0:
-        closed at once); after an error it is closed, so a retry starts
-        clean."""
+        After a clean exit it goes back to the pool until it has been unused
+        for idle_s seconds (0: closed at once) counted from its own return
+        and from activity() (when a task of the query was last active), but
+        no longer than idle_s + max_wait_s. After an error it is closed, so a
+        retry starts clean."""
         key = config.to_json()
         with self._lock:
             found = self._idle.pop(key, None)
-        sub = found[0] if found else Subscriber(config)
+        sub = found.sub if found else Subscriber(config)
         try:
             yield sub
         except BaseException:
@@ -50,10 +99,10 @@ class SubscriberPool:
             return
         evicted: list[Subscriber] = []
         with self._lock:
-            self._idle[key] = (sub, time.monotonic(), idle_s)
+            self._idle[key] = _Idle(sub, time.time(), idle_s, activity, max_wait_s)
             while len(self._idle) > MAX_IDLE:
-                oldest = min(self._idle, key=lambda k: self._idle[k][1])
-                evicted.append(self._idle.pop(oldest)[0])
+                oldest = min(self._idle, key=lambda k: self._idle[k].since)
+                evicted.append(self._idle.pop(oldest).sub)
             if self._reaper is None:
                 self._reaper = threading.Thread(target=self._reap, name="pubsub-go-idle-subscribers", daemon=True)
                 self._reaper.start()
@@ -62,11 +111,15 @@ class SubscriberPool:
 
     def _reap(self) -> None:
         while True:
-            time.sleep(0.5)
-            now = time.monotonic()
+            time.sleep(REAP_PERIOD_S)
+            now = time.time()
             with self._lock:
-                expired = [k for k, (_, since, idle) in self._idle.items() if now - since >= idle]
-                subs = [self._idle.pop(k)[0] for k in expired]
+                candidates = list(self._idle.items())
+            # activity() lists a directory: not under the lock, which tasks take.
+            expired = [(k, e) for k, e in candidates if e.expired(now)]
+            with self._lock:
+                # Only if no task took it (and put it back) meanwhile.
+                subs = [self._idle.pop(k).sub for k, e in expired if self._idle.get(k) is e]
             for s in subs:
                 try:
                     s.close()

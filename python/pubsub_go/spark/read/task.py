@@ -80,7 +80,11 @@ def _pull_and_record(opts: SourceOptions, part: PubSubPartition, batch_log: Batc
     """Pulls through this worker's subscriber for the query (kept between
     tasks, see subscriber_pool), records each batch, then yields it."""
     config = subscriber_config(opts, plan=plan, part=part)
-    with POOL.lease(config, opts.idle_ms(available_now=part.cutoff_us > 0) / 1000) as sub:
+    # Idle counts from the query's last activity too (subscriber_pool); a
+    # task runs at most maxBatchDurationMs, which bounds the extra wait.
+    with POOL.lease(config, opts.idle_ms(available_now=part.cutoff_us > 0) / 1000,
+                    activity=lambda: batch_log.last_activity(part.gen),
+                    max_wait_s=opts.max_batch_duration_ms / 1000) as sub:
         yield from _record(sub, opts, part, batch_log, plan)
 
 
