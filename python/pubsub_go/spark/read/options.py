@@ -55,13 +55,18 @@ KNOWN = set(CANONICAL)
 # maxRecordsPerPartition: rows per task; it bounds memory (a task's
 # messages keep their bookkeeping until the task ends). Every micro-batch
 # also costs Spark's JVM about a core-second whatever its size, so larger
-# tasks are faster: at 1 KB, 200,000-row tasks ran 25-28% more rows/s than
-# 100,000 (bench/spark_cpu.py --option maxRecordsPerPartition=...), within
-# the memory bound. Not the default yet: at 100k msg/s (beyond this
-# machine's capacity) they made the query nack 124k messages while it ran,
-# which 100,000 never did (bench/latency.py --rates 100000, nacks_before_stop;
-# cause not found; bench/harness/analysis.md, sixth pass).
-MAX_RECORDS_PER_PARTITION = 100_000
+# tasks are faster: at 1 KB, tasks of ~263,000 rows (where flow control's
+# per-message bookkeeping stops them, see maxBytesPerPartition) ran 25-28%
+# more rows/s than 100,000 (bench/spark_cpu.py --option
+# maxRecordsPerPartition=...), 200,000 13-19% more (456k vs 391k rows/s,
+# medians of 3 alternating rounds, bench/spark_ab.py),
+# within the memory bound (bench/spark_memory.py). It was held at 100,000 while
+# queries with it nacked their prefetch as they ran (bench/latency.py,
+# nacks_before_stop): a pooled subscriber was closed as idle while its
+# query's other task still ran; the pool now counts idle time from the
+# query's activity (subscriber_pool.py; bench/harness/analysis.md, seventh
+# pass).
+MAX_RECORDS_PER_PARTITION = 200_000
 
 
 # maxWaitTimeMs: a streaming task that has rows ends when a wait for more
