@@ -38,7 +38,7 @@ ACK_COLUMN = "__pubsub_go_ack_id"
 MESSAGE_ID_COLUMN = "__pubsub_go_message_id"
 _BOOKKEEPING = (ACK_COLUMN, MESSAGE_ID_COLUMN)
 STATS_KEY = b"pubsub_go.stats"
-# An entry is written as <entry>.tmp-<uuid> and renamed when published.
+# An entry is written as <entry>.tmp-<uuid>, then linked or moved to <entry>.
 _TMP_MARK = ".tmp-"
 
 
@@ -168,21 +168,24 @@ class BatchLog:
         if gen_dir.type == pafs.FileType.NotFound:
             return None
         times = [gen_dir.mtime.timestamp()] if gen_dir.mtime is not None else []
-        batches = self.batches(gen)
-        if batches:
-            newest = self.batch_dir(gen, batches[-1])
-            sel = pafs.FileSelector(newest, allow_not_found=True)
+        dirs = self._batch_dirs(gen)
+        if dirs:
+            newest = max(dirs, key=lambda d: d[0])[1]
+            sel = pafs.FileSelector(newest.path, allow_not_found=True)
             if any(_TMP_MARK in os.path.basename(i.path) for i in self.fs.get_file_info(sel)):
                 return time.time()
-            info = self.fs.get_file_info(newest)
-            if info.mtime is not None:
-                times.append(info.mtime.timestamp())
+            if newest.mtime is not None:
+                times.append(newest.mtime.timestamp())
         return max(times) if times else None
 
     def batches(self, gen: str) -> list[int]:
+        return sorted(batch for batch, _ in self._batch_dirs(gen))
+
+    def _batch_dirs(self, gen: str) -> list[tuple[int, pafs.FileInfo]]:
+        """(batch, its directory's FileInfo) for every batch of gen, unordered."""
         sel = pafs.FileSelector(f"{self.root}/{gen}", allow_not_found=True)
-        return sorted(int(os.path.basename(i.path)) for i in self.fs.get_file_info(sel)
-                      if i.type == pafs.FileType.Directory and os.path.basename(i.path).isdigit())
+        return [(int(os.path.basename(i.path)), i) for i in self.fs.get_file_info(sel)
+                if i.type == pafs.FileType.Directory and os.path.basename(i.path).isdigit()]
 
     def remove_batch(self, gen: str, batch: int) -> None:
         d = self.batch_dir(gen, batch)

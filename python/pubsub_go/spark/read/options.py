@@ -54,18 +54,14 @@ KNOWN = set(CANONICAL)
 
 # maxRecordsPerPartition: rows per task; it bounds memory (a task's
 # messages keep their bookkeeping until the task ends). Every micro-batch
-# also costs Spark's JVM about a core-second whatever its size, so larger
-# tasks are faster: at 1 KB, tasks of ~263,000 rows (where flow control's
-# per-message bookkeeping stops them, see maxBytesPerPartition) ran 25-28%
-# more rows/s than 100,000 (bench/spark_cpu.py --option
-# maxRecordsPerPartition=...), 200,000 13-19% more (456k vs 391k rows/s,
-# medians of 3 alternating rounds, bench/spark_ab.py),
-# within the memory bound (bench/spark_memory.py). It was held at 100,000 while
-# queries with it nacked their prefetch as they ran (bench/latency.py,
-# nacks_before_stop): a pooled subscriber was closed as idle while its
-# query's other task still ran; the pool now counts idle time from the
-# query's activity (subscriber_pool.py; bench/harness/analysis.md, seventh
-# pass).
+# costs Spark a fixed amount whatever its size, so larger tasks are faster:
+# at 1 KB, 200,000 rows ran 13-19% more rows/s than 100,000 (456k vs 391k,
+# medians of 3 alternating rounds, bench/spark_ab.py), within the memory
+# bound (bench/spark_memory.py). It was held at 100,000 while such queries
+# nacked their prefetch as they ran (bench/latency.py, nacks_before_stop):
+# a pooled subscriber was closed as idle while its query's other task still
+# ran; the pool now counts idle time from the query's activity
+# (subscriber_pool.py; bench/harness/analysis.md, seventh pass).
 MAX_RECORDS_PER_PARTITION = 200_000
 
 
