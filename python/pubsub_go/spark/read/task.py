@@ -9,7 +9,6 @@ Go-built Arrow batches to Spark with zero copies.
 
 from __future__ import annotations
 
-import gc
 import logging
 import weakref
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ import pyarrow as pa
 
 from ...client import Subscriber
 from ...errors import PubSubError
+from ..worker_gc import freeze_long_lived
 from . import faults
 from .batchlog import BatchLog
 from .decode_errors import DeadLetters
@@ -31,26 +31,9 @@ from .subscriber_pool import POOL
 log = logging.getLogger("pubsub_go.source")
 
 
-def _freeze_long_lived() -> None:
-    """Once per worker process: moves every object alive now (PySpark's,
-    pyarrow's and numpy's modules and the like) out of the cyclic garbage
-    collector's reach. Full collections otherwise walk all of them again and
-    again while tasks allocate: 7.7% of the machine's CPU in a 1 KB run
-    (bench/harness/analysis.md). Frozen objects are never freed, so garbage
-    is collected first."""
-    global _frozen
-    if not _frozen:
-        _frozen = True
-        gc.collect()
-        gc.freeze()
-
-
-_frozen = False
-
-
 def read_partition(opts: SourceOptions, part: PubSubPartition, plan: SchemaPlan | None = None
                    ) -> Iterator[pa.RecordBatch]:
-    _freeze_long_lived()
+    freeze_long_lived()
     batch_log = BatchLog(opts.batch_log_location)
     entry = batch_log.read(part.gen, part.batch, part.index)
     if entry is not None:

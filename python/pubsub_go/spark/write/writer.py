@@ -28,6 +28,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 from pyspark.sql.types import StructType
 
 from ..optparse import OptionError
+from ..worker_gc import freeze_long_lived
 from .options import SinkOptions, check_ordering, validate_sink_schema
 from .publisher_pool import POOL, LentPublisher
 
@@ -89,6 +90,7 @@ def publish_partition(opts: SinkOptions, batches: Iterator[pa.RecordBatch], part
     acknowledged all of them (bounded by publishTimeoutMs)."""
     from ...errors import DeadlineExceededError, PubSubError
 
+    freeze_long_lived()
     try:
         stats = _publish_all(opts, batches, id_prefix)
     except DeadlineExceededError as e:
