@@ -59,10 +59,14 @@ def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sche
     nbytes = 0
     deadline = time.monotonic() + opts.max_batch_duration_ms / 1000
     cutoff = pa.scalar(part.cutoff_us, pa.timestamp("us", tz="UTC")) if part.cutoff_us else None
+    max_pull_bytes = max(1, opts.max_bytes_per_partition // PULL_BYTES_SHARE)
+    row_bytes = _row_bytes_so_far(sub)
     while True:
         want = min(opts.batch_size, part.max_rows - tally.rows)
         if want <= 0:
             return
+        if row_bytes:
+            want = min(want, max(1, max_pull_bytes // row_bytes))
         try:
             got = sub.pull(max_rows=want, wait_ms=opts.max_wait_ms)
         except PubSubError as e:
@@ -72,6 +76,8 @@ def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sche
             raise
         b, a = got.batch, got.ack_ids
         tally.taken += b.num_rows
+        if b.num_rows:
+            row_bytes = max(1, b.nbytes // b.num_rows)
         if b.num_rows:
             b, a = _drop_late(sub, b, a, cutoff, tally)
             b, a = _drop_recorded(sub, b, a, recorded, tally)
@@ -102,6 +108,24 @@ def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sche
                 return
         if time.monotonic() >= deadline or (part.max_bytes and nbytes >= part.max_bytes):
             return
+
+
+# A pull takes at most maxBytesPerPartition / this many bytes (16 MiB by
+# default), whatever batchSize says. Each pulled batch is alive three times
+# over while the streams refill flow control behind it: in Spark's hands, in
+# the batch log's write queue (the same share), and freed but not yet
+# returned by the allocator. At 100 KB, 1,000-row batches (100 MB, cut only
+# by flow control's 64 MiB) put a worker's peak at 418-484 MiB against the
+# 470 MiB bound (bench/spark_memory.py; bench/harness/analysis.md, eighth
+# pass); at 1 KB and 10 KB a 1,000-row batch is under the cap anyway.
+PULL_BYTES_SHARE = 4
+
+
+def _row_bytes_so_far(sub: Subscriber) -> int:
+    """The subscriber's bytes per message so far (a pooled one has pulled
+    for earlier tasks), so a task's first pull is sized too; 0: none yet."""
+    st = sub.stats()
+    return st["bytes_pulled"] // st["pulled"] if st.get("pulled") else 0
 
 
 def _drop_late(sub: Subscriber, b: pa.RecordBatch, a: pa.Array, cutoff: pa.Scalar | None,
