@@ -87,16 +87,35 @@ func classSize(n int) int {
 
 // Allocate returns size zeroed bytes.
 func (a *Allocator) Allocate(size int) []byte {
+	b, reused := a.allocate(size)
+	if reused {
+		clear(b)
+	}
+	return b
+}
+
+// AllocateUninitialized is Allocate for a caller that overwrites every byte
+// it reads back (rawbatch's payload column): a reused mapping keeps what its
+// last user wrote. Zeroing it was a pass over every payload byte of a 1 KB
+// Spark run (bench/harness/analysis.md, issue 12, eighth pass). Free takes
+// the result as usual.
+func (a *Allocator) AllocateUninitialized(size int) []byte {
+	b, _ := a.allocate(size)
+	return b
+}
+
+// allocate returns size bytes, zero unless reused says they are a reused
+// mapping's.
+func (a *Allocator) allocate(size int) (b []byte, reused bool) {
 	if size < LargeMin {
-		return a.small.Allocate(size)
+		return a.small.Allocate(size), false
 	}
 	class := classSize(size)
 	a.large.Add(int64(size))
 	if m := a.reuse(class); m != nil {
-		clear(m[:size])
-		return m[:size:class]
+		return m[:size:class], true
 	}
-	return mapAnon(class)[:size:class] // fresh pages are zero
+	return mapAnon(class)[:size:class], false // fresh pages are zero
 }
 
 // Reallocate resizes b, in place when its mapping has room.

@@ -68,6 +68,33 @@ func TestLargeBuffersAreReusedZeroed(t *testing.T) {
 	a.Free(c)
 }
 
+func TestAllocateUninitializedReusesWithoutZeroing(t *testing.T) {
+	a := NewDefault()
+	b := a.Allocate(5 << 20)
+	b[0], b[len(b)-1] = 0xAB, 0xCD
+	p := pointer(b)
+	a.Free(b)
+	c := a.AllocateUninitialized(5 << 20)
+	if pointer(c) != p || len(c) != 5<<20 {
+		t.Fatal("the cached mapping was not reused")
+	}
+	if c[0] != 0xAB || c[len(c)-1] != 0xCD {
+		t.Fatal("the reused mapping was zeroed (or is not the one freed)")
+	}
+	if a.AllocatedBytes() != 5<<20 {
+		t.Fatalf("allocated %d, want %d", a.AllocatedBytes(), 5<<20)
+	}
+	a.Free(c)
+	if a.AllocatedBytes() != 0 {
+		t.Fatalf("allocated %d after Free", a.AllocatedBytes())
+	}
+	if s := a.AllocateUninitialized(100); len(s) != 100 {
+		t.Fatalf("small: len %d", len(s))
+	} else {
+		a.Free(s)
+	}
+}
+
 func TestCacheIsBoundedAndExpires(t *testing.T) {
 	a := New(3<<20, time.Second)
 	clock := time.Unix(1000, 0)

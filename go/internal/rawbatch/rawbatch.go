@@ -53,7 +53,7 @@ type Builder struct {
 	entries *array.StructBuilder
 	keys    *array.StringBuilder
 	vals    *array.StringBuilder
-	payload *array.BinaryBuilder
+	payload binaryColumn // not an arrow-go builder: see binary.go
 	okey    *array.StringBuilder
 	attempt *array.Int32Builder
 	ackIDs  *array.StringBuilder
@@ -83,7 +83,7 @@ func NewBuilder(mem memory.Allocator) *Builder {
 		entries: attrs.ValueBuilder().(*array.StructBuilder),
 		keys:    attrs.KeyBuilder().(*array.StringBuilder),
 		vals:    attrs.ItemBuilder().(*array.StringBuilder),
-		payload: rb.Field(ColPayload).(*array.BinaryBuilder),
+		payload: binaryColumn{mem: mem},
 		okey:    rb.Field(ColOrderingKey).(*array.StringBuilder),
 		attempt: rb.Field(ColDeliveryAttempt).(*array.Int32Builder),
 		ackIDs:  array.NewStringBuilder(mem),
@@ -94,6 +94,7 @@ func NewBuilder(mem memory.Allocator) *Builder {
 func (b *Builder) Release() {
 	b.rb.Release()
 	b.ackIDs.Release()
+	b.payload.release()
 }
 
 // Len is the number of rows appended since the last NewBatch.
@@ -116,7 +117,6 @@ func (b *Builder) reserve() {
 	grow(b.id, rows)
 	grow(b.ts, rows)
 	grow(b.attrs, rows+1) // the list offsets take one more entry
-	grow(b.payload, rows)
 	grow(b.okey, rows)
 	grow(b.attempt, rows)
 	grow(b.ackIDs, rows)
@@ -126,7 +126,7 @@ func (b *Builder) reserve() {
 	b.id.ReserveData(more(p.id))
 	b.keys.ReserveData(more(p.keys))
 	b.vals.ReserveData(more(p.vals))
-	b.payload.ReserveData(more(p.payload))
+	b.payload.reserve(rows, more(p.payload))
 	b.okey.ReserveData(more(p.okey))
 	b.ackIDs.ReserveData(more(p.ackID))
 }
@@ -178,7 +178,7 @@ func (b *Builder) Append(m *wire.Message) {
 		b.bytes += 8 + len(a.Key) + len(a.Value)
 	}
 
-	b.payload.Append(m.Data) // nil appends a valid empty value
+	b.payload.append(m.Data) // nil appends a valid empty value
 	if len(m.OrderingKey) > 0 {
 		b.okey.BinaryBuilder.Append(m.OrderingKey)
 	} else {
@@ -201,5 +201,20 @@ func (b *Builder) NewBatch() (rec arrow.RecordBatch, ackIDs *array.String) {
 	}
 	b.cur = shape{}
 	b.bytes = 0
-	return b.rb.NewRecordBatch(), b.ackIDs.NewStringArray()
+	// The record builder's payload field stays empty: the column is
+	// built apart (binary.go).
+	cols := make([]arrow.Array, len(schema.Fields()))
+	for i := range cols {
+		if i == ColPayload {
+			cols[i] = b.payload.finish()
+		} else {
+			cols[i] = b.rb.Field(i).NewArray()
+		}
+	}
+	rows := int64(cols[ColPayload].Len())
+	rec = array.NewRecordBatch(schema, cols, rows)
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec, b.ackIDs.NewStringArray()
 }
