@@ -7,8 +7,11 @@ its Python workers, the load server, the driver) over 8 s of each run
 the median and range of the per-repetition ratios sink / fair ceiling.
 `--no-pool` adds a run of the sink with publisherIdleMs=0 (a publisher
 opened and closed per task, as before the pool) to each repetition.
+`--perf` records the whole machine with `perf record -a -g` during the
+last repetition's pubsub-go sink window into /tmp/pubsub-go-sink.perf
+(a library built without -s -w names the Go symbols).
 
-    python bench/sink_cpu.py [--reps 2] [--lib PATH] [--no-pool]
+    python bench/sink_cpu.py [--reps 2] [--lib PATH] [--no-pool] [--perf]
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -36,6 +40,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--lib")
     ap.add_argument("--no-pool", action="store_true")
+    ap.add_argument("--perf", action="store_true")
     a = ap.parse_args()
     build = Build.make(a.lib)
     spark = session(build)
@@ -51,10 +56,16 @@ def main() -> None:
             for sink in runs if rep % 2 == 0 else runs[::-1]:
                 cpu: dict[str, float] = {}
 
-                def sample(cpu: dict[str, float] = cpu) -> None:
+                record = a.perf and sink == "pubsub-go" and rep == a.reps - 1
+
+                def sample(cpu: dict[str, float] = cpu, record: bool = record) -> None:
                     time.sleep(7)  # past measure()'s warm-up
                     before, t0 = cpu_by_process(), time.time()
-                    time.sleep(8)
+                    if record:
+                        subprocess.run(["perf", "record", "-a", "-g", "-F", "499", "-o", "/tmp/pubsub-go-sink.perf",
+                                        "--", "sleep", "8"], check=True, capture_output=True)
+                    else:
+                        time.sleep(8)
                     after, dt = cpu_by_process(), time.time() - t0
                     cpu.update({k: (after[k] - before.get(k, 0.0)) / dt for k in after})
 
