@@ -78,7 +78,6 @@ def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sche
         tally.taken += b.num_rows
         if b.num_rows:
             row_bytes = max(1, b.nbytes // b.num_rows)
-        if b.num_rows:
             b, a = _drop_late(sub, b, a, cutoff, tally)
             b, a = _drop_recorded(sub, b, a, recorded, tally)
         if plan is not None and b.num_rows:
@@ -113,8 +112,8 @@ def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sche
 # A pull takes at most maxBytesPerPartition / this many bytes (16 MiB by
 # default), whatever batchSize says. Each pulled batch is alive three times
 # over while the streams refill flow control behind it: in Spark's hands, in
-# the batch log's write queue (the same share), and freed but not yet
-# returned by the allocator. At 100 KB, 1,000-row batches (100 MB, cut only
+# the batch log's write queue (task.py sizes it by this share too), and
+# freed but not yet returned by the allocator. At 100 KB, 1,000-row batches (100 MB, cut only
 # by flow control's 64 MiB) put a worker's peak at 418-484 MiB against the
 # 470 MiB bound (bench/spark_memory.py; bench/harness/analysis.md, eighth
 # pass); at 1 KB and 10 KB a 1,000-row batch is under the cap anyway.

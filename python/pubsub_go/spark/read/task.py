@@ -23,7 +23,7 @@ from .batchlog import BatchLog
 from .decode_errors import DeadLetters
 from .options import SourceOptions
 from .partition import PubSubPartition
-from .pull import Tally, pull
+from .pull import PULL_BYTES_SHARE, Tally, pull
 from .schema_plan import SchemaPlan
 from .subscriber_config import subscriber_config
 from .subscriber_pool import POOL
@@ -91,9 +91,10 @@ def _record(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, batch_l
     # pooled subscriber pulled between tasks is counted by the next one.
     before = _MARKS.get(sub) or {}
     dlq = DeadLetters(opts, plan) if plan is not None else None
-    # The log's write queue gets a quarter of flow control's share of the
-    # memory budget (maxWorkerMemoryBytes / 16 by default, 16 MiB).
-    entry = batch_log.writer(part.gen, part.batch, part.index, max(1, opts.max_bytes_per_partition // 4))
+    # The log's write queue holds what one pull may take (pull.py,
+    # PULL_BYTES_SHARE: maxWorkerMemoryBytes / 16 by default, 16 MiB).
+    entry = batch_log.writer(part.gen, part.batch, part.index,
+                             max(1, opts.max_bytes_per_partition // PULL_BYTES_SHARE))
     recorded = batch_log.recorded_message_ids(part.gen)
     tally = Tally()
     acks: list[pa.Array] = []
