@@ -1,6 +1,6 @@
 // Package rawbatch appends received messages (wire views, see package wire)
-// straight into Arrow builders, producing record batches in the connector's
-// raw schema plus the matching ack ids as a separate array.
+// straight into Arrow buffers (columns.go), producing record batches in the
+// connector's raw schema plus the matching ack ids as a separate array.
 package rawbatch
 
 import (
@@ -43,20 +43,20 @@ func Schema() *arrow.Schema { return schema }
 // variable-width columns and the ack id, the timestamp and the int32.
 const rowOverhead = 6*4 + 8 + 4
 
-// Builder accumulates messages into the raw schema. It is not safe for
+// Builder accumulates messages into the raw schema, each column written
+// straight into its Arrow buffers (columns.go). It is not safe for
 // concurrent use. A Builder can build many batches; call Release when done.
 type Builder struct {
-	rb      *array.RecordBuilder
-	id      *array.StringBuilder
-	ts      *array.TimestampBuilder
-	attrs   *array.MapBuilder
-	entries *array.StructBuilder
-	keys    *array.StringBuilder
-	vals    *array.StringBuilder
-	payload binaryColumn // not an arrow-go builder: see binary.go
-	okey    *array.StringBuilder
-	attempt *array.Int32Builder
-	ackIDs  *array.StringBuilder
+	mem     memory.Allocator
+	id      varColumn
+	ts      fixedColumn[int64]
+	attrOff fixedColumn[int32] // the map's offsets into keys and vals
+	keys    varColumn
+	vals    varColumn
+	payload varColumn
+	okey    varColumn
+	attempt fixedColumn[int32]
+	ackIDs  varColumn
 
 	bytes int
 	cur   shape // of the rows appended since the last NewBatch
@@ -73,32 +73,43 @@ type shape struct {
 // NewBuilder returns a Builder whose buffers come from mem (in production
 // C memory (cmem), so batches can be exported through the C Data Interface).
 func NewBuilder(mem memory.Allocator) *Builder {
-	rb := array.NewRecordBuilder(mem, schema)
-	attrs := rb.Field(ColAttributes).(*array.MapBuilder)
+	str := func() varColumn { return varColumn{typ: arrow.BinaryTypes.String, mem: mem} }
 	return &Builder{
-		rb:      rb,
-		id:      rb.Field(ColMessageID).(*array.StringBuilder),
-		ts:      rb.Field(ColPublishTime).(*array.TimestampBuilder),
-		attrs:   attrs,
-		entries: attrs.ValueBuilder().(*array.StructBuilder),
-		keys:    attrs.KeyBuilder().(*array.StringBuilder),
-		vals:    attrs.ItemBuilder().(*array.StringBuilder),
-		payload: binaryColumn{mem: mem},
-		okey:    rb.Field(ColOrderingKey).(*array.StringBuilder),
-		attempt: rb.Field(ColDeliveryAttempt).(*array.Int32Builder),
-		ackIDs:  array.NewStringBuilder(mem),
+		mem:     mem,
+		id:      str(),
+		ts:      fixedColumn[int64]{typ: PublishTimeType, mem: mem},
+		attrOff: fixedColumn[int32]{mem: mem},
+		keys:    str(),
+		vals:    str(),
+		payload: varColumn{typ: arrow.BinaryTypes.Binary, mem: mem},
+		okey:    str(),
+		attempt: fixedColumn[int32]{typ: arrow.PrimitiveTypes.Int32, mem: mem},
+		ackIDs:  str(),
 	}
 }
 
 // Release frees the builder's buffers (not those of batches already built).
 func (b *Builder) Release() {
-	b.rb.Release()
-	b.ackIDs.Release()
-	b.payload.release()
+	for _, c := range []*varColumn{&b.id, &b.keys, &b.vals, &b.payload, &b.okey, &b.ackIDs} {
+		c.release()
+	}
+	b.ts.release()
+	b.attrOff.release()
+	b.attempt.release()
+}
+
+// grows counts the buffers moved to a larger one while rows were appended
+// (reserve sized them too small); tests check steady batches make none.
+func (b *Builder) grows() int {
+	n := b.ts.grows + b.ts.valid.grows + b.attrOff.grows + b.attempt.grows + b.attempt.valid.grows
+	for _, c := range []*varColumn{&b.id, &b.keys, &b.vals, &b.payload, &b.okey, &b.ackIDs} {
+		n += c.grows + c.valid.grows
+	}
+	return n
 }
 
 // Len is the number of rows appended since the last NewBatch.
-func (b *Builder) Len() int { return b.ackIDs.Len() }
+func (b *Builder) Len() int { return b.cur.rows }
 
 // Bytes approximates the Arrow memory the pending rows will occupy.
 func (b *Builder) Bytes() int { return b.bytes }
@@ -114,29 +125,15 @@ func (b *Builder) reserve() {
 	}
 	more := func(n int) int { return n + n/8 }
 	rows := more(p.rows)
-	grow(b.id, rows)
-	grow(b.ts, rows)
-	grow(b.attrs, rows+1) // the list offsets take one more entry
-	grow(b.okey, rows)
-	grow(b.attempt, rows)
-	grow(b.ackIDs, rows)
-	grow(b.entries, more(p.attrs)) // the struct's own validity only
-	grow(b.keys, more(p.attrs))
-	grow(b.vals, more(p.attrs))
-	b.id.ReserveData(more(p.id))
-	b.keys.ReserveData(more(p.keys))
-	b.vals.ReserveData(more(p.vals))
+	b.id.reserve(rows, more(p.id))
+	b.ts.reserve(rows)
+	b.attrOff.reserve(rows + 1) // the list offsets take one more entry
+	b.keys.reserve(more(p.attrs), more(p.keys))
+	b.vals.reserve(more(p.attrs), more(p.vals))
 	b.payload.reserve(rows, more(p.payload))
-	b.okey.ReserveData(more(p.okey))
-	b.ackIDs.ReserveData(more(p.ackID))
-}
-
-// grow makes room for n rows in bl. It resizes to the exact length rather
-// than calling Reserve, which rounds up to a power of two.
-func grow(bl array.Builder, n int) {
-	if bl.Cap() < n {
-		bl.Resize(n)
-	}
+	b.okey.reserve(rows, more(p.okey))
+	b.attempt.reserve(rows)
+	b.ackIDs.reserve(rows, more(p.ackID))
 }
 
 // Append adds one message as a row. Absent parts follow the raw schema:
@@ -155,23 +152,21 @@ func (b *Builder) Append(m *wire.Message) {
 	c.ackID += len(m.AckID)
 	b.bytes += rowOverhead + len(m.MessageID) + len(m.Data) + len(m.OrderingKey) + len(m.AckID)
 
-	b.id.BinaryBuilder.Append(m.MessageID)
+	b.id.append(m.MessageID)
 	if m.HasPublishTime {
 		// Exact for any Timestamp with microsecond precision; sub-microsecond
 		// nanos are truncated (nanos is never negative, so this floors).
-		b.ts.Append(arrow.Timestamp(m.PublishSeconds*1_000_000 + int64(m.PublishNanos)/1_000))
+		b.ts.append(m.PublishSeconds*1_000_000 + int64(m.PublishNanos)/1_000)
 	} else {
-		b.ts.AppendNull()
+		b.ts.appendNull()
 	}
 
-	// Entries are appended to the struct builder as we go: left to the map
-	// builder, it catches up at NewBatch with a Reserve that regrows the
-	// already full key and value buffers.
-	b.attrs.Append(true)
+	// The map's offsets: where this row's entries start; the entries
+	// themselves are the key and value columns.
+	b.attrOff.append(int32(c.attrs))
 	for _, a := range m.Attributes {
-		b.entries.Append(true)
-		b.keys.BinaryBuilder.Append(a.Key)
-		b.vals.BinaryBuilder.Append(a.Value)
+		b.keys.append(a.Key)
+		b.vals.append(a.Value)
 		c.attrs++
 		c.keys += len(a.Key)
 		c.vals += len(a.Value)
@@ -180,41 +175,50 @@ func (b *Builder) Append(m *wire.Message) {
 
 	b.payload.append(m.Data) // nil appends a valid empty value
 	if len(m.OrderingKey) > 0 {
-		b.okey.BinaryBuilder.Append(m.OrderingKey)
+		b.okey.append(m.OrderingKey)
 	} else {
-		b.okey.AppendNull()
+		b.okey.appendNull()
 	}
 	if m.DeliveryAttempt > 0 {
-		b.attempt.Append(m.DeliveryAttempt)
+		b.attempt.append(m.DeliveryAttempt)
 	} else {
-		b.attempt.AppendNull()
+		b.attempt.appendNull()
 	}
-	b.ackIDs.BinaryBuilder.Append(m.AckID)
+	b.ackIDs.append(m.AckID)
 }
 
 // NewBatch returns the rows appended so far as a record batch in the raw
 // schema and their ack ids, in the same order, as a separate utf8 array.
 // The caller releases both. The builder is reset for the next batch.
 func (b *Builder) NewBatch() (rec arrow.RecordBatch, ackIDs *array.String) {
-	if b.cur.rows > 0 {
+	rows, attrs := b.cur.rows, b.cur.attrs
+	if rows > 0 {
 		b.prev = b.cur
 	}
 	b.cur = shape{}
 	b.bytes = 0
-	// The record builder's payload field stays empty: the column is
-	// built apart (binary.go).
-	cols := make([]arrow.Array, len(schema.Fields()))
-	for i := range cols {
-		if i == ColPayload {
-			cols[i] = b.payload.finish()
-		} else {
-			cols[i] = b.rb.Field(i).NewArray()
-		}
+
+	b.attrOff.append(int32(attrs)) // the end of the last row's entries
+	entries := makeArray(AttributesType.Elem(), attrs, 0, []*memory.Buffer{nil},
+		[]arrow.ArrayData{b.keys.finish(), b.vals.finish()})
+	datas := make([]arrow.ArrayData, len(schema.Fields()))
+	datas[ColMessageID] = b.id.finish()
+	datas[ColPublishTime] = b.ts.finish()
+	datas[ColAttributes] = makeArray(AttributesType, rows, 0, []*memory.Buffer{nil, b.attrOff.takeBuffer()},
+		[]arrow.ArrayData{entries})
+	datas[ColPayload] = b.payload.finish()
+	datas[ColOrderingKey] = b.okey.finish()
+	datas[ColDeliveryAttempt] = b.attempt.finish()
+	cols := make([]arrow.Array, len(datas))
+	for i, d := range datas {
+		cols[i] = array.MakeFromData(d)
+		d.Release()
 	}
-	rows := int64(cols[ColPayload].Len())
-	rec = array.NewRecordBatch(schema, cols, rows)
+	rec = array.NewRecordBatch(schema, cols, int64(rows))
 	for _, c := range cols {
 		c.Release()
 	}
-	return rec, b.ackIDs.NewStringArray()
+	acks := b.ackIDs.finish()
+	defer acks.Release()
+	return rec, array.MakeFromData(acks).(*array.String)
 }

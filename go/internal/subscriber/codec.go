@@ -16,10 +16,13 @@ type pullCodec struct{}
 
 var protoCodec = encoding.GetCodecV2("proto")
 
-// rawResponse is an encoded StreamingPullResponse. Its buffer is reused
-// from one response to the next.
+// rawResponse is an encoded StreamingPullResponse as gRPC received it: the
+// buffers of its HTTP/2 data frames, parsed where they are
+// (wire.Response.ParseSegments) rather than joined into one slice first.
+// The receiver holds a reference to them until release.
 type rawResponse struct {
-	b []byte
+	data mem.BufferSlice
+	segs [][]byte // data's bytes, reused from one response to the next
 }
 
 func (pullCodec) Marshal(v any) (mem.BufferSlice, error) { return protoCodec.Marshal(v) }
@@ -29,13 +32,26 @@ func (pullCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return protoCodec.Unmarshal(data, v)
 	}
-	n := data.Len()
-	if cap(r.b) < n {
-		r.b = make([]byte, n)
+	r.release()
+	// gRPC frees data once Unmarshal returns; the reference keeps the
+	// buffers (and the views wire makes of them) valid until release.
+	data.Ref()
+	r.data = data
+	for _, b := range data {
+		r.segs = append(r.segs, b.ReadOnlyData())
 	}
-	r.b = r.b[:n]
-	data.CopyTo(r.b)
 	return nil
+}
+
+// release returns the response's buffers to gRPC's pool; views of them
+// must not be used after it.
+func (r *rawResponse) release() {
+	if r.data != nil {
+		r.data.Free()
+		r.data = nil
+	}
+	clear(r.segs)
+	r.segs = r.segs[:0]
 }
 
 // Name keeps the standard content-subtype: to the server this is plain

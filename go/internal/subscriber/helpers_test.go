@@ -310,7 +310,7 @@ func (s *faultStream) RecvMsg(m any) error {
 	// Deliver this response, then nothing more.
 	if silence != nil {
 		var res pb.StreamingPullResponse
-		if err := proto.Unmarshal(m.(*rawResponse).b, &res); err != nil {
+		if err := proto.Unmarshal(m.(*rawResponse).data.Materialize(), &res); err != nil {
 			return err
 		}
 		s.silent = silence(s.n, &res)

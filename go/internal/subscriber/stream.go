@@ -120,6 +120,7 @@ func (st *stream) session(ctx context.Context, closing <-chan struct{}) (receive
 	}()
 
 	var raw rawResponse
+	defer raw.release()
 	var res wire.Response
 	for {
 		ka.recvSince.Store(time.Now().UnixNano())
@@ -128,16 +129,20 @@ func (st *stream) session(ctx context.Context, closing <-chan struct{}) (receive
 		if err != nil {
 			return received, err
 		}
-		if err := res.Parse(raw.b); err != nil {
+		if err := res.ParseSegments(raw.segs); err != nil {
 			return received, rpc.Errorf(codes.Internal, "%v", err)
 		}
 		received = true
 		ka.lastResponse.Store(time.Now().UnixNano())
 		if len(res.Messages) == 0 {
+			raw.release()
 			ka.pongs.Store(true)
 			continue
 		}
+		// deliver copies what it keeps (Arrow, ack ids), so the frames go
+		// back to gRPC's pool before the wait below.
 		st.s.deliver(res.Messages)
+		raw.release()
 		// Stop reading while the subscriber is full; gRPC flow control
 		// then holds the server back.
 		if err := st.s.fc.wait(ctx); err != nil {

@@ -75,6 +75,7 @@ func (m *Message) Size() int64 {
 type Response struct {
 	Messages []Message
 	attrs    []Attribute
+	scratch  []byte // ParseSegments' copies of messages split across segments
 }
 
 // Parse decodes b, replacing r's contents. On error r is unusable until
@@ -108,13 +109,17 @@ func (r *Response) Parse(b []byte) error {
 		}
 		b = b[n:]
 	}
-	// Attributes are appended to one slice for the whole response; point
-	// each message at its part only now that the slice stopped growing.
+	r.pointAttributes()
+	return nil
+}
+
+// pointAttributes points each message at its attributes. They are appended
+// to one slice for the whole response, so only once it stopped growing.
+func (r *Response) pointAttributes() {
 	for i := range r.Messages {
 		m := &r.Messages[i]
 		m.Attributes = r.attrs[m.attrStart : m.attrStart+m.attrN : m.attrStart+m.attrN]
 	}
-	return nil
 }
 
 func (r *Response) parseReceived(b []byte, m *Message) error {
