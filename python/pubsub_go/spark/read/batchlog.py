@@ -40,6 +40,11 @@ _BOOKKEEPING = (ACK_COLUMN, MESSAGE_ID_COLUMN)
 STATS_KEY = b"pubsub_go.stats"
 # An entry is written as <entry>.tmp-<uuid>, then linked or moved to <entry>.
 _TMP_MARK = ".tmp-"
+# The IPC writer writes each buffer of a batch, and each buffer's padding,
+# separately: ~22 write(2) calls per 1,000-row batch of the raw schema. A
+# buffer this size coalesces the small ones; larger writes (the payload
+# values) pass straight through.
+_WRITE_BUFFER = 64 << 10
 
 
 @dataclass
@@ -299,7 +304,7 @@ class EntryWriter:
         self.log.fs.create_dir(self._dir, recursive=True)
         self._schema = schema.append(pa.field(ACK_COLUMN, pa.string())).append(
             pa.field(MESSAGE_ID_COLUMN, pa.string()))
-        self._sink = self.log.fs.open_output_stream(self.tmp)
+        self._sink = self.log.fs.open_output_stream(self.tmp, buffer_size=_WRITE_BUFFER)
         self._w = ipc.new_file(self._sink, self._schema)
 
     def write(self, batch: pa.RecordBatch, ack_ids: pa.Array, message_ids: pa.Array) -> None:
