@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Bounded fuzzing of the built-in decoders' logic (native build of the same
-# code the .wasm modules run), and the differential check that the native
-# build (schema mode) and the .wasm build in wazero agree on every input.
+# code the .wasm modules run), the differential check that the native
+# build (schema mode) and the .wasm build in wazero agree on every input,
+# and the differential check that a StreamingPull response parsed in its
+# frames (wire.ParseSegments) decodes exactly as when joined (Parse).
 #
 # Each target runs a fixed number of executions, about 20 s on a 2-core
 # machine (JSON 219k-296k, Avro 148k-264k, native-vs-wasm 97k-137k
@@ -15,6 +17,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 json="${FUZZTIME:-200000x}"
 avro="${FUZZTIME:-150000x}"
 diff="${FUZZTIME:-100000x}"
+segs="${FUZZTIME:-300000x}" # ~15 s here (138k executions/s, 2026-11-24)
 cd "$root/wasm-decoders"
 echo "== fuzz: FuzzJSONDecode ($json)"
 go test ./jsondec -run '^$' -fuzz '^FuzzJSONDecode$' -fuzztime "$json"
@@ -23,3 +26,5 @@ go test ./avrodec -run '^$' -fuzz '^FuzzAvroDecode$' -fuzztime "$avro"
 cd "$root"
 echo "== fuzz: FuzzNativeVsWasm ($diff): native and wazero give identical output and errors"
 go test ./go/internal/decode -run '^$' -fuzz '^FuzzNativeVsWasm$' -fuzztime "$diff"
+echo "== fuzz: FuzzParseSegments ($segs): a response cut anywhere parses as the whole"
+go test ./go/internal/wire -run '^$' -fuzz '^FuzzParseSegments$' -fuzztime "$segs"
