@@ -193,16 +193,7 @@ func FuzzParse(f *testing.F) {
 }
 
 func BenchmarkParse1KB(b *testing.B) {
-	resp := &pb.StreamingPullResponse{}
-	for i := range 1000 {
-		resp.ReceivedMessages = append(resp.ReceivedMessages, &pb.ReceivedMessage{
-			AckId: fmt.Sprintf("%0160d", i),
-			Message: &pb.PubsubMessage{Data: make([]byte, 1024), MessageId: fmt.Sprint(i),
-				Attributes:  map[string]string{"attr-000": "value-000", "attr-001": "value-001"},
-				PublishTime: timestamppb.Now()},
-		})
-	}
-	buf, _ := proto.Marshal(resp)
+	buf := bench1KB()
 	var r Response
 	b.SetBytes(int64(len(buf)))
 	b.ReportAllocs()
