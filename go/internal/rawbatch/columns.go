@@ -5,6 +5,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -77,9 +78,7 @@ func (v *validity) set(mem memory.Allocator, row int, valid bool, capRows int) {
 			return
 		}
 		v.grow(mem, max(row+1, capRows))
-		for i := range row { // every row before was valid
-			v.bits[i>>3] |= 1 << (i & 7)
-		}
+		bitutil.SetBitsTo(v.bits, 0, int64(row), true) // every row before was valid
 	} else if row>>3 >= len(v.bits) {
 		v.grow(mem, max(2*8*len(v.bits), row+1, capRows))
 		v.grows++

@@ -47,7 +47,6 @@ const rowOverhead = 6*4 + 8 + 4
 // straight into its Arrow buffers (columns.go). It is not safe for
 // concurrent use. A Builder can build many batches; call Release when done.
 type Builder struct {
-	mem     memory.Allocator
 	id      varColumn
 	ts      fixedColumn[int64]
 	attrOff fixedColumn[int32] // the map's offsets into keys and vals
@@ -75,7 +74,6 @@ type shape struct {
 func NewBuilder(mem memory.Allocator) *Builder {
 	str := func() varColumn { return varColumn{typ: arrow.BinaryTypes.String, mem: mem} }
 	return &Builder{
-		mem:     mem,
 		id:      str(),
 		ts:      fixedColumn[int64]{typ: PublishTimeType, mem: mem},
 		attrOff: fixedColumn[int32]{mem: mem},
@@ -90,7 +88,7 @@ func NewBuilder(mem memory.Allocator) *Builder {
 
 // Release frees the builder's buffers (not those of batches already built).
 func (b *Builder) Release() {
-	for _, c := range []*varColumn{&b.id, &b.keys, &b.vals, &b.payload, &b.okey, &b.ackIDs} {
+	for _, c := range b.varColumns() {
 		c.release()
 	}
 	b.ts.release()
@@ -102,10 +100,15 @@ func (b *Builder) Release() {
 // (reserve sized them too small); tests check steady batches make none.
 func (b *Builder) grows() int {
 	n := b.ts.grows + b.ts.valid.grows + b.attrOff.grows + b.attempt.grows + b.attempt.valid.grows
-	for _, c := range []*varColumn{&b.id, &b.keys, &b.vals, &b.payload, &b.okey, &b.ackIDs} {
+	for _, c := range b.varColumns() {
 		n += c.grows + c.valid.grows
 	}
 	return n
+}
+
+// varColumns are the builder's utf8 and binary columns.
+func (b *Builder) varColumns() []*varColumn {
+	return []*varColumn{&b.id, &b.keys, &b.vals, &b.payload, &b.okey, &b.ackIDs}
 }
 
 // Len is the number of rows appended since the last NewBatch.

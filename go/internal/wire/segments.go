@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 
@@ -88,15 +89,7 @@ func (r *Response) ParseSegments(segs [][]byte) error {
 
 // parseJoined is ParseSegments' way out: Parse over one copy of segs.
 func (r *Response) parseJoined(segs [][]byte) error {
-	n := 0
-	for _, s := range segs {
-		n += len(s)
-	}
-	joined := make([]byte, 0, n)
-	for _, s := range segs {
-		joined = append(joined, s...)
-	}
-	return r.Parse(joined)
+	return r.Parse(bytes.Join(segs, nil))
 }
 
 // segCursor reads segs as one stream of bytes.
