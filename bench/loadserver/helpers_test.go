@@ -6,8 +6,11 @@ import (
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
+	vkit "cloud.google.com/go/pubsub/v2/apiv1"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"github.com/googleapis/gax-go/v2"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 )
 
@@ -39,6 +42,24 @@ func startServer(t *testing.T, mutate func(*options)) *instance {
 func newClient(t *testing.T) *pubsub.Client {
 	t.Helper()
 	c, err := pubsub.NewClient(context.Background(), "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// fastRetryClient is newClient whose publishes retry UNAVAILABLE every
+// 5-20 ms, so hundreds of attempts fit in the publish timeout and a test
+// that injects publish faults at a fixed rate cannot run out of them.
+func fastRetryClient(t *testing.T) *pubsub.Client {
+	t.Helper()
+	retry := gax.WithRetry(func() gax.Retryer {
+		return gax.OnCodes([]codes.Code{codes.Unavailable},
+			gax.Backoff{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond, Multiplier: 2})
+	})
+	cfg := &pubsub.ClientConfig{TopicAdminCallOptions: &vkit.TopicAdminCallOptions{Publish: []gax.CallOption{retry}}}
+	c, err := pubsub.NewClientWithConfig(context.Background(), "p", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,13 @@ import (
 // returns the distinct ids and the errors.
 func publishAll(t *testing.T, m, size int) (ids map[string]bool, errs []error) {
 	t.Helper()
-	pub := newClient(t).Publisher(testTopic)
+	return publishWith(t, newClient(t), m, size)
+}
+
+// publishWith is publishAll through the given client.
+func publishWith(t *testing.T, c *pubsub.Client, m, size int) (ids map[string]bool, errs []error) {
+	t.Helper()
+	pub := c.Publisher(testTopic)
 	defer pub.Stop()
 	ctx := context.Background()
 	data := make([]byte, size)
@@ -68,13 +74,19 @@ func TestPublishFaultNonRetryable(t *testing.T) {
 // 4000 messages go out in ~40 RPCs, so the chance that a 0.3 fault rate
 // injects nothing at all is 0.7^40 < 1e-6 (with 1000 messages, ~10 RPCs,
 // it was 0.7^10 = 2.8%, and the test failed in a CI run).
+//
+// The client retries on a fast schedule (fastRetryClient): with its default
+// backoff (100 ms x4 up to 60 s, jittered) only ~7 attempts fit in the 60 s
+// publish timeout, so one of the 40 batches failing every one of them
+// (40 x 0.3^7, about 1%) failed a CI run with 100 "context deadline
+// exceeded".
 func TestPublishFaultRetried(t *testing.T) {
 	const m = 4000
 	in := startServer(t, func(o *options) {
 		o.faults.PublishErrorRate = 0.3
 		o.faults.PublishErrorCode = Code(codes.Unavailable)
 	})
-	ids, errs := publishAll(t, m, 10)
+	ids, errs := publishWith(t, fastRetryClient(t), m, 10)
 	if len(errs) > 0 || len(ids) != m {
 		t.Fatalf("%d ids, errors %v", len(ids), errs)
 	}
