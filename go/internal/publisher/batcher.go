@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -13,17 +12,11 @@ import (
 // key because the service orders per request and key.
 type bundle struct {
 	key   string
-	msgs  []*pubsubpb.PubsubMessage
-	wire  int   // encoded size of the PublishRequest carrying msgs
-	bytes int64 // sum of message sizes (Result.Bytes)
-	flow  int64 // flow-control bytes charged for msgs
+	msgs  [][]byte // encoded entries of PublishRequest.messages (outMsg.entry)
+	wire  int      // encoded size of the PublishRequest carrying msgs
+	bytes int64    // sum of message sizes (Result.Bytes)
+	flow  int64    // flow-control bytes charged for msgs
 	timer *time.Timer
-}
-
-// entrySize is what one message adds to an encoded PublishRequest: the
-// field tag, the length prefix and the message itself.
-func entrySize(wire int) int {
-	return protowire.SizeTag(2) + protowire.SizeVarint(uint64(wire)) + wire
 }
 
 // batcher groups messages per ordering key into bundles bounded by count
@@ -61,8 +54,8 @@ func (b *batcher) add(m outMsg) bool {
 	if b.stopped {
 		return false
 	}
-	key := m.pb.OrderingKey
-	grow := entrySize(m.wire)
+	key := m.key
+	grow := len(m.entry)
 	cur := b.open[key]
 	if cur != nil && (len(cur.msgs)+1 > b.maxMsgs || cur.wire+grow > b.maxBytes) {
 		b.closeLocked(cur)
@@ -73,7 +66,7 @@ func (b *batcher) add(m outMsg) bool {
 		b.open[key] = cur
 		cur.timer = time.AfterFunc(b.linger, func() { b.expire(cur) })
 	}
-	cur.msgs = append(cur.msgs, m.pb)
+	cur.msgs = append(cur.msgs, m.entry)
 	cur.wire += grow
 	cur.flow += int64(grow)
 	cur.bytes += m.size

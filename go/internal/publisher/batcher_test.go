@@ -28,7 +28,11 @@ func (c *collector) bundles() []*bundle {
 
 func msg(data string, key string, attrs map[string]string) outMsg {
 	m := &pubsubpb.PubsubMessage{Data: []byte(data), OrderingKey: key, Attributes: attrs}
-	return outMsg{pb: m, wire: proto.Size(m), size: messageSize(m)}
+	size := len(data) + len(key)
+	for k, v := range attrs {
+		size += len(k) + len(v)
+	}
+	return outMsg{entry: entryOf(m), key: key, size: int64(size)}
 }
 
 func TestBatcherWireSizeIsExact(t *testing.T) {
@@ -47,7 +51,7 @@ func TestBatcherWireSizeIsExact(t *testing.T) {
 	if len(bs) != 1 {
 		t.Fatalf("%d bundles, want 1", len(bs))
 	}
-	req := &pubsubpb.PublishRequest{Topic: testTopic, Messages: bs[0].msgs}
+	req := bs[0].request(testTopic)
 	if bs[0].wire != proto.Size(req) {
 		t.Errorf("accounted %d bytes, encoded request is %d", bs[0].wire, proto.Size(req))
 	}
@@ -77,7 +81,7 @@ func TestBatcherBounds(t *testing.T) {
 			b.flush()
 			got, hitBytes := 0, false
 			for _, bu := range c.bundles() {
-				size := proto.Size(&pubsubpb.PublishRequest{Topic: testTopic, Messages: bu.msgs})
+				size := proto.Size(bu.request(testTopic))
 				if len(bu.msgs) > tc.maxMsgs || size > tc.maxByte {
 					t.Errorf("bundle of %d messages, %d bytes exceeds %d/%d", len(bu.msgs), size, tc.maxMsgs, tc.maxByte)
 				}
@@ -122,8 +126,8 @@ func TestBatcherKeysSeparate(t *testing.T) {
 		t.Fatalf("%d bundles, want one per key", len(bs))
 	}
 	for _, bu := range bs {
-		for _, m := range bu.msgs {
-			if m.OrderingKey != bu.key {
+		for _, e := range bu.msgs {
+			if m := pbOf(t, outMsg{entry: e}); m.OrderingKey != bu.key {
 				t.Errorf("message with key %q in bundle of key %q", m.OrderingKey, bu.key)
 			}
 		}

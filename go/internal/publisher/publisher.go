@@ -15,6 +15,7 @@ import (
 	pubsub "cloud.google.com/go/pubsub/v2/apiv1"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/googleapis/gax-go/v2"
 	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
@@ -62,6 +63,10 @@ type Publisher struct {
 // max_batch_bytes (4 MiB) goes out in a few writes instead of gRPC's
 // default 32 KiB ones.
 const writeBufferBytes = 1 << 20
+
+// sendEntries makes a Publish call send the request's entries where they
+// lie (publishCodec).
+var sendEntries = gax.WithGRPCOptions(grpc.ForceCodecV2(publishCodec{}))
 
 // Open validates cfg, connects and checks that the topic exists.
 func Open(ctx context.Context, cfg Config) (*Publisher, error) {
@@ -133,7 +138,7 @@ func (p *Publisher) address() string {
 	return "pubsub.googleapis.com:443"
 }
 
-// Publish converts every row of rec to a message and queues it. It
+// Publish encodes every row of rec as a message and queues it. It
 // returns once all rows are queued, blocking while the bytes in flight
 // exceed MaxInFlightBytes. Invalid input fails before anything of rec is
 // queued. An earlier asynchronous failure is returned here too. rec is
@@ -157,7 +162,7 @@ func (p *Publisher) Publish(ctx context.Context, rec arrow.RecordBatch) error {
 		if err := p.state(); err != nil {
 			return err
 		}
-		charge := int64(entrySize(m.wire))
+		charge := int64(len(m.entry))
 		if err := p.fc.acquire(ctx, p.ctx.Done(), charge); err != nil {
 			return err
 		}
@@ -256,10 +261,10 @@ func (p *Publisher) run(b *bundle) {
 	var err error
 	select {
 	case p.slots <- struct{}{}:
-		req := &pubsubpb.PublishRequest{Topic: p.cfg.Topic, Messages: b.msgs}
+		req := b.request(p.cfg.Topic)
 		var n int
 		n, err = p.retry.Do(p.ctx, p.what, func(ctx context.Context) error {
-			_, err := p.client.Publish(ctx, req)
+			_, err := p.client.Publish(ctx, req, sendEntries)
 			return err
 		})
 		<-p.slots

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -55,7 +56,7 @@ func TestPayloadTypes(t *testing.T) {
 			}
 			var got []string
 			for _, m := range msgs {
-				got = append(got, string(m.pb.Data))
+				got = append(got, string(pbOf(t, m).Data))
 			}
 			if strings.Join(got, ",") != "a,bcd,é" {
 				t.Errorf("payloads %q", got)
@@ -93,9 +94,9 @@ func TestRowsAreCopied(t *testing.T) {
 		scribble(col.Data())
 	}
 	rec.Release()
-	m := msgs[0].pb
-	if string(m.Data) != "hello" || m.Attributes["k"] != "v" || m.OrderingKey != "key1" || string(msgs[1].pb.Data) != "world" {
-		t.Errorf("messages changed with the record's buffers: %v %v", m, msgs[1].pb)
+	m := pbOf(t, msgs[0])
+	if string(m.Data) != "hello" || m.Attributes["k"] != "v" || m.OrderingKey != "key1" || string(pbOf(t, msgs[1]).Data) != "world" {
+		t.Errorf("messages changed with the record's buffers: %v %v", m, pbOf(t, msgs[1]))
 	}
 }
 
@@ -114,12 +115,12 @@ func TestRowsSlicedRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(msgs) != 2 || string(msgs[0].pb.Data) != "one" || string(msgs[1].pb.Data) != "two" {
+	if len(msgs) != 2 || string(pbOf(t, msgs[0]).Data) != "one" || string(pbOf(t, msgs[1]).Data) != "two" {
 		t.Fatalf("sliced payloads wrong: %v", msgs)
 	}
-	if !maps.Equal(msgs[0].pb.Attributes, map[string]string{"i": "1"}) ||
-		!maps.Equal(msgs[1].pb.Attributes, map[string]string{"i": "2", "x": "y"}) {
-		t.Errorf("sliced attributes wrong: %v / %v", msgs[0].pb.Attributes, msgs[1].pb.Attributes)
+	if !maps.Equal(pbOf(t, msgs[0]).Attributes, map[string]string{"i": "1"}) ||
+		!maps.Equal(pbOf(t, msgs[1]).Attributes, map[string]string{"i": "2", "x": "y"}) {
+		t.Errorf("sliced attributes wrong: %v / %v", pbOf(t, msgs[0]).Attributes, pbOf(t, msgs[1]).Attributes)
 	}
 }
 
@@ -134,8 +135,14 @@ func TestRowsSizes(t *testing.T) {
 	if msgs[0].size != 3+2+4+3 {
 		t.Errorf("size %d, want 12", msgs[0].size)
 	}
-	if msgs[0].wire != proto.Size(msgs[0].pb) {
-		t.Errorf("wire %d, want proto.Size %d", msgs[0].wire, proto.Size(msgs[0].pb))
+	// The entry is exactly what protobuf makes of the message as the one
+	// element of a request's messages field.
+	want, err := proto.Marshal(&pubsubpb.PublishRequest{Messages: []*pubsubpb.PubsubMessage{pbOf(t, msgs[0])}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs[0].entry) != len(want) {
+		t.Errorf("entry is %d bytes, protobuf's %d", len(msgs[0].entry), len(want))
 	}
 }
 
@@ -147,8 +154,8 @@ func TestRowsNullsAndEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if msgs[0].pb.Attributes != nil || msgs[0].pb.OrderingKey != "" {
-		t.Errorf("null cells should give no attributes and no key: %v", msgs[0].pb)
+	if pbOf(t, msgs[0]).Attributes != nil || pbOf(t, msgs[0]).OrderingKey != "" {
+		t.Errorf("null cells should give no attributes and no key: %v", pbOf(t, msgs[0]))
 	}
 }
 
@@ -167,10 +174,10 @@ func TestIDStamping(t *testing.T) {
 	}
 	want := []map[string]string{{"rid": "job7-40"}, {"rid": "job7-41", "x": "1"}}
 	for i := range want {
-		if !maps.Equal(first[i].pb.Attributes, want[i]) {
-			t.Errorf("row %d attributes %v, want %v", i, first[i].pb.Attributes, want[i])
+		if !maps.Equal(pbOf(t, first[i]).Attributes, want[i]) {
+			t.Errorf("row %d attributes %v, want %v", i, pbOf(t, first[i]).Attributes, want[i])
 		}
-		if !maps.Equal(first[i].pb.Attributes, again[i].pb.Attributes) {
+		if !maps.Equal(pbOf(t, first[i]).Attributes, pbOf(t, again[i]).Attributes) {
 			t.Errorf("row %d: ids differ between runs", i)
 		}
 	}
