@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -202,6 +203,15 @@ func payloads(t testing.TB, mem memory.Allocator, data ...string) arrow.RecordBa
 		b.Field(0).(*array.BinaryBuilder).Append([]byte(d))
 	}
 	return b.NewRecordBatch()
+}
+
+// payloads1KB is the benchmarks' record: 1000 payloads of 1 KB.
+func payloads1KB(b *testing.B) arrow.RecordBatch {
+	data := make([]string, 1000)
+	for i := range data {
+		data[i] = strings.Repeat("b", 1024)
+	}
+	return payloads(b, checkedAlloc(b), data...)
 }
 
 // publish publishes rec and releases it, as the C layer does.

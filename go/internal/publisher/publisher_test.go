@@ -518,14 +518,9 @@ func TestConcurrentRequestsBounded(t *testing.T) {
 func BenchmarkPublish1KB(b *testing.B) {
 	srv := fakeServer(b)
 	p := open(b, testConfig(srv.Addr))
-	mem := checkedAlloc(b)
-	data := make([]string, 1000)
-	for i := range data {
-		data[i] = strings.Repeat("b", 1024)
-	}
-	rec := payloads(b, mem, data...)
+	rec := payloads1KB(b)
 	defer rec.Release()
-	b.SetBytes(int64(len(data) * 1024))
+	b.SetBytes(1000 * 1024)
 	for b.Loop() {
 		if err := p.Publish(context.Background(), rec); err != nil {
 			b.Fatal(err)
