@@ -7,9 +7,10 @@ listener), and the trigger leaves ~1.5 s between micro-batches, so the test
 can kill it while no task runs: Google's emulator keeps a StreamingPull
 stream that was cut without a half-close leasing messages to nobody until
 it restarts (docs/source.md), so a kill during a task hides the rest of
-the backlog from every later run. Kills during a task are tested against
-bench/loadserver, which expires a dead stream's leases as Pub/Sub does
-(tests/test_executor_kill.py)."""
+the backlog from every later run. A process killed with its streams open
+is tested against bench/loadserver, which expires a dead stream's leases
+as Pub/Sub does (tests/test_executor_kill.py: a worker with a pooled
+subscriber); a driver killed during a task is not tested anywhere yet."""
 
 import os
 import sys
