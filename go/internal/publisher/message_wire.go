@@ -13,6 +13,7 @@ import (
 // Field numbers from google/pubsub/v1/pubsub.proto (PublishRequest,
 // PubsubMessage) and the map-entry convention (key 1, value 2).
 const (
+	fieldRequestTopic     protowire.Number = 1 // PublishRequest.topic
 	fieldRequestMessages  protowire.Number = 2 // PublishRequest.messages
 	fieldMessageData      protowire.Number = 1 // PubsubMessage.data
 	fieldMessageAttribute protowire.Number = 2 // PubsubMessage.attributes (map entries)
@@ -78,26 +79,28 @@ func (e *rowEncoder) stampID(name, prefix string, row int64) {
 }
 
 // check applies the service's per-message rules so that a bad row fails
-// Publish by its index instead of failing a whole request later.
-func (e *rowEncoder) check(row int) error {
+// Publish by its index instead of failing a whole request later; it
+// returns the row's size (size()).
+func (e *rowEncoder) check(row int) (int64, error) {
 	if len(e.data) == 0 && len(e.attrs) == 0 {
-		return invalid("row %d: empty payload and no attributes (the service requires one of them)", row)
+		return 0, invalid("row %d: empty payload and no attributes (the service requires one of them)", row)
 	}
 	for _, a := range e.attrs {
 		if err := checkAttributeKey(a.k); err != nil {
-			return invalid("row %d: %v", row, err)
+			return 0, invalid("row %d: %v", row, err)
 		}
 		if len(a.v) > maxAttributeValueBytes {
-			return invalid("row %d: attribute %q value is %d bytes, over the %d-byte limit", row, a.k, len(a.v), maxAttributeValueBytes)
+			return 0, invalid("row %d: attribute %q value is %d bytes, over the %d-byte limit", row, a.k, len(a.v), maxAttributeValueBytes)
 		}
 	}
 	if len(e.attrs) > maxAttributes {
-		return invalid("row %d has %d attributes (with id_attribute), over the limit of %d", row, len(e.attrs), maxAttributes)
+		return 0, invalid("row %d has %d attributes (with id_attribute), over the limit of %d", row, len(e.attrs), maxAttributes)
 	}
-	if size := e.size(); size > maxMessageSize {
-		return invalid("row %d: message is %d bytes (payload + attributes + ordering key), over the %d-byte limit", row, size, maxMessageSize)
+	size := e.size()
+	if size > maxMessageSize {
+		return 0, invalid("row %d: message is %d bytes (payload + attributes + ordering key), over the %d-byte limit", row, size, maxMessageSize)
 	}
-	return nil
+	return size, nil
 }
 
 // size is what the service counts against its message limit.

@@ -61,8 +61,6 @@ type publishCodec struct{}
 
 var protoCodec = encoding.GetCodecV2("proto")
 
-const fieldRequestTopic protowire.Number = 1 // PublishRequest.topic
-
 func (publishCodec) Marshal(v any) (mem.BufferSlice, error) {
 	req, ok := v.(*pubsubpb.PublishRequest)
 	if !ok || len(req.Messages) > 0 {

@@ -95,12 +95,13 @@ func toMessages(rec arrow.RecordBatch, opt rowOptions, firstRow int64) ([]outMsg
 		if opt.idAttribute != "" {
 			e.stampID(opt.idAttribute, opt.idPrefix, firstRow+int64(i))
 		}
-		if err := e.check(i); err != nil {
+		size, err := e.check(i)
+		if err != nil {
 			return nil, err
 		}
 		from := len(buf)
 		buf = e.appendEntry(buf)
-		out[i] = outMsg{entry: buf[from:len(buf):len(buf)], key: strings.Clone(e.key), size: e.size()}
+		out[i] = outMsg{entry: buf[from:len(buf):len(buf)], key: strings.Clone(e.key), size: size}
 	}
 	return out, nil
 }
