@@ -1,17 +1,21 @@
-"""A streaming job for the hard-stop test: pubsub-go -> parquet file sink.
-Run as its own process (the whole driver), killed and restarted by the test.
+"""A streaming job for the hard-stop tests: pubsub-go -> parquet file sink.
+Run as its own process (the whole driver), killed and restarted by a test.
 Args: emulator_host subscription out_dir checkpoint_dir batch_log run_seconds
+[--pooled] [--trigger-seconds S] [--ack-deadline S] [--stop-file PATH]
 
 It prints "between batch=N rows=R" as each micro-batch ends (a query
-listener), and the trigger leaves ~1.5 s between micro-batches, so the test
-can kill it while no task runs: Google's emulator keeps a StreamingPull
-stream that was cut without a half-close leasing messages to nobody until
-it restarts (docs/source.md), so a kill during a task hides the rest of
-the backlog from every later run. A process killed with its streams open
-is tested against bench/loadserver, which expires a dead stream's leases
-as Pub/Sub does (tests/test_executor_kill.py: a worker with a pooled
-subscriber); a driver killed during a task is not tested anywhere yet."""
+listener). Two tests use it:
+- tests/test_source.py, against Google's emulator, kills it between
+  micro-batches (a 2 s trigger leaves the gap; no pooled subscriber): the
+  emulator keeps a StreamingPull stream that was cut without a half-close
+  leasing messages to nobody until it restarts (docs/source.md), so a kill
+  during a task would hide the rest of the backlog from every later run.
+- tests/test_driver_kill.py, against bench/loadserver (which expires a dead
+  stream's leases as Pub/Sub does), kills it during tasks, with the pooled
+  subscriber's prefetch alive (--pooled, trigger 0).
+It stops cleanly when run_seconds pass or the stop file appears."""
 
+import argparse
 import os
 import sys
 import time
@@ -36,22 +40,35 @@ class BatchEnds(StreamingQueryListener):
         pass
 
 
-host, sub, out, ckpt, batch_log, run_seconds = sys.argv[1:7]
+ap = argparse.ArgumentParser()
+for name in ("host", "sub", "out", "ckpt", "batch_log"):
+    ap.add_argument(name)
+ap.add_argument("run_seconds", type=float)
+ap.add_argument("--pooled", action="store_true", help="keep the default subscriberIdleMs (else 0)")
+ap.add_argument("--trigger-seconds", type=float, default=2.0)
+ap.add_argument("--ack-deadline", type=int, default=0, help="ackDeadlineSeconds (0: the default)")
+ap.add_argument("--stop-file", default="")
+a = ap.parse_args()
+
 spark = spark_session(app="hard-stop")
 spark.streams.addListener(BatchEnds())
-df = (spark.readStream.format("pubsub-go").option("subscriptionId", sub).option("emulatorHost", host)
-      .option("numPartitions", "2").option("maxRecordsPerTrigger", "150").option("maxWaitTimeMs", "300")
-      # The test SIGKILLs this process group between batches. A subscriber kept
-      # for the next task would die with open streams, and Google's emulator
-      # keeps a killed stream's messages leased to nobody (docs/source.md, End
-      # of backlog); real Pub/Sub redelivers them after ackDeadlineSeconds.
-      .option("subscriberIdleMs", "0")
-      .option("batchLogLocation", batch_log).load())
-q = (df.selectExpr("message_id", "CAST(payload AS STRING) AS payload").writeStream.format("parquet")
-     .option("path", out).option("checkpointLocation", ckpt).trigger(processingTime="2 seconds").start())
-deadline = time.monotonic() + float(run_seconds)
-while time.monotonic() < deadline and q.isActive:
-    time.sleep(0.5)
+r = (spark.readStream.format("pubsub-go").option("subscriptionId", a.sub).option("emulatorHost", a.host)
+     .option("numPartitions", "2").option("maxRecordsPerTrigger", "150").option("maxWaitTimeMs", "300")
+     .option("batchLogLocation", a.batch_log))
+if not a.pooled:
+    # A subscriber kept for the next task would die with open streams, and
+    # Google's emulator keeps a killed stream's messages leased to nobody
+    # (docs/source.md, End of backlog); real Pub/Sub redelivers them after
+    # ackDeadlineSeconds.
+    r = r.option("subscriberIdleMs", "0")
+if a.ack_deadline:
+    r = r.option("ackDeadlineSeconds", str(a.ack_deadline))
+q = (r.load().selectExpr("message_id", "CAST(payload AS STRING) AS payload", "delivery_attempt")
+     .writeStream.format("parquet").option("path", a.out).option("checkpointLocation", a.ckpt)
+     .trigger(processingTime=f"{a.trigger_seconds} seconds").start())
+deadline = time.monotonic() + a.run_seconds
+while time.monotonic() < deadline and q.isActive and not (a.stop_file and os.path.exists(a.stop_file)):
+    time.sleep(0.2)
 if q.exception():
     print(f"query failed: {q.exception()}", flush=True)
     sys.exit(2)
