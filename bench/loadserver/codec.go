@@ -17,7 +17,8 @@ type encodedMessage struct {
 }
 
 // codec is gRPC's proto codec, except that it sends an *encodedMessage as
-// it is. Requests and every other message go through the proto codec.
+// it is and reads a *publishSummary from wire bytes (publish_wire.go).
+// Every other message goes through the proto codec.
 type codec struct {
 	encoding.CodecV2
 }
@@ -28,6 +29,13 @@ func newCodec() codec {
 		panic("loadserver: gRPC's proto codec is not registered")
 	}
 	return codec{c}
+}
+
+func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
+	if s, ok := v.(*publishSummary); ok {
+		return s.unmarshal(data)
+	}
+	return c.CodecV2.Unmarshal(data, v)
 }
 
 func (c codec) Marshal(v any) (mem.BufferSlice, error) {

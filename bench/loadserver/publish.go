@@ -9,29 +9,26 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Publish counts the messages and stores nothing.
-func (p *publisherService) Publish(ctx context.Context, req *pubsubpb.PublishRequest) (*pubsubpb.PublishResponse, error) {
+// publish counts the messages and stores nothing. It serves the Publish
+// RPC, whose request it reads as wire bytes (publish_wire.go).
+func (p *publisherService) publish(ctx context.Context, req *publishSummary) (*pubsubpb.PublishResponse, error) {
 	p.stats.publishRPCs.Add(1)
 	f := p.faults.Load()
 	if err := f.delay(ctx); err != nil {
 		return nil, err
 	}
-	if _, err := p.reg.topic(req.GetTopic()); err != nil {
+	if _, err := p.reg.topic(req.topic); err != nil {
 		return nil, err
 	}
-	if len(req.GetMessages()) == 0 {
+	if req.messages == 0 {
 		return nil, status.Error(codes.InvalidArgument, "publish request has no messages")
 	}
 	if err := f.publishErr(); err != nil {
 		p.stats.injected.Add(1)
 		return nil, err
 	}
-	var bytes int64
-	for _, m := range req.Messages {
-		bytes += int64(len(m.GetData()))
-	}
 	// One string holds every id of the response.
-	n := uint64(len(req.Messages))
+	n := uint64(req.messages)
 	first := p.lastPublishedID.Add(n) - n + 1
 	buf := make([]byte, 0, 12*n)
 	ends := make([]int, n)
@@ -47,6 +44,6 @@ func (p *publisherService) Publish(ctx context.Context, req *pubsubpb.PublishReq
 		off = end
 	}
 	p.stats.published.Add(int64(n))
-	p.stats.publishedBytes.Add(bytes)
+	p.stats.publishedBytes.Add(req.dataBytes)
 	return &pubsubpb.PublishResponse{MessageIds: ids}, nil
 }

@@ -99,7 +99,7 @@ func start(o options) (*instance, error) {
 		// (5 min) would answer with GOAWAY too_many_pings.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Second, PermitWithoutStream: true}),
 	)
-	pubsubpb.RegisterPublisherServer(in.grpc, &publisherService{server: in.server})
+	in.grpc.RegisterService(publisherServiceDesc(), &publisherService{server: in.server})
 	pubsubpb.RegisterSubscriberServer(in.grpc, &subscriberService{server: in.server})
 
 	if o.httpAddr != "" {
