@@ -152,7 +152,7 @@ def test_micro_batches_reuse_the_workers_publisher_and_deliver_exactly_once(spar
     from pyspark.sql.functions import udf
 
     @udf("string")
-    def probe(_: int) -> str:
+    def probe(_):  # no type hints: PySpark reads them as a request for an Arrow UDF and warns
         from pubsub_go.spark.write.publisher_pool import POOL
 
         return json.dumps({"opened": POOL.opened, "kept": POOL.idle()})

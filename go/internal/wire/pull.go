@@ -84,13 +84,13 @@ func (r *Response) Parse(b []byte) error {
 	r.Messages = r.Messages[:0]
 	r.attrs = r.attrs[:0]
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return malformed("StreamingPullResponse", n)
 		}
 		b = b[n:]
 		if num == respReceivedMessages && typ == protowire.BytesType {
-			v, n := protowire.ConsumeBytes(b)
+			v, n := consumeBytes(b)
 			if n < 0 {
 				return malformed("received_messages", n)
 			}
@@ -124,14 +124,14 @@ func (r *Response) pointAttributes() {
 
 func (r *Response) parseReceived(b []byte, m *Message) error {
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return malformed("ReceivedMessage", n)
 		}
 		b = b[n:]
 		switch {
 		case num == recvAckID && typ == protowire.BytesType:
-			v, n := protowire.ConsumeBytes(b)
+			v, n := consumeBytes(b)
 			if n < 0 {
 				return malformed("ack_id", n)
 			}
@@ -140,7 +140,7 @@ func (r *Response) parseReceived(b []byte, m *Message) error {
 				return invalidUTF8("ack_id")
 			}
 		case num == recvMessage && typ == protowire.BytesType:
-			v, n := protowire.ConsumeBytes(b)
+			v, n := consumeBytes(b)
 			if n < 0 {
 				return malformed("message", n)
 			}
@@ -168,7 +168,7 @@ func (r *Response) parseReceived(b []byte, m *Message) error {
 func (r *Response) parseMessage(b []byte, m *Message) error {
 	m.attrStart = len(r.attrs)
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return malformed("PubsubMessage", n)
 		}
@@ -181,7 +181,7 @@ func (r *Response) parseMessage(b []byte, m *Message) error {
 			b = b[n:]
 			continue
 		}
-		v, n := protowire.ConsumeBytes(b)
+		v, n := consumeBytes(b)
 		if n < 0 {
 			return malformed("PubsubMessage", n)
 		}
@@ -239,13 +239,13 @@ func (r *Response) addAttribute(m *Message, k, v []byte) {
 func parseMapEntry(b []byte) (k, v []byte, err error) {
 	k, v = []byte{}, []byte{} // absent means empty, not null
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return nil, nil, malformed("attributes entry", n)
 		}
 		b = b[n:]
 		if typ == protowire.BytesType && (num == mapKey || num == mapValue) {
-			s, n := protowire.ConsumeBytes(b)
+			s, n := consumeBytes(b)
 			if n < 0 {
 				return nil, nil, malformed("attributes entry", n)
 			}
@@ -271,7 +271,7 @@ func parseMapEntry(b []byte) (k, v []byte, err error) {
 
 func parseTimestamp(b []byte) (secs int64, nanos int32, err error) {
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return 0, 0, malformed("publish_time", n)
 		}
