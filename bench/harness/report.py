@@ -84,11 +84,14 @@ class Report:
         r3, r4 = ratio(s_pg, s_plain), ratio(s_pg, s_ceil)
         rows.append(["Spark e2e 1 KB, rows/s: pubsub-go (tuned) / plain Python Data Source",
                      f"{fmt(s_pg)} / {fmt(s_plain)}", fmt_ratio(r3), "≥ 20x", _verdict(r3, 20)])
+        # Issue 12 raised the PRD's 0.5x: 0.8x tuned, 0.7x with default options.
         rows.append(["Spark e2e 1 KB, rows/s: pubsub-go (tuned) / Spark ceiling", f"{fmt(s_pg)} / {fmt(s_ceil)}",
-                     fmt_ratio(r4), "≥ 0.5x", _verdict(r4, 0.5)])
-        r3d = ratio(s_def, s_plain)
+                     fmt_ratio(r4), "≥ 0.8x", _verdict(r4, 0.8)])
+        r3d, r4d = ratio(s_def, s_plain), ratio(s_def, s_ceil)
         rows.append(["Spark e2e 1 KB, rows/s: pubsub-go (default options) / plain Python Data Source",
                      f"{fmt(s_def)} / {fmt(s_plain)}", fmt_ratio(r3d), "≥ 20x", _verdict(r3d, 20)])
+        rows.append(["Spark e2e 1 KB, rows/s: pubsub-go (default options) / Spark ceiling",
+                     f"{fmt(s_def)} / {fmt(s_ceil)}", fmt_ratio(r4d), "≥ 0.7x", _verdict(r4d, 0.7)])
         p99 = self._handoff_spread(ho, 1024, "1000", "p99_us")
         v = p99.median if p99 else None
         rows.append(["Hand-off, 1000-row batch of 1 KB messages, next_batch p99", fmt(p99, " µs"),
