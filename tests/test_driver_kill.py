@@ -14,6 +14,15 @@ seconds and a kill lands inside one: Google's emulator keeps a killed
 stream's messages leased to nobody until it restarts (docs/source.md, "End
 of backlog"), so there the same kill is tested only between micro-batches
 (tests/test_source.py::test_hard_stop_of_the_whole_driver_is_exactly_once).
+
+Known defect, not what this test is about (docs/source.md, "Exactly once
+through failures"): killing right after a micro-batch is planned, rather
+than 0.5-1.2 s after the last one ended as here, leaves a larger backlog of
+redeliveries, and in about a third of such runs the restarted query wrote
+20-35 messages twice: one partition's subscriber, its reads paused while
+it was full, handed out copies whose server-side lease had run out while
+they waited in gRPC's buffers, after the server had redelivered them to
+the other partition.
 """
 
 from __future__ import annotations
