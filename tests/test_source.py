@@ -200,7 +200,8 @@ def test_auto_registration_needs_no_register_call(emulator, tmp_path):
 
 
 def test_hard_stop_of_the_whole_driver_is_exactly_once(google, emulator, tmp_path):
-    """SIGKILL the driver (JVM + Python workers, one process group) several
+    """SIGKILL the driver (its process group: the JVM and the driver's
+    Python; Spark's Python workers exit once the JVM is gone) several
     times mid-stream, each time just after a micro-batch ended (before the
     next one acks the last and plans its own; see the job's docstring for
     why not during a task on Google's emulator); restart from the
