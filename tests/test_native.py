@@ -340,3 +340,40 @@ def test_acks_rejected_like_exactly_once_delivery_are_never_counted_as_acked():
         assert server.stats()["acks"] == 0
     finally:
         server.stop()
+
+
+def test_a_subscriber_full_past_its_prefetch_lease_repeats_and_loses_nothing(google, emulator):
+    """A full subscriber stops reading its streams while the server has
+    leased more into them (go/internal/subscriber/pipe.go). Paused past
+    what those messages' 10 s lease allows, a stream must half-close and
+    give them back: reading them late would hand out copies the emulator
+    redelivers too (duplicates), and cutting the stream without a
+    half-close would leave them leased to nobody (missing)."""
+    topic, sub_path = google.topic(ack_deadline=60)
+    n = 200
+    ids = google.publish(topic, [b"p%d" % i for i in range(n)])
+    seen: list[str] = []
+    with Subscriber(subscription=sub_path, emulator_host=emulator.host_port, max_outstanding_messages=20) as sub:
+        deadline = time.monotonic() + 20
+        while sub.stats()["pulled"] < 20 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert sub.stats()["pulled"] >= 20, "the subscriber never filled"
+        time.sleep(12)  # past the 10 s lease of what waits in the stream
+        deadline = time.monotonic() + 90
+        while len(set(seen)) < n and time.monotonic() < deadline:
+            b, a = sub.next_batch(max_rows=7, wait_ms=200)  # a slow consumer: the stream keeps pausing
+            seen += b.column("message_id").to_pylist()
+            if len(a):
+                sub.ack(a)
+        # Anything handed out twice would come within a lease.
+        end = time.monotonic() + 12
+        while time.monotonic() < end:
+            b, a = sub.next_batch(wait_ms=500)
+            seen += b.column("message_id").to_pylist()
+            if len(a):
+                sub.ack(a)
+        st = sub.stats()
+    twice = len(seen) - len(set(seen))
+    assert sorted(set(seen)) == sorted(ids) and twice == 0, (
+        f"{len(set(seen))} of {n} messages handed out, {twice} more than once; stats {st}")
+    assert st["streams_restarted"] >= 1, f"no stream was retired after a 12 s pause; stats {st}"

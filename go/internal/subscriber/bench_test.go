@@ -74,7 +74,8 @@ func benchmarkNext(b *testing.B, dec *DecoderConfig, payload []byte) {
 		if err := res.Parse(enc); err != nil { // as the stream does
 			b.Fatal(err)
 		}
-		s.deliver(res.Messages)
+		now := time.Now()
+		s.deliver(res.Messages, now, now)
 		out, err := s.Next(ctx, batch, time.Second)
 		if err != nil {
 			b.Fatal(err)

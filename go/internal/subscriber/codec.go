@@ -43,6 +43,15 @@ func (pullCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	return nil
 }
 
+// size is the response's encoded size.
+func (r *rawResponse) size() int64 {
+	var n int
+	for _, b := range r.segs {
+		n += len(b)
+	}
+	return int64(n)
+}
+
 // release returns the response's buffers to gRPC's pool; views of them
 // must not be used after it.
 func (r *rawResponse) release() {

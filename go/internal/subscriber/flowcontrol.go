@@ -3,6 +3,7 @@ package subscriber
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // flowController bounds what a subscriber holds in memory. Its message
@@ -95,6 +96,30 @@ func (f *flowController) wait(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-wake:
+		}
+	}
+}
+
+// waitUpTo blocks while the subscriber is full, for at most limit. It
+// reports how long it waited and whether space came (false: limit ran out).
+func (f *flowController) waitUpTo(ctx context.Context, limit time.Duration) (time.Duration, bool, error) {
+	if !f.full() {
+		return 0, true, nil
+	}
+	start := time.Now()
+	timer := time.NewTimer(max(limit, 0))
+	defer timer.Stop()
+	for {
+		wake := f.space.wait()
+		if !f.full() {
+			return time.Since(start), true, nil
+		}
+		select {
+		case <-ctx.Done():
+			return time.Since(start), false, ctx.Err()
+		case <-timer.C:
+			return time.Since(start), false, nil
 		case <-wake:
 		}
 	}

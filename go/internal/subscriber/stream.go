@@ -50,6 +50,16 @@ func (st *stream) run(ctx context.Context, closing <-chan struct{}) {
 		if ctx.Err() != nil || isClosed(closing) {
 			return
 		}
+		if errors.Is(err, errPipeStale) {
+			// Not a failure: reopen, without backoff, once there is room
+			// (a new stream would only fill its pipe and go stale again).
+			st.s.quiet.ended(time.Now())
+			st.s.stats.streamsRestarted.Add(1)
+			if st.s.fc.wait(ctx) != nil || isClosed(closing) {
+				return
+			}
+			continue
+		}
 		if !streamRetryable(err) {
 			st.s.fail(fmt.Errorf("streaming pull from %s failed: %w", st.s.cfg.Subscription, err))
 			return
@@ -78,6 +88,10 @@ func isClosed(ch <-chan struct{}) bool {
 		return false
 	}
 }
+
+// errPipeStale ends a session whose stream stayed paused so long that what
+// waits in its pipe may have outlived its lease at the server (pipe.go).
+var errPipeStale = errors.New("stream paused past its messages' lease: retired, its pipe nacked unread")
 
 // streamRetryable reports whether a stream error is worth reconnecting
 // for. EOF is the server ending the stream (it does so periodically);
@@ -110,9 +124,10 @@ func (st *stream) session(ctx context.Context, closing <-chan struct{}) (receive
 
 	var ka keepAlive
 	done := make(chan struct{})
+	retire := make(chan struct{})
 	go func() {
 		defer close(done)
-		ka.run(ctx, closing, cancel, spc, st.s.set.pingInterval)
+		ka.run(ctx, closing, retire, cancel, spc, st.s.set.pingInterval)
 	}()
 	defer func() {
 		cancel()
@@ -122,33 +137,77 @@ func (st *stream) session(ctx context.Context, closing <-chan struct{}) (receive
 	var raw rawResponse
 	defer raw.release()
 	var res wire.Response
+	var pipe pipeClock
+	set := &st.s.set
 	for {
-		ka.recvSince.Store(time.Now().UnixNano())
+		start := time.Now()
+		ka.recvSince.Store(start.UnixNano())
 		err := spc.RecvMsg(&raw)
 		ka.recvSince.Store(0)
 		if err != nil {
 			return received, err
 		}
+		now := time.Now()
+		age := pipe.received(raw.size(), now.Sub(start), set.pipeDrain)
 		if err := res.ParseSegments(raw.segs); err != nil {
 			return received, rpc.Errorf(codes.Internal, "%v", err)
 		}
 		received = true
-		ka.lastResponse.Store(time.Now().UnixNano())
+		ka.lastResponse.Store(now.UnixNano())
 		if len(res.Messages) == 0 {
 			raw.release()
 			ka.pongs.Store(true)
 			continue
 		}
 		// deliver copies what it keeps (Arrow, ack ids), so the frames go
-		// back to gRPC's pool before the wait below.
-		st.s.deliver(res.Messages)
+		// back to gRPC's pool before the wait below. The leases start as
+		// early as the server may have started them.
+		st.s.deliver(res.Messages, now, now.Add(-age))
 		raw.release()
 		// Stop reading while the subscriber is full; gRPC flow control
-		// then holds the server back.
-		if err := st.s.fc.wait(ctx); err != nil {
+		// then holds the server back. Not for longer than the pipe's
+		// messages can wait, though: then drop them unread.
+		waited, room, err := st.s.fc.waitUpTo(ctx, set.maxPipeAge-set.pipeDrain-pipe.unflushed())
+		pipe.paused(waited)
+		if err != nil {
 			return received, err
 		}
+		if !room {
+			close(retire)
+			st.retire(spc, &raw, cancel)
+			return received, errPipeStale
+		}
 	}
+}
+
+// retire ends a session whose pipe went stale (errPipeStale). The stream
+// is half-closed, not cancelled: Google's emulator keeps leasing to a
+// stream cut without a half-close, and never redelivers what it leased.
+// What the server still sends until it ends the stream is read and, once
+// the stream has ended, nacked: never handed out (it may have outlived its
+// lease), and back at the server at once rather than after its deadline.
+// A nack after the end of the stream cannot be redelivered into it (see
+// keepAlive.run). Bounded by drainTimeout, as Close is.
+func (st *stream) retire(spc pb.Subscriber_StreamingPullClient, raw *rawResponse, cancel context.CancelFunc) {
+	bound := time.AfterFunc(st.s.set.drainTimeout, cancel)
+	defer bound.Stop()
+	var ids []string
+	var res wire.Response
+	for spc.RecvMsg(raw) == nil {
+		if res.ParseSegments(raw.segs) == nil {
+			for i := range res.Messages {
+				ids = append(ids, string(res.Messages[i].AckID))
+			}
+		}
+		raw.release()
+	}
+	if len(ids) == 0 {
+		return
+	}
+	ctx, cancelNack := context.WithTimeout(context.Background(), st.s.set.closeTimeout)
+	defer cancelNack()
+	n, _ := st.s.acker.modack(ctx, ids, 0) // if it fails, they come back after their deadline
+	st.s.stats.countModack(n, &st.s.stats.nacked)
 }
 
 // keepAlive pings the stream so idle streams stay open, and tears down a
@@ -161,7 +220,7 @@ type keepAlive struct {
 	pongs        atomic.Bool  // the server answers pings (empty responses)
 }
 
-func (ka *keepAlive) run(ctx context.Context, closing <-chan struct{}, cancel context.CancelFunc, spc pb.Subscriber_StreamingPullClient, interval time.Duration) {
+func (ka *keepAlive) run(ctx context.Context, closing, retire <-chan struct{}, cancel context.CancelFunc, spc pb.Subscriber_StreamingPullClient, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var lastPing int64
@@ -173,6 +232,9 @@ func (ka *keepAlive) run(ctx context.Context, closing <-chan struct{}, cancel co
 			// The server ends the stream (Recv gets EOF) once it will
 			// send nothing more; only then are nacks safe from being
 			// redelivered into this dying stream.
+			spc.CloseSend()
+			return
+		case <-retire: // the session's pipe went stale (stream.retire)
 			spc.CloseSend()
 			return
 		case <-t.C:
@@ -192,12 +254,12 @@ func (ka *keepAlive) run(ctx context.Context, closing <-chan struct{}, cancel co
 	}
 }
 
-// deliver records received messages and buffers them.
-func (s *Subscriber) deliver(msgs []wire.Message) {
+// deliver records messages received at now, whose leases started at
+// leased or later, and buffers them.
+func (s *Subscriber) deliver(msgs []wire.Message, now, leased time.Time) {
 	redelivered := s.seen.redeliveries(msgs)
-	now := time.Now()
 	s.quiet.arrived(msgs, now)
-	total := s.res.add(msgs, now, s.set.prefetchLease)
+	total := s.res.add(msgs, leased, s.set.prefetchLease)
 	s.stats.pulled.Add(int64(len(msgs)))
 	s.stats.bytesPulled.Add(total)
 	s.stats.redeliveries.Add(redelivered)
