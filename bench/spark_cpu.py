@@ -1,7 +1,8 @@
 """Where a Spark end-to-end run spends its CPU: runs one source of section 2
 (into noop, local[2], 1 KB messages) and prints rows/s, the CPU of each
 process (Spark's JVM, its Python workers, the load server, the driver) over
-8 s, and the durations Spark reports for the last micro-batches.
+8 s, the durations Spark reports for the last micro-batches, and the load
+server's redelivery work (streams opened, nacks, expired leases).
 
     python bench/spark_cpu.py [pubsub-go|pubsub-go-defaults|plain-python|ceiling]
                               [--perf | --pyspy] [--lib PATH] [--option key=value ...]
@@ -103,6 +104,12 @@ def main() -> int:
         print("last micro-batches, durationMs:")
         for p in m["progress"][-3:]:
             print("  " + json.dumps(p["durationMs"]))
+        # Redelivery work at the server: streams reopened (a subscriber
+        # retires a stream paused past its pipe's leases, pipe.go), nacks,
+        # leases that ran out. Near zero in a healthy run.
+        st = server.stats()
+        print("load server: " + ", ".join(f"{k} {st.get(k, 0):,}" for k in
+                                          ("delivered", "streams_opened", "nacks", "expired", "redelivered")))
     finally:
         if server is not None:
             server.stop()
