@@ -170,7 +170,7 @@ struct PgSubscriberStats {
   int64_t redeliveries;      /* messages received more than once */
   int64_t decode_errors;     /* rows a decoder could not decode */
   int64_t bytes_pulled;      /* message bytes received */
-  int64_t streams_restarted; /* stream reconnects after an error */
+  int64_t streams_restarted; /* stream reconnects after an error, or after a pause too long for what was in flight */
   int64_t nacked_on_close;   /* of nacked: buffered messages close gave back */
   int64_t buffered;          /* received, not yet handed out */
   int64_t quiet_ms;          /* every stream live, flow control open, nothing arriving, this long */

@@ -16,7 +16,7 @@ type Stats struct {
 	Redeliveries     int64 `json:"redeliveries"`      // messages received more than once
 	DecodeErrors     int64 `json:"decode_errors"`     // rows a decoder could not decode
 	BytesPulled      int64 `json:"bytes_pulled"`      // message bytes received (data, attributes, ids)
-	StreamsRestarted int64 `json:"streams_restarted"` // stream reconnects after an error
+	StreamsRestarted int64 `json:"streams_restarted"` // stream reconnects after an error, or after a pause too long for what was in flight (pipe.go)
 	NackedOnClose    int64 `json:"nacked_on_close"`   // of Nacked: buffered messages Close gave back
 	Buffered         int64 `json:"buffered"`          // received, not yet handed out (current)
 	// QuietMs is how long every stream has been in a live session, flow
