@@ -27,35 +27,12 @@ func TestFullSubscriberHandsOutNoStaleCopies(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for len(seen) < n && time.Now().Before(deadline) {
 		// A slow consumer: a few rows at a time, so the stream keeps pausing.
-		b, err := s.Next(context.Background(), 7, 100*time.Millisecond)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rs := rows(t, b)
-		for _, r := range rs {
-			seen[r.id]++
-		}
-		if len(rs) > 0 {
-			if err := s.Ack(ackIDs(rs)); err != nil {
-				t.Fatal(err)
-			}
-		}
+		takeAndAck(t, s, 7, seen)
 		time.Sleep(20 * time.Millisecond)
 	}
 	// Anything handed out twice has shown up by now; wait a lease for late ones.
-	end := time.Now().Add(2 * time.Second)
-	for time.Now().Before(end) {
-		b, err := s.Next(context.Background(), 100, 100*time.Millisecond)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rs := rows(t, b)
-		for _, r := range rs {
-			seen[r.id]++
-		}
-		if len(rs) > 0 {
-			s.Ack(ackIDs(rs))
-		}
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
+		takeAndAck(t, s, 100, seen)
 	}
 	twice := 0
 	for _, c := range seen {
@@ -71,6 +48,25 @@ func TestFullSubscriberHandsOutNoStaleCopies(t *testing.T) {
 	// session ended and what it still read was nacked.
 	if st.StreamsRestarted == 0 || st.Nacked == 0 {
 		t.Errorf("no stream retired after a 3 s pause (stats %+v)", st)
+	}
+}
+
+// takeAndAck takes up to maxRows, counts them by message id into seen and
+// acks them.
+func takeAndAck(t *testing.T, s *Subscriber, maxRows int, seen map[string]int) {
+	t.Helper()
+	b, err := s.Next(context.Background(), maxRows, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := rows(t, b)
+	for _, r := range rs {
+		seen[r.id]++
+	}
+	if len(rs) > 0 {
+		if err := s.Ack(ackIDs(rs)); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
