@@ -139,18 +139,12 @@ type settings struct {
 	closeTimeout  time.Duration // bound on the nacks sent by Close
 	pingInterval  time.Duration // stream keepalive ping period
 	pingTimeout   time.Duration // no response this long after a ping: reconnect
-	// pipeDrain bounds how long a stream that is not paused takes to read
-	// what is ahead of a response in its pipe (pipe.go); maxPipeAge is the
-	// most a message may have been leased when it is read, leaving a lease
-	// tick and an RPC's time for its first extension.
-	pipeDrain    time.Duration
-	maxPipeAge   time.Duration
-	seenCapacity int // message ids remembered for redelivery counting
+	seenCapacity  int           // message ids remembered for redelivery counting
 }
 
 func newSettings(c *Config) settings {
 	d := time.Duration(c.AckDeadlineSeconds) * time.Second
-	set := settings{
+	return settings{
 		ackDeadline:   d,
 		prefetchLease: min(d, minStreamAckDeadline),
 		maxExtension:  time.Duration(c.MaxExtensionSeconds) * time.Second,
@@ -171,16 +165,19 @@ func newSettings(c *Config) settings {
 		pingTimeout:  15 * time.Second,
 		seenCapacity: 1 << 16,
 	}
-	set.derivePipe()
-	return set
 }
 
-// derivePipe derives the pipe's timings from the prefetch lease and the
-// lease tick (tests shorten those after newSettings: open calls it again).
-// With the 10 s prefetch lease and 1 s ticks: 2 s to drain the pipe
+// The pipe's timings (pipe.go) follow from the prefetch lease and the lease
+// tick. With the 10 s prefetch lease and 1 s ticks: 2 s to drain the pipe
 // (~18 MiB at 9 MB/s), messages at most 8 s old when read, so a stream
 // pauses at most 6 s before it ends its session.
-func (s *settings) derivePipe() {
-	s.pipeDrain = min(2*time.Second, s.prefetchLease/5)
-	s.maxPipeAge = s.prefetchLease - s.leaseTick - min(time.Second, s.prefetchLease/10)
+
+// pipeDrain bounds how long a stream that is not paused takes to read what
+// is ahead of a response in its pipe.
+func (s *settings) pipeDrain() time.Duration { return min(2*time.Second, s.prefetchLease/5) }
+
+// maxPipeAge is the most a message may have been leased when it is read,
+// leaving a lease tick and an RPC's time for its first extension.
+func (s *settings) maxPipeAge() time.Duration {
+	return s.prefetchLease - s.leaseTick - min(time.Second, s.prefetchLease/10)
 }

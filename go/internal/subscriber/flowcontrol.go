@@ -89,14 +89,8 @@ func (f *flowController) disable() {
 // wait blocks while the subscriber is full.
 func (f *flowController) wait(ctx context.Context) error {
 	for {
-		wake := f.space.wait()
-		if !f.full() {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-wake:
+		if _, room, err := f.waitUpTo(ctx, time.Hour); room || err != nil {
+			return err
 		}
 	}
 }

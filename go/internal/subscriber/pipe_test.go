@@ -128,10 +128,9 @@ func TestPipeClockBound(t *testing.T) {
 func TestPipeTimingsLeaveRoomForTheFirstExtension(t *testing.T) {
 	for _, lease := range []time.Duration{time.Second, 10 * time.Second} {
 		s := settings{prefetchLease: lease, leaseTick: lease / 10}
-		s.derivePipe()
 		// The oldest message read is extended within a tick, with time to spare.
-		if s.maxPipeAge+s.leaseTick >= lease || s.maxPipeAge-s.pipeDrain < lease/2 {
-			t.Errorf("lease %v: pipeDrain %v maxPipeAge %v", lease, s.pipeDrain, s.maxPipeAge)
+		if s.maxPipeAge()+s.leaseTick >= lease || s.maxPipeAge()-s.pipeDrain() < lease/2 {
+			t.Errorf("lease %v: pipeDrain %v maxPipeAge %v", lease, s.pipeDrain(), s.maxPipeAge())
 		}
 	}
 }

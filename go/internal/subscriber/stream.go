@@ -148,7 +148,7 @@ func (st *stream) session(ctx context.Context, closing <-chan struct{}) (receive
 			return received, err
 		}
 		now := time.Now()
-		age := pipe.received(raw.size(), now.Sub(start), set.pipeDrain)
+		age := pipe.received(raw.size(), now.Sub(start), set.pipeDrain())
 		if err := res.ParseSegments(raw.segs); err != nil {
 			return received, rpc.Errorf(codes.Internal, "%v", err)
 		}
@@ -166,8 +166,8 @@ func (st *stream) session(ctx context.Context, closing <-chan struct{}) (receive
 		raw.release()
 		// Stop reading while the subscriber is full; gRPC flow control
 		// then holds the server back. Not for longer than the pipe's
-		// messages can wait, though: then drop them unread.
-		waited, room, err := st.s.fc.waitUpTo(ctx, set.maxPipeAge-set.pipeDrain-pipe.unflushed())
+		// messages can wait, though: then retire the session.
+		waited, room, err := st.s.fc.waitUpTo(ctx, set.maxPipeAge()-set.pipeDrain()-pipe.unflushed())
 		pipe.paused(waited)
 		if err != nil {
 			return received, err

@@ -101,7 +101,6 @@ func open(ctx context.Context, cfg Config, mem memory.Allocator, tune func(*sett
 	set := newSettings(&cfg)
 	if tune != nil {
 		tune(&set)
-		set.derivePipe()
 	}
 	opts := append(cfg.Options.ClientOptions(), option.WithGRPCDialOption(experimental.WithBufferPool(sharedRecvPool)))
 	if cfg.Options.Resolve().EmulatorHost == "" {
