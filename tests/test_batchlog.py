@@ -7,6 +7,7 @@ import threading
 import pyarrow as pa
 import pytest
 
+from pubsub_go.spark.read import spare_entries
 from pubsub_go.spark.read.batchlog import BatchLog
 
 SCHEMA = pa.schema([("message_id", pa.string()), ("payload", pa.binary())])
@@ -151,10 +152,10 @@ def test_recorded_ids_skip_an_entry_removed_after_the_listing(tmp_path):
         assert write_once(log, "g", batch, 0, b, a, SCHEMA, {})
     read = log.read_path
 
-    def removed_meanwhile(path: str):
+    def removed_meanwhile(path: str, **kw):
         if "00000000000000000001" in path:
             log.remove_batch("g", 1)  # committed and acked between listing and reading
-        return read(path)
+        return read(path, **kw)
 
     log.read_path = removed_meanwhile
     recorded = log.recorded_message_ids("g")
@@ -213,3 +214,87 @@ def test_write_queue_is_bounded_in_bytes(tmp_path):
     assert w.publish(SCHEMA, {})
     assert peak <= 3 * b.nbytes
     assert log.read("g", 1, 0).data.num_rows == 40
+
+
+def test_a_removed_entrys_file_is_reused_in_place_and_reads_back_exactly(tmp_path):
+    """On a local file system a committed entry's file becomes a spare that
+    the next writer overwrites in place (no new pages to allocate, none to
+    free): the new entry reads back exactly, whether it is shorter than
+    the old file (the rest is cut off) or longer."""
+    import os
+
+    log = BatchLog(str(tmp_path))
+    big, big_acks = entry("old-", 500)
+    assert write_once(log, "g", 1, 0, big, big_acks, SCHEMA, {"rows": 500})
+    old_file = os.stat(log.entry_path("g", 1, 0))
+    log.remove_batch("g", 1)
+    assert log.batches("g") == []
+    assert len(os.listdir(spare_entries.spare_dir(log.root, "g"))) == 1
+
+    small, small_acks = entry("new-", 3)
+    assert write_once(log, "g", 2, 0, small, small_acks, SCHEMA, {"rows": 3})
+    reused = os.stat(log.entry_path("g", 2, 0))
+    assert reused.st_ino == old_file.st_ino, "the spare was not reused"
+    assert reused.st_size < old_file.st_size, "the old entry's tail was not cut off"
+    got = log.read("g", 2, 0)
+    assert got.data.column("message_id").to_pylist() == [f"new-{i}" for i in range(3)]
+    assert got.ack_ids.to_pylist() == [f"ack-new-{i}" for i in range(3)]
+    assert got.stats == {"rows": 3}
+    assert os.listdir(spare_entries.spare_dir(log.root, "g")) == []
+
+    log.remove_batch("g", 2)
+    longer, longer_acks = entry("long-", 2000)
+    assert write_once(log, "g", 3, 0, longer, longer_acks, SCHEMA, {})
+    assert os.stat(log.entry_path("g", 3, 0)).st_ino == old_file.st_ino
+    assert log.read("g", 3, 0).data.column("message_id").to_pylist() == [f"long-{i}" for i in range(2000)]
+
+
+def test_a_reader_of_an_entry_removed_and_reused_meanwhile_sees_it_gone(tmp_path):
+    """A task reads the recorded message ids of entries the driver may be
+    removing at that moment. Once a removed file is overwritten by the next
+    entry, what the task mapped is that entry's data, not the one it
+    listed: the read must count as removed (the batch was committed), never
+    as the old entry with new ids."""
+    log = BatchLog(str(tmp_path))
+    b, a = entry("first-", 50)
+    assert write_once(log, "g", 1, 0, b, a, SCHEMA, {})
+    path = log.entry_path("g", 1, 0)
+    mapped = log.read_path(path, mapped=True)
+    assert log.unchanged(path, mapped)
+    log.remove_batch("g", 1)
+    b2, a2 = entry("second-", 50)
+    assert write_once(log, "g", 2, 0, b2, a2, SCHEMA, {})
+    assert not log.unchanged(path, mapped), "a reused file passed for the entry that was removed"
+    with pytest.raises(FileNotFoundError):
+        log.read_path(path)
+
+    read = log.read_path
+
+    def reused_meanwhile(p: str, **kw):
+        e = read(p, **kw)
+        if "00000000000000000002" in p:  # committed, removed and reused right after the task mapped it
+            log.remove_batch("g", 2)
+            b3, a3 = entry("third-", 50)
+            assert write_once(log, "g", 3, 0, b3, a3, SCHEMA, {})
+        return e
+
+    log.read_path = reused_meanwhile
+    recorded = log.recorded_message_ids("g")  # lists batch 2 only
+    assert len(recorded) == 0, "an entry removed and reused while read was indexed"
+    assert recorded.mask(pa.array(["second-1", "third-1"])) is None
+
+
+def test_spares_are_bounded_and_dropped_when_the_query_stops(tmp_path):
+    import os
+
+    log = BatchLog(str(tmp_path))
+    for part in range(spare_entries.MAX_SPARES + 3):
+        b, a = entry(f"p{part}-", 2)
+        assert write_once(log, "g", 1, part, b, a, SCHEMA, {})
+    log.remove_batch("g", 1)
+    spares = spare_entries.spare_dir(log.root, "g")
+    assert len(os.listdir(spares)) == spare_entries.MAX_SPARES
+    assert log.batches("g") == []
+    log.drop_spares("g")
+    assert not os.path.exists(spares)
+    assert os.listdir(tmp_path / "g") == []

@@ -68,3 +68,47 @@ def test_a_failed_take_over_does_not_stop_the_keeper():
     finally:
         k.stop()
         k.join(5)
+
+
+def test_the_driver_takes_over_only_the_leases_a_task_did_not_hand_over(tmp_path):
+    """A task that recorded its batch sets its messages' leases to
+    commitLeaseSeconds and marks its entry; the driver, when it first sees
+    the batch finished, sets again only the leases of entries without the
+    mark (a hand-over that failed), not every message a second time."""
+    from pubsub_go.client import Emulator, Publisher, admin
+    from pubsub_go.spark.read.batchlog import BatchLog
+    from pubsub_go.spark.read.driver import DriverState
+    from pubsub_go.spark.read.options import SourceOptions
+    from pubsub_go.spark.read.partition import PubSubPartition
+    from pubsub_go.spark.read.task import _pull_and_record
+
+    with Emulator() as emu:
+        topic, sub = "projects/l/topics/t", "projects/l/subscriptions/s"
+        admin("create_topic", emulator_host=emu.host_port, topic=topic)
+        admin("create_subscription", emulator_host=emu.host_port, topic=topic, subscription=sub)
+        with Publisher(topic=topic, emulator_host=emu.host_port) as pub:
+            pub.publish(pa.record_batch({"payload": pa.array([b"m%d" % i for i in range(6)])}))
+            pub.flush(timeout_ms=30_000)
+        opts = SourceOptions.parse({"subscriptionId": sub, "emulatorHost": emu.host_port,
+                                    "batchLogLocation": str(tmp_path), "subscriberIdleMs": "0"})
+        log = BatchLog(str(tmp_path))
+        handed = PubSubPartition(gen="g", batch=1, index=0, max_rows=6, max_bytes=0, cutoff_us=0)
+        rows = sum(b.num_rows for b in _pull_and_record(opts, handed, log, None))
+        assert rows >= 1
+        assert log.handed_over(log.entry_path("g", 1, 0)), "the task did not mark its hand-over"
+        # A second entry whose task failed to hand over (no mark): written
+        # as the task writes it, without the modack.
+        w = log.writer("g", 1, 1)
+        b = pa.record_batch({"message_id": pa.array(["x1", "x2"])})
+        w.write(b, pa.array(["ack-x1", "ack-x2"]), b.column("message_id"))
+        assert w.publish(b.schema, {"rows": 2})
+
+        st = DriverState(opts)
+        renewed: list[list[str]] = []
+        st.leases.renew = lambda ids: renewed.append(pa.concat_arrays(ids).to_pylist() if ids else [])
+        try:
+            summary = st.batch_summary("g", 1)
+            assert summary is not None and summary.rows == rows + 2
+            assert renewed == [["ack-x1", "ack-x2"]], renewed
+        finally:
+            st.stop()

@@ -11,7 +11,8 @@ when Spark commits the batch, then removes the entry.
 
 Layout: <root>/<generation>/<batch:020d>/part-<partition:05d>.arrow. The
 generation is minted by initialOffset() for each new query, so a new query
-never replays a stale entry of an old one.
+never replays a stale entry of an old one. On a local file system removed
+entries' files are reused (spare_entries.py).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.ipc as ipc
 
+from . import spare_entries
+
 ACK_COLUMN = "__pubsub_go_ack_id"
 # Message ids beside the rows, whatever columns the rows keep (schema mode
 # may project message_id away): tasks drop redeliveries of recorded
@@ -40,6 +43,9 @@ _BOOKKEEPING = (ACK_COLUMN, MESSAGE_ID_COLUMN)
 STATS_KEY = b"pubsub_go.stats"
 # An entry is written as <entry>.tmp-<uuid>, then linked or moved to <entry>.
 _TMP_MARK = ".tmp-"
+# <entry>.leased: the task handed the entry's leases over (task.py), so the
+# driver need not set them again when it first sees the batch.
+_HANDED_OVER_MARK = ".leased"
 # The IPC writer writes each buffer of a batch, and each buffer's padding,
 # separately: ~22 write(2) calls per 1,000-row batch of the raw schema. A
 # buffer this size coalesces the small ones; larger writes (the payload
@@ -55,6 +61,7 @@ class Entry:
     ack_ids: pa.Array
     stats: dict[str, Any] = field(default_factory=dict)
     message_ids: pa.Array | None = None
+    file_id: int | None = None  # the local file's inode (BatchLog.unchanged)
 
 
 def _open_fs(location: str) -> tuple[pafs.FileSystem, str]:
@@ -83,10 +90,20 @@ class BatchLog:
             return None
         return self.read_path(path)
 
-    def read_path(self, path: str) -> Entry:
+    def read_path(self, path: str, *, mapped: bool = False) -> Entry:
+        """The entry at path; FileNotFoundError if it was removed (its batch
+        committed) before or while it was read.
+
+        mapped (local file systems): memory-map the file, so reading a few
+        columns touches only their pages. A removed entry's file may be
+        reused (spare_entries.py), so a mapped entry's buffers stay valid
+        only while nobody removes it: for the driver, which removes entries
+        under the lock it reads them with, or for a caller that copies what
+        it needs and then checks unchanged()."""
+        file_id = None
         if self._local:
-            # Memory-mapped: the driver reading only ack ids touches only their pages.
-            with pa.memory_map(path) as f:
+            file_id = os.stat(path).st_ino
+            with pa.memory_map(path) if mapped else pa.OSFile(path) as f:
                 table, stats = _read_entry(ipc.open_file(f))
         else:
             with self.fs.open_input_file(path) as f:
@@ -98,8 +115,31 @@ class BatchLog:
                 continue
             cols[name] = table.column(idx).combine_chunks() if table.num_rows else pa.array([], pa.string())
             table = table.remove_column(idx)
-        return Entry(data=table.replace_schema_metadata(None), ack_ids=cols[ACK_COLUMN], stats=stats,
-                     message_ids=cols.get(MESSAGE_ID_COLUMN))
+        entry = Entry(data=table.replace_schema_metadata(None), ack_ids=cols[ACK_COLUMN], stats=stats,
+                      message_ids=cols.get(MESSAGE_ID_COLUMN), file_id=file_id)
+        if not mapped and not self.unchanged(path, entry):
+            raise FileNotFoundError(path)  # removed while read: what we copied may be a reuse's
+        return entry
+
+    def mark_handed_over(self, gen: str, batch: int, part: int) -> None:
+        """Records that the entry's leases were set to commitLeaseSeconds."""
+        with self.fs.open_output_stream(self.entry_path(gen, batch, part) + _HANDED_OVER_MARK):
+            pass
+
+    def handed_over(self, path: str) -> bool:
+        """Whether the task that published the entry at path handed its leases over."""
+        return self.fs.get_file_info(path + _HANDED_OVER_MARK).type != pafs.FileType.NotFound
+
+    def unchanged(self, path: str, entry: Entry) -> bool:
+        """Whether path still names the file entry was read from. A removed
+        entry's path never comes back (a committed batch never runs again),
+        so if it does, the file was not removed, nor reused, before now."""
+        if entry.file_id is None:
+            return True  # not local: files are never reused
+        try:
+            return os.stat(path).st_ino == entry.file_id
+        except FileNotFoundError:
+            return False
 
     def writer(self, gen: str, batch: int, part: int, max_queue_bytes: int = 16 << 20) -> EntryWriter:
         """An entry written batch by batch, invisible until published."""
@@ -117,13 +157,16 @@ class BatchLog:
                 ids = _IDS_CACHE.get(p)
                 if ids is None:
                     try:
-                        e = self.read_path(p)
+                        e = self.read_path(p, mapped=True)
+                        ids = _IdIndex(e.message_ids if e.message_ids is not None
+                                       else e.data.column("message_id").combine_chunks())
+                        if not self.unchanged(p, e):
+                            raise FileNotFoundError(p)
                     except FileNotFoundError:
                         # Removed since the listing: committed and acked, so
                         # nothing of it can come back as a duplicate.
                         continue
-                    ids = _IDS_CACHE[p] = _IdIndex(e.message_ids if e.message_ids is not None
-                                                   else e.data.column("message_id").combine_chunks())
+                    _IDS_CACHE[p] = ids
                 out.append(ids)
             for p in set(_IDS_CACHE) - set(paths):  # removed batches: committed and acked
                 del _IDS_CACHE[p]
@@ -193,9 +236,18 @@ class BatchLog:
                 if i.type == pafs.FileType.Directory and os.path.basename(i.path).isdigit()]
 
     def remove_batch(self, gen: str, batch: int) -> None:
+        """Removes a committed batch; on a local file system its entries'
+        files become spares for the next tasks (spare_entries.py)."""
         d = self.batch_dir(gen, batch)
+        if self._local:
+            spare_entries.keep(self.root, gen, self.entry_paths(gen, batch))
         if self.fs.get_file_info(d).type != pafs.FileType.NotFound:
             self.fs.delete_dir(d)
+
+    def drop_spares(self, gen: str) -> None:
+        """Deletes the spare files of gen (the query stopped)."""
+        if self._local:
+            spare_entries.drop(self.root, gen)
 
 
 def _canonical_ints(ids: pa.Array) -> np.ndarray | None:
@@ -290,6 +342,8 @@ class EntryWriter:
         self.final = log.entry_path(gen, batch, part)
         self._dir = log.batch_dir(gen, batch)
         self.tmp = f"{self.final}{_TMP_MARK}{uuid.uuid4().hex}"
+        self._gen = gen
+        self._reused: Any = None  # a spare's file, overwritten in place (spare_entries.py)
         self._sink: Any = None
         self._w: ipc.RecordBatchFileWriter | None = None
         self._schema: pa.Schema | None = None
@@ -304,7 +358,13 @@ class EntryWriter:
         self.log.fs.create_dir(self._dir, recursive=True)
         self._schema = schema.append(pa.field(ACK_COLUMN, pa.string())).append(
             pa.field(MESSAGE_ID_COLUMN, pa.string()))
-        self._sink = self.log.fs.open_output_stream(self.tmp, buffer_size=_WRITE_BUFFER)
+        if self.log._local and spare_entries.claim(self.log.root, self._gen, self.tmp):
+            # Opened without truncating: its pages are reused, not freed and
+            # allocated again. publish() cuts off what is left past the end.
+            self._reused = open(self.tmp, "r+b", buffering=0)
+            self._sink = pa.output_stream(self._reused, buffer_size=_WRITE_BUFFER)
+        else:
+            self._sink = self.log.fs.open_output_stream(self.tmp, buffer_size=_WRITE_BUFFER)
         self._w = ipc.new_file(self._sink, self._schema)
 
     def write(self, batch: pa.RecordBatch, ack_ids: pa.Array, message_ids: pa.Array) -> None:
@@ -357,6 +417,9 @@ class EntryWriter:
         empty = pa.RecordBatch.from_arrays([pa.array([], f.type) for f in self._schema], schema=self._schema)
         self._w.write_batch(empty, custom_metadata={STATS_KEY: json.dumps(stats).encode()})
         self._w.close()
+        if self._reused is not None:
+            self._sink.flush()
+            self._reused.truncate(self._reused.tell())
         self._sink.close()
         self._w = None
         return self.log._publish(self.tmp, self.final)

@@ -41,14 +41,15 @@ class DriverState:
 
     def batch_summary(self, gen: str, batch: int) -> BatchSummary | None:
         """The summary of a batch whose tasks all published their entries
-        (None while any has not); the first time, its leases are taken over."""
+        (None while any has not); the first time, the leases of entries
+        whose task did not hand them over are taken over."""
         with self._lock:
             known = self.figures.known_summary(gen, batch)
             if known is not None:
                 return known
             entries = self.logged.entries(gen, batch)
             if entries and self.opts.ack_on_commit:
-                self.leases.renew(ack_ids(entries))
+                self.leases.renew(ack_ids([e for e in entries if not self.logged.log.handed_over(e.path)]))
             return self.figures.summarize(gen, batch, entries)
 
     def commit(self, gen: str, upto: int) -> None:
@@ -65,4 +66,7 @@ class DriverState:
         # The last commit's acks go out before the acker closes.
         self.committer.join(timeout=120)
         self.leases.join(timeout=10)
+        if self.latest is not None:
+            with self._lock:  # after the last commit, which may add spares
+                self.logged.log.drop_spares(self.latest.gen)
         self.acker.close()

@@ -17,6 +17,7 @@ from .batchlog import BatchLog
 class EntryInfo:
     """What the driver needs of a published log entry, which never changes."""
 
+    path: str
     ack_ids: pa.Array
     rows: int
     stats: dict[str, Any]
@@ -32,11 +33,13 @@ class LoggedBatches:
         for path in self.log.entry_paths(gen, batch):
             info = self._read.get(path)
             if info is None:
-                e = self.log.read_path(path)
+                # Mapped: safe, since entries are removed (and their files
+                # reused) only under the driver's lock, which callers hold.
+                e = self.log.read_path(path, mapped=True)
                 # Concatenating copies the ack ids out of the entry's buffers,
                 # so the cache does not keep the rows alive.
                 acks = pa.concat_arrays([e.ack_ids, e.ack_ids.slice(0, 0)])
-                info = self._read[path] = EntryInfo(acks, e.data.num_rows, e.stats)
+                info = self._read[path] = EntryInfo(path, acks, e.data.num_rows, e.stats)
             out.append(info)
         return out
 

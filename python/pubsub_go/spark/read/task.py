@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pyarrow as pa
 
@@ -136,14 +136,15 @@ def _record(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, batch_l
         if dlq:
             dlq.close()
     if len(all_acks):
-        _hand_over(sub, opts, all_acks)
+        _hand_over(sub, opts, all_acks, lambda: batch_log.mark_handed_over(part.gen, part.batch, part.index))
 
 
-def _hand_over(sub: Subscriber, opts: SourceOptions, acks: pa.Array) -> None:
+def _hand_over(sub: Subscriber, opts: SourceOptions, acks: pa.Array, mark: Callable[[], None]) -> None:
     """After the entry is published its rows belong to the batch log: Spark
     sees exactly them on any re-run. So nothing here may fail the task: a
     failed lease hand-over is retried (bounded, inside the library) and then
-    left to the driver, which renews the leases of every entry it reads."""
+    left to the driver, which sets the leases of every finished entry that
+    lacks the hand-over mark (mark(), written once the modack succeeded)."""
     try:
         if opts.ack_on_commit:
             # The driver acks on commit and keeps the leases alive until then.
@@ -158,6 +159,10 @@ def _hand_over(sub: Subscriber, opts: SourceOptions, acks: pa.Array) -> None:
                 sub.modack(acks, opts.commit_lease_seconds)
             finally:
                 sub.release(acks)
+            try:
+                mark()
+            except OSError as e:  # the driver sets the leases again: one modack more, nothing lost
+                log.warning("recording the lease hand-over of %d messages failed: %s", len(acks), e)
         else:
             faults.inject("post_record_ack")
             sub.ack(acks)
