@@ -121,6 +121,16 @@ class BatchLog:
             raise FileNotFoundError(path)  # removed while read: what we copied may be a reuse's
         return entry
 
+    def read_summary(self, path: str) -> tuple[int, dict[str, Any]]:
+        """The entry's row count and counters, from its footer and record
+        batch headers only (no column is read). For the driver, which
+        removes entries under the lock it reads them with."""
+        with pa.memory_map(path) if self._local else self.fs.open_input_file(path) as f:
+            reader = ipc.open_file(f)
+            n = reader.num_record_batches
+            rows = sum(reader.get_batch(i).num_rows for i in range(n))
+            return rows, _entry_stats(reader)
+
     def mark_handed_over(self, gen: str, batch: int, part: int) -> None:
         """Records that the entry's leases were set to commitLeaseSeconds."""
         with self.fs.open_output_stream(self.entry_path(gen, batch, part) + _HANDED_OVER_MARK):
@@ -314,14 +324,15 @@ _IDS_LOCK = threading.Lock()
 
 
 def _read_entry(reader: ipc.RecordBatchFileReader) -> tuple[pa.Table, dict[str, Any]]:
-    table = reader.read_all()
-    stats: dict[str, Any] = {}
-    if reader.num_record_batches:
-        last = reader.get_batch_with_custom_metadata(reader.num_record_batches - 1)
-        meta = last.custom_metadata or {}
-        if STATS_KEY in meta:
-            stats = json.loads(meta[STATS_KEY])
-    return table, stats
+    return reader.read_all(), _entry_stats(reader)
+
+
+def _entry_stats(reader: ipc.RecordBatchFileReader) -> dict[str, Any]:
+    """The task's counters: the custom metadata of the entry's last batch."""
+    if not reader.num_record_batches:
+        return {}
+    _, meta = reader.get_batch_with_custom_metadata(reader.num_record_batches - 1)
+    return json.loads(meta[STATS_KEY]) if meta and STATS_KEY in meta else {}
 
 
 class EntryWriter:

@@ -17,7 +17,7 @@ import pyarrow as pa
 from ...client import Subscriber
 from . import faults
 from .figures import Figures
-from .logged_batches import LoggedBatches, ack_ids
+from .logged_batches import LoggedBatches
 from .options import SourceOptions
 
 log = logging.getLogger("pubsub_go.source")
@@ -70,7 +70,7 @@ class Committer:
                     continue
                 entries = self.logged.entries(gen, batch)
                 self.figures.summarize(gen, batch, entries)  # kept for latestOffset once the entries are gone
-                ids = ack_ids(entries)
+                ids = self.logged.ack_ids(entries)
                 try:
                     if ids and self.opts.ack_on_commit:
                         self._ack(batch, pa.concat_arrays(ids))

@@ -13,7 +13,7 @@ from .batchlog import BatchLog
 from .committer import Committer
 from .figures import BatchSummary, Figures
 from .leases import LeaseKeeper
-from .logged_batches import LoggedBatches, ack_ids
+from .logged_batches import LoggedBatches
 from .offsets import BatchOffset
 from .options import SourceOptions
 from .subscriber_config import subscriber_config
@@ -37,7 +37,7 @@ class DriverState:
 
     def _pending_ack_ids(self) -> list:
         """The caller holds _lock."""
-        return ack_ids(self.logged.pending(self.latest.gen)) if self.latest is not None else []
+        return self.logged.ack_ids(self.logged.pending(self.latest.gen)) if self.latest is not None else []
 
     def batch_summary(self, gen: str, batch: int) -> BatchSummary | None:
         """The summary of a batch whose tasks all published their entries
@@ -49,7 +49,7 @@ class DriverState:
                 return known
             entries = self.logged.entries(gen, batch)
             if entries and self.opts.ack_on_commit:
-                self.leases.renew(ack_ids([e for e in entries if not self.logged.log.handed_over(e.path)]))
+                self.leases.renew(self.logged.ack_ids([e for e in entries if not self.logged.log.handed_over(e.path)]))
             return self.figures.summarize(gen, batch, entries)
 
     def commit(self, gen: str, upto: int) -> None:

@@ -77,7 +77,7 @@ class Figures:
     def report(self, latest: BatchOffset | None, pending: list[EntryInfo], ack_on_commit: bool) -> dict[str, Any]:
         """reportLatestOffset's object: the latest offset, the counters, and
         the pending (recorded, not yet acked) entries' figures."""
-        self.metrics["pendingAcks"] = sum(len(e.ack_ids) for e in pending) if ack_on_commit else 0
+        self.metrics["pendingAcks"] = sum(e.rows for e in pending) if ack_on_commit else 0  # a row per ack id
         out: dict[str, Any] = latest.to_json() if latest is not None else {}
         out.update(self.metrics)
         out["oldestUnackedAgeMs"] = _oldest_age_ms(pending)

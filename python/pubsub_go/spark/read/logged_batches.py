@@ -1,7 +1,14 @@
 """The driver's reading of the batch log: what it needs of each published
-entry (ack ids, row count, the task's counters) is read once and kept until
-the batch is committed and removed. Not thread-safe: the driver's callers
-hold its lock."""
+entry is read once and kept until the batch is committed and removed. Not
+thread-safe: the driver's callers hold its lock.
+
+Two reads, because they happen at different times. latestOffset, on
+Spark's critical path between micro-batches, needs a finished batch's row
+count and counters: the entry's footer and record batch headers, ~1 ms.
+The ack ids (~4 MB per 200,000-row entry, copied out of the file: 7-30 ms
+per batch at 1 KB, bench/harness/analysis.md, thirteenth pass) are needed
+only by the committer thread, and by the lease keeper for an entry whose
+task did not hand its leases over; they are read then."""
 
 from __future__ import annotations
 
@@ -18,7 +25,6 @@ class EntryInfo:
     """What the driver needs of a published log entry, which never changes."""
 
     path: str
-    ack_ids: pa.Array
     rows: int
     stats: dict[str, Any]
 
@@ -27,20 +33,32 @@ class LoggedBatches:
     def __init__(self, log: BatchLog) -> None:
         self.log = log
         self._read: dict[str, EntryInfo] = {}  # entry path -> info: each entry is read once
+        self._acks: dict[str, pa.Array] = {}  # entry path -> its ack ids, once asked for
 
     def entries(self, gen: str, batch: int) -> list[EntryInfo]:
         out = []
         for path in self.log.entry_paths(gen, batch):
             info = self._read.get(path)
             if info is None:
+                rows, stats = self.log.read_summary(path)
+                info = self._read[path] = EntryInfo(path, rows, stats)
+            out.append(info)
+        return out
+
+    def ack_ids(self, entries: list[EntryInfo]) -> list[pa.Array]:
+        """The non-empty ack id arrays of entries."""
+        out = []
+        for e in entries:
+            if not e.rows:
+                continue
+            acks = self._acks.get(e.path)
+            if acks is None:
                 # Mapped: safe, since entries are removed (and their files
                 # reused) only under the driver's lock, which callers hold.
-                e = self.log.read_path(path, mapped=True)
-                # Concatenating copies the ack ids out of the entry's buffers,
-                # so the cache does not keep the rows alive.
-                acks = pa.concat_arrays([e.ack_ids, e.ack_ids.slice(0, 0)])
-                info = self._read[path] = EntryInfo(path, acks, e.data.num_rows, e.stats)
-            out.append(info)
+                # Concatenating copies the ids out of the file's pages.
+                ids = self.log.read_path(e.path, mapped=True).ack_ids
+                acks = self._acks[e.path] = pa.concat_arrays([ids, ids.slice(0, 0)])
+            out.append(acks)
         return out
 
     def batches(self, gen: str) -> list[int]:
@@ -54,9 +72,5 @@ class LoggedBatches:
         """Forgets a committed batch and removes it from the log."""
         for path in self.log.entry_paths(gen, batch):
             self._read.pop(path, None)
+            self._acks.pop(path, None)
         self.log.remove_batch(gen, batch)
-
-
-def ack_ids(entries: list[EntryInfo]) -> list[pa.Array]:
-    """The non-empty ack id arrays of entries."""
-    return [e.ack_ids for e in entries if len(e.ack_ids)]
