@@ -17,12 +17,14 @@ entries' files are reused (spare_entries.py).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +43,12 @@ ACK_COLUMN = "__pubsub_go_ack_id"
 MESSAGE_ID_COLUMN = "__pubsub_go_message_id"
 _BOOKKEEPING = (ACK_COLUMN, MESSAGE_ID_COLUMN)
 STATS_KEY = b"pubsub_go.stats"
+# The entry's message ids are also written to a small file of their own,
+# named in the entry's last batch under this key: a task reads the ids of
+# every recorded entry, and reading them out of the entry would read (or
+# map: see read_path) the whole file.
+IDS_KEY = b"pubsub_go.ids_file"
+_IDS_MARK = ".ids-"
 # An entry is written as <entry>.tmp-<uuid>, then linked or moved to <entry>.
 _TMP_MARK = ".tmp-"
 # <entry>.leased: the task handed the entry's leases over (task.py), so the
@@ -61,7 +69,6 @@ class Entry:
     ack_ids: pa.Array
     stats: dict[str, Any] = field(default_factory=dict)
     message_ids: pa.Array | None = None
-    file_id: int | None = None  # the local file's inode (BatchLog.unchanged)
 
 
 def _open_fs(location: str) -> tuple[pafs.FileSystem, str]:
@@ -95,18 +102,18 @@ class BatchLog:
         committed) before or while it was read.
 
         mapped (local file systems): memory-map the file, so reading a few
-        columns touches only their pages. A removed entry's file may be
-        reused (spare_entries.py), so a mapped entry's buffers stay valid
-        only while nobody removes it: for the driver, which removes entries
-        under the lock it reads them with, or for a caller that copies what
-        it needs and then checks unchanged()."""
-        file_id = None
-        if self._local:
-            file_id = os.stat(path).st_ino
-            with pa.memory_map(path) if mapped else pa.OSFile(path) as f:
+        columns touches only their pages. Only for the driver, which
+        removes entries under the lock it reads them with: a removed
+        entry's file is reused (spare_entries.py), and a mapping of a file
+        that is then cut short faults (SIGBUS) when read past its new end.
+        Everyone else reads (copies) the file, and a read that raced the
+        removal fails or is caught by the check afterwards."""
+        if self._local and mapped:
+            with pa.memory_map(path) as f:
                 table, stats = _read_entry(ipc.open_file(f))
         else:
-            with self.fs.open_input_file(path) as f:
+            file_id = os.stat(path).st_ino if self._local else None
+            with self._removed_while_read(path, file_id), self._open(path) as f:
                 table, stats = _read_entry(ipc.open_file(f))
         cols = {}
         for name in _BOOKKEEPING:
@@ -115,11 +122,62 @@ class BatchLog:
                 continue
             cols[name] = table.column(idx).combine_chunks() if table.num_rows else pa.array([], pa.string())
             table = table.remove_column(idx)
-        entry = Entry(data=table.replace_schema_metadata(None), ack_ids=cols[ACK_COLUMN], stats=stats,
-                      message_ids=cols.get(MESSAGE_ID_COLUMN), file_id=file_id)
-        if not mapped and not self.unchanged(path, entry):
-            raise FileNotFoundError(path)  # removed while read: what we copied may be a reuse's
-        return entry
+        return Entry(data=table.replace_schema_metadata(None), ack_ids=cols[ACK_COLUMN], stats=stats,
+                     message_ids=cols.get(MESSAGE_ID_COLUMN))
+
+    def read_message_ids(self, path: str) -> pa.Array:
+        """The message ids of the entry at path, from the file its last
+        batch names (only the footer and that empty batch of the entry are
+        read); FileNotFoundError if the entry was removed before or while
+        it was read."""
+        file_id = os.stat(path).st_ino if self._local else None
+        with self._removed_while_read(path, file_id), self._open(path) as f:
+            reader = ipc.open_file(f)
+            n = reader.num_record_batches
+            meta = reader.get_batch_with_custom_metadata(n - 1).custom_metadata if n else None
+            ids_file = meta.get(IDS_KEY) if meta else None
+            if ids_file is None:  # an entry written before the ids had a file of their own
+                table = reader.read_all()
+                column = MESSAGE_ID_COLUMN if MESSAGE_ID_COLUMN in table.schema.names else "message_id"
+                return table.column(column).combine_chunks() if table.num_rows else pa.array([], pa.string())
+        # Checked above: ids_file is this entry's. It is never reused, and
+        # removed only with the entry (FileNotFoundError: committed).
+        with self._open(f"{os.path.dirname(path)}/{ids_file.decode()}") as f:
+            ids = ipc.open_file(f).read_all().column(0)
+        return ids.combine_chunks() if ids.num_chunks else pa.array([], pa.string())
+
+    def _open(self, path: str) -> Any:
+        return pa.OSFile(path) if self._local else self.fs.open_input_file(path)
+
+    @contextlib.contextmanager
+    def _removed_while_read(self, path: str, file_id: int | None) -> Iterator[None]:
+        """Turns a read that raced the entry's removal into FileNotFoundError.
+
+        A removed entry's file may be reused and rewritten (spare_entries.py)
+        while it is read: the read then fails on what it finds, or succeeds
+        with another entry's data. Either way, if the path no longer names
+        the file read, the entry was removed: its batch was committed. The
+        check is sound because a removed entry's path never comes back (a
+        committed batch never runs again) and its file only changes after
+        its removal."""
+        try:
+            yield
+        except FileNotFoundError:
+            raise
+        except (OSError, pa.ArrowException) as e:
+            if not self._same_file(path, file_id):
+                raise FileNotFoundError(path) from e
+            raise
+        if not self._same_file(path, file_id):
+            raise FileNotFoundError(path)
+
+    def _same_file(self, path: str, file_id: int | None) -> bool:
+        if file_id is None:
+            return True  # not local: files are never reused
+        try:
+            return os.stat(path).st_ino == file_id
+        except FileNotFoundError:
+            return False
 
     def read_summary(self, path: str) -> tuple[int, dict[str, Any]]:
         """The entry's row count and counters, from its footer and record
@@ -140,17 +198,6 @@ class BatchLog:
         """Whether the task that published the entry at path handed its leases over."""
         return self.fs.get_file_info(path + _HANDED_OVER_MARK).type != pafs.FileType.NotFound
 
-    def unchanged(self, path: str, entry: Entry) -> bool:
-        """Whether path still names the file entry was read from. A removed
-        entry's path never comes back (a committed batch never runs again),
-        so if it does, the file was not removed, nor reused, before now."""
-        if entry.file_id is None:
-            return True  # not local: files are never reused
-        try:
-            return os.stat(path).st_ino == entry.file_id
-        except FileNotFoundError:
-            return False
-
     def writer(self, gen: str, batch: int, part: int, max_queue_bytes: int = 16 << 20) -> EntryWriter:
         """An entry written batch by batch, invisible until published."""
         return EntryWriter(self, gen, batch, part, max_queue_bytes)
@@ -167,11 +214,7 @@ class BatchLog:
                 ids = _IDS_CACHE.get(p)
                 if ids is None:
                     try:
-                        e = self.read_path(p, mapped=True)
-                        ids = _IdIndex(e.message_ids if e.message_ids is not None
-                                       else e.data.column("message_id").combine_chunks())
-                        if not self.unchanged(p, e):
-                            raise FileNotFoundError(p)
+                        ids = _IdIndex(self.read_message_ids(p))
                     except FileNotFoundError:
                         # Removed since the listing: committed and acked, so
                         # nothing of it can come back as a duplicate.
@@ -242,7 +285,11 @@ class BatchLog:
     def _batch_dirs(self, gen: str) -> list[tuple[int, pafs.FileInfo]]:
         """(batch, its directory's FileInfo) for every batch of gen, unordered."""
         sel = pafs.FileSelector(f"{self.root}/{gen}", allow_not_found=True)
-        return [(int(os.path.basename(i.path)), i) for i in self.fs.get_file_info(sel)
+        try:
+            infos = self.fs.get_file_info(sel)
+        except FileNotFoundError:  # created by a task meanwhile (allow_not_found covers only "absent")
+            return []
+        return [(int(os.path.basename(i.path)), i) for i in infos
                 if i.type == pafs.FileType.Directory and os.path.basename(i.path).isdigit()]
 
     def remove_batch(self, gen: str, batch: int) -> None:
@@ -355,6 +402,8 @@ class EntryWriter:
         self.tmp = f"{self.final}{_TMP_MARK}{uuid.uuid4().hex}"
         self._gen = gen
         self._reused: Any = None  # a spare's file, overwritten in place (spare_entries.py)
+        self._ids: list[pa.Array] = []  # the message ids written, for the entry's ids file
+        self.ids_file = f"{self.final}{_IDS_MARK}{uuid.uuid4().hex}"
         self._sink: Any = None
         self._w: ipc.RecordBatchFileWriter | None = None
         self._schema: pa.Schema | None = None
@@ -410,6 +459,8 @@ class EntryWriter:
             self._open(batch.schema)
         assert self._w is not None and self._schema is not None
         self._w.write_batch(pa.RecordBatch.from_arrays([*batch.columns, ack_ids, message_ids], schema=self._schema))
+        # A copy: a column of an imported batch keeps the whole batch alive.
+        self._ids.append(pa.concat_arrays([message_ids, message_ids.slice(0, 0)]))
 
     def _finish_writes(self) -> None:
         if self._thread is not None:
@@ -425,15 +476,23 @@ class EntryWriter:
         if self._w is None:
             self._open(schema)
         assert self._w is not None and self._schema is not None
+        ids = pa.concat_arrays(self._ids) if self._ids else pa.array([], pa.string())
+        ids_schema = pa.schema([pa.field(MESSAGE_ID_COLUMN, pa.string())])
+        with self.log.fs.open_output_stream(self.ids_file) as sink, ipc.new_file(sink, ids_schema) as w:
+            w.write_batch(pa.record_batch([ids], schema=ids_schema))
         empty = pa.RecordBatch.from_arrays([pa.array([], f.type) for f in self._schema], schema=self._schema)
-        self._w.write_batch(empty, custom_metadata={STATS_KEY: json.dumps(stats).encode()})
+        self._w.write_batch(empty, custom_metadata={STATS_KEY: json.dumps(stats).encode(),
+                                                    IDS_KEY: os.path.basename(self.ids_file).encode()})
         self._w.close()
         if self._reused is not None:
             self._sink.flush()
             self._reused.truncate(self._reused.tell())
         self._sink.close()
         self._w = None
-        return self.log._publish(self.tmp, self.final)
+        if self.log._publish(self.tmp, self.final):
+            return True
+        self.log._discard(self.ids_file)  # another attempt's entry names its own
+        return False
 
     def abort(self) -> None:
         try:
@@ -448,3 +507,4 @@ class EntryWriter:
                 pass
             self._w = None
         self.log._discard(self.tmp)
+        self.log._discard(self.ids_file)
