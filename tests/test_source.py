@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -199,12 +200,19 @@ def test_auto_registration_needs_no_register_call(emulator, tmp_path):
         out.stdout[-2000:] + out.stderr[-3000:])
 
 
+# A kill needs the next trigger at least this far off: the job's listener
+# line reaches the test within milliseconds, and the kill is immediate.
+KILL_SLACK_MS = 500
+
+
 def test_hard_stop_of_the_whole_driver_is_exactly_once(google, emulator, tmp_path):
     """SIGKILL the driver (its process group: the JVM and the driver's
     Python; Spark's Python workers exit once the JVM is gone) several
-    times mid-stream, each time just after a micro-batch ended (before the
-    next one acks the last and plans its own; see the job's docstring for
-    why not during a task on Google's emulator); restart from the
+    times mid-stream, each time just after a micro-batch ended and well
+    before the next trigger (before the next batch acks the last and plans
+    its own; see the job's docstring for why not during a task on Google's
+    emulator: a kill that landed in the next batch's tasks left 225
+    messages leased to nobody in a CI run); restart from the
     checkpoint; parquet output has every message exactly once and the
     subscription is drained."""
     topic, sub = google.topic(ack_deadline=20)
@@ -213,15 +221,25 @@ def test_hard_stop_of_the_whole_driver_is_exactly_once(google, emulator, tmp_pat
     out, ckpt, blog = tmp_path / "out", tmp_path / "ckpt", tmp_path / "batchlog"
     args = [sys.executable, str(JOBS / "source_to_parquet.py"), emulator.host_port, sub, str(out), str(ckpt),
             str(blog)]
+    kills = []  # how each kill went, for a failure's message
     for kill in range(3):
         p = subprocess.Popen([*args, "600"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                              start_new_session=True)
         seen_batches = 0
         deadline = time.monotonic() + 180
         for line in p.stdout:  # bounded by the deadline check and the kill below
-            if line.startswith("between") and " rows=0" not in line:
-                seen_batches += 1
-            if seen_batches >= 1 + kill or time.monotonic() > deadline:
+            if time.monotonic() > deadline:
+                kills.append(f"run {kill}: deadline passed, killed anyway")
+                break
+            m = re.match(r"between batch=(\d+) rows=(\d+) next_trigger_ms=(\d+)", line)
+            if not m or m[2] == "0":
+                continue
+            seen_batches += 1
+            # Only while the next batch is far enough off that none of its
+            # tasks can have opened a stream when the kill lands.
+            slack_ms = int(m[3]) - time.time() * 1000
+            if seen_batches >= 1 + kill and slack_ms > KILL_SLACK_MS:
+                kills.append(f"run {kill}: killed after batch {m[1]} ({m[2]} rows), {slack_ms:.0f} ms before the next")
                 break
         os.killpg(p.pid, signal.SIGKILL)
         p.wait(timeout=30)
@@ -234,7 +252,7 @@ def test_hard_stop_of_the_whole_driver_is_exactly_once(google, emulator, tmp_pat
         s.stop()
     dupes = len(got) - len(set(got))
     assert dupes == 0, f"{dupes} duplicates in the file sink output"
-    assert set(got) == ids, f"missing {len(ids - set(got))} messages"
+    assert set(got) == ids, f"missing {len(ids - set(got))} messages; {kills}"
     time.sleep(21)
     assert google.pull_all(sub, max_wait=3) == []
 

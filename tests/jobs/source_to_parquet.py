@@ -3,8 +3,9 @@ Run as its own process (the whole driver), killed and restarted by a test.
 Args: emulator_host subscription out_dir checkpoint_dir batch_log run_seconds
 [--pooled] [--trigger-seconds S] [--ack-deadline S] [--stop-file PATH]
 
-It prints "between batch=N rows=R" as each micro-batch ends (a query
-listener). Two tests use it:
+It prints "between batch=N rows=R next_trigger_ms=T" as each micro-batch
+ends (a query listener); T is when (epoch ms) the next trigger starts.
+Two tests use it:
 - tests/test_source.py, against Google's emulator, kills it between
   micro-batches (a 2 s trigger leaves the gap; no pooled subscriber): the
   emulator keeps a StreamingPull stream that was cut without a half-close
@@ -16,6 +17,7 @@ listener). Two tests use it:
 It stops cleanly when run_seconds pass or the stop file appears."""
 
 import argparse
+import datetime
 import os
 import sys
 import time
@@ -27,11 +29,27 @@ from sparkutil import spark_session  # noqa: E402
 
 
 class BatchEnds(StreamingQueryListener):
+    def __init__(self, trigger_ms: int) -> None:
+        self.trigger_ms = trigger_ms
+
     def onQueryStarted(self, event):
         pass
 
     def onQueryProgress(self, event):
-        print(f"between batch={event.progress.batchId} rows={event.progress.numInputRows}", flush=True)
+        p = event.progress
+        print(f"between batch={p.batchId} rows={p.numInputRows} next_trigger_ms={self._next_trigger_ms(p)}",
+              flush=True)
+
+    def _next_trigger_ms(self, p) -> int:
+        """Spark's processing-time trigger starts at the next multiple of the
+        interval after the last trigger's start, or at once if the batch ran
+        past it (ProcessingTimeExecutor). The progress's timestamp is taken
+        a moment after the trigger's start, which is a multiple itself but
+        for the first trigger and one after a batch that overran."""
+        start = int(datetime.datetime.fromisoformat(p.timestamp.replace("Z", "+00:00")).timestamp() * 1000)
+        end = start + int(p.durationMs.get("triggerExecution", 0))
+        nxt = start - start % self.trigger_ms + self.trigger_ms
+        return max(nxt, end)
 
     def onQueryIdle(self, event):
         pass
@@ -51,7 +69,7 @@ ap.add_argument("--stop-file", default="")
 a = ap.parse_args()
 
 spark = spark_session(app="hard-stop")
-spark.streams.addListener(BatchEnds())
+spark.streams.addListener(BatchEnds(int(a.trigger_seconds * 1000)))
 r = (spark.readStream.format("pubsub-go").option("subscriptionId", a.sub).option("emulatorHost", a.host)
      .option("numPartitions", "2").option("maxRecordsPerTrigger", "150").option("maxWaitTimeMs", "300")
      .option("batchLogLocation", a.batch_log))
