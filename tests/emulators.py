@@ -1,5 +1,6 @@
-"""Starts Google's official Pub/Sub emulator on a free loopback port and
-stops it by its own pid (process group), for tests and benchmarks."""
+"""Starts Google's official Pub/Sub emulator (and bench/loadserver) on a
+free loopback port and stops it by its own pid (process group), for tests
+and benchmarks; sets up a topic with messages on either."""
 
 from __future__ import annotations
 
@@ -139,3 +140,20 @@ class LoadServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=15)
+
+
+def topic_with_messages(host_port: str, project: str, payloads: list[bytes], **subscription: object) -> str:
+    """Creates projects/<project>/topics/t and its subscription .../s (with
+    the given create_subscription fields) on a server, publishes payloads,
+    and returns the subscription's name."""
+    import pyarrow as pa
+
+    from pubsub_go.client import Publisher, admin
+
+    topic, sub = f"projects/{project}/topics/t", f"projects/{project}/subscriptions/s"
+    admin("create_topic", emulator_host=host_port, topic=topic)
+    admin("create_subscription", emulator_host=host_port, topic=topic, subscription=sub, **subscription)
+    with Publisher(topic=topic, emulator_host=host_port) as pub:
+        pub.publish(pa.record_batch({"payload": pa.array(payloads)}))
+        pub.flush(timeout_ms=30_000)
+    return sub

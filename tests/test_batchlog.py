@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.ipc  # noqa: F401 (pa.ipc)
 import pytest
 
 from pubsub_go.spark.read import spare_entries
-from pubsub_go.spark.read.batchlog import BatchLog
+from pubsub_go.spark.read.batchlog import ACK_COLUMN, MESSAGE_ID_COLUMN, STATS_KEY, BatchLog
 
 SCHEMA = pa.schema([("message_id", pa.string()), ("payload", pa.binary())])
 
@@ -104,19 +106,14 @@ def test_attempt_that_loses_the_race_fails_and_hands_its_messages_back(tmp_path)
     the winner's output) and nack what it took, so nothing is lost."""
     import pytest
 
-    from pubsub_go.client import Emulator, Publisher, Subscriber, admin
+    from emulators import topic_with_messages
+    from pubsub_go.client import Emulator, Subscriber
     from pubsub_go.spark.read.options import SourceOptions
     from pubsub_go.spark.read.partition import PubSubPartition
     from pubsub_go.spark.read.task import LostRaceError, _pull_and_record
 
     with Emulator() as emu:
-        topic, sub = "projects/r/topics/t", "projects/r/subscriptions/s"
-        admin("create_topic", emulator_host=emu.host_port, topic=topic)
-        admin("create_subscription", emulator_host=emu.host_port, topic=topic, subscription=sub,
-              ack_deadline_seconds=600)
-        with Publisher(topic=topic, emulator_host=emu.host_port) as pub:
-            pub.publish(pa.record_batch({"payload": pa.array([b"m%d" % i for i in range(5)])}))
-            pub.flush(timeout_ms=30_000)
+        sub = topic_with_messages(emu.host_port, "r", [b"m%d" % i for i in range(5)], ack_deadline_seconds=600)
         opts = SourceOptions.parse({"subscriptionId": sub, "emulatorHost": emu.host_port,
                                     "batchLogLocation": str(tmp_path), "maxWaitTimeMs": "2000"})
         log = BatchLog(str(tmp_path))
@@ -161,6 +158,37 @@ def test_recorded_ids_skip_an_entry_removed_after_the_listing(tmp_path):
     recorded = log.recorded_message_ids("g")
     assert len(recorded) == 2
     assert recorded.mask(pa.array(["r1-0", "r2-1", "r2-0"])).to_pylist() == [False, True, True]
+
+
+def test_an_entry_of_an_earlier_version_still_reads_and_counts_as_recorded(tmp_path):
+    """Entries written before the message ids had a file of their own kept
+    them in a column beside the rows; a restart on such a log replays them
+    and drops redeliveries of their messages (the log outlives an upgrade)."""
+    log = BatchLog(str(tmp_path))
+    b, a = entry("old-", 3)
+    schema = SCHEMA.append(pa.field(ACK_COLUMN, pa.string())).append(pa.field(MESSAGE_ID_COLUMN, pa.string()))
+    path = log.entry_path("g", 1, 0)
+    Path(path).parent.mkdir(parents=True)
+    with pa.OSFile(path, "wb") as f, pa.ipc.new_file(f, schema) as w:
+        w.write_batch(pa.record_batch([*b[0].columns, a[0], b[0].column("message_id")], schema=schema))
+        w.write_batch(pa.record_batch([pa.array([], t.type) for t in schema], schema=schema),
+                      custom_metadata={STATS_KEY: b'{"rows": 3}'})
+    got = log.read("g", 1, 0)
+    assert got is not None and got.data.schema.names == SCHEMA.names and got.stats == {"rows": 3}
+    assert got.ack_ids.to_pylist() == ["ack-old-0", "ack-old-1", "ack-old-2"]
+    assert log.read_message_ids(path).to_pylist() == ["old-0", "old-1", "old-2"]
+    assert log.recorded_message_ids("g").mask(pa.array(["old-1", "new-1"])).to_pylist() == [True, False]
+
+
+def test_a_new_entry_keeps_its_message_ids_in_their_own_file_only(tmp_path):
+    """The ids are written once: to the file tasks read them from."""
+    log = BatchLog(str(tmp_path))
+    b, a = entry("n-", 4)
+    assert write_once(log, "g", 1, 0, b, a, SCHEMA, {})
+    path = log.entry_path("g", 1, 0)
+    with pa.memory_map(path) as f:
+        assert pa.ipc.open_file(f).schema.names == [*SCHEMA.names, ACK_COLUMN]
+    assert log.read_message_ids(path).to_pylist() == ["n-0", "n-1", "n-2", "n-3"]
 
 
 @pytest.mark.parametrize("recorded_ids, probe, want", [

@@ -75,7 +75,8 @@ def test_the_driver_takes_over_only_the_leases_a_task_did_not_hand_over(tmp_path
     commitLeaseSeconds and marks its entry; the driver, when it first sees
     the batch finished, sets again only the leases of entries without the
     mark (a hand-over that failed), not every message a second time."""
-    from pubsub_go.client import Emulator, Publisher, admin
+    from emulators import topic_with_messages
+    from pubsub_go.client import Emulator
     from pubsub_go.spark.read.batchlog import BatchLog
     from pubsub_go.spark.read.driver import DriverState
     from pubsub_go.spark.read.options import SourceOptions
@@ -83,12 +84,7 @@ def test_the_driver_takes_over_only_the_leases_a_task_did_not_hand_over(tmp_path
     from pubsub_go.spark.read.task import _pull_and_record
 
     with Emulator() as emu:
-        topic, sub = "projects/l/topics/t", "projects/l/subscriptions/s"
-        admin("create_topic", emulator_host=emu.host_port, topic=topic)
-        admin("create_subscription", emulator_host=emu.host_port, topic=topic, subscription=sub)
-        with Publisher(topic=topic, emulator_host=emu.host_port) as pub:
-            pub.publish(pa.record_batch({"payload": pa.array([b"m%d" % i for i in range(6)])}))
-            pub.flush(timeout_ms=30_000)
+        sub = topic_with_messages(emu.host_port, "l", [b"m%d" % i for i in range(6)])
         opts = SourceOptions.parse({"subscriptionId": sub, "emulatorHost": emu.host_port,
                                     "batchLogLocation": str(tmp_path), "subscriberIdleMs": "0"})
         log = BatchLog(str(tmp_path))

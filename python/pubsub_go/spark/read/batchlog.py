@@ -37,16 +37,16 @@ import pyarrow.ipc as ipc
 from . import spare_entries
 
 ACK_COLUMN = "__pubsub_go_ack_id"
-# Message ids beside the rows, whatever columns the rows keep (schema mode
-# may project message_id away): tasks drop redeliveries of recorded
-# messages by them (see recorded_message_ids).
+# The entry's message ids, whatever columns the rows keep (schema mode may
+# project message_id away): tasks drop redeliveries of recorded messages by
+# them (see recorded_message_ids). They are written to a small file of their
+# own, named in the entry's last batch under IDS_KEY: a task reads the ids
+# of every recorded entry, and reading them out of the entry would read (or
+# map: see read_path) the whole file. Entries written before that kept them
+# in a column of this name beside the rows (read_message_ids still reads it).
 MESSAGE_ID_COLUMN = "__pubsub_go_message_id"
 _BOOKKEEPING = (ACK_COLUMN, MESSAGE_ID_COLUMN)
 STATS_KEY = b"pubsub_go.stats"
-# The entry's message ids are also written to a small file of their own,
-# named in the entry's last batch under this key: a task reads the ids of
-# every recorded entry, and reading them out of the entry would read (or
-# map: see read_path) the whole file.
 IDS_KEY = b"pubsub_go.ids_file"
 _IDS_MARK = ".ids-"
 # An entry is written as <entry>.tmp-<uuid>, then linked or moved to <entry>.
@@ -68,7 +68,6 @@ class Entry:
     data: pa.Table
     ack_ids: pa.Array
     stats: dict[str, Any] = field(default_factory=dict)
-    message_ids: pa.Array | None = None
 
 
 def _open_fs(location: str) -> tuple[pafs.FileSystem, str]:
@@ -108,8 +107,8 @@ class BatchLog:
         that is then cut short faults (SIGBUS) when read past its new end.
         Everyone else reads (copies) the file, and a read that raced the
         removal fails or is caught by the check afterwards."""
-        if self._local and mapped:
-            with pa.memory_map(path) as f:
+        if mapped:
+            with self._open(path, mapped=True) as f:
                 table, stats = _read_entry(ipc.open_file(f))
         else:
             file_id = os.stat(path).st_ino if self._local else None
@@ -122,8 +121,7 @@ class BatchLog:
                 continue
             cols[name] = table.column(idx).combine_chunks() if table.num_rows else pa.array([], pa.string())
             table = table.remove_column(idx)
-        return Entry(data=table.replace_schema_metadata(None), ack_ids=cols[ACK_COLUMN], stats=stats,
-                     message_ids=cols.get(MESSAGE_ID_COLUMN))
+        return Entry(data=table.replace_schema_metadata(None), ack_ids=cols[ACK_COLUMN], stats=stats)
 
     def read_message_ids(self, path: str) -> pa.Array:
         """The message ids of the entry at path, from the file its last
@@ -146,8 +144,11 @@ class BatchLog:
             ids = ipc.open_file(f).read_all().column(0)
         return ids.combine_chunks() if ids.num_chunks else pa.array([], pa.string())
 
-    def _open(self, path: str) -> Any:
-        return pa.OSFile(path) if self._local else self.fs.open_input_file(path)
+    def _open(self, path: str, *, mapped: bool = False) -> Any:
+        """path for reading; mapped (local file systems only, see read_path): memory-mapped."""
+        if not self._local:
+            return self.fs.open_input_file(path)
+        return pa.memory_map(path) if mapped else pa.OSFile(path)
 
     @contextlib.contextmanager
     def _removed_while_read(self, path: str, file_id: int | None) -> Iterator[None]:
@@ -183,7 +184,7 @@ class BatchLog:
         """The entry's row count and counters, from its footer and record
         batch headers only (no column is read). For the driver, which
         removes entries under the lock it reads them with."""
-        with pa.memory_map(path) if self._local else self.fs.open_input_file(path) as f:
+        with self._open(path, mapped=True) as f:
             reader = ipc.open_file(f)
             n = reader.num_record_batches
             rows = sum(reader.get_batch(i).num_rows for i in range(n))
@@ -307,6 +308,12 @@ class BatchLog:
             spare_entries.drop(self.root, gen)
 
 
+def detached(column: pa.Array) -> pa.Array:
+    """A copy of column that keeps nothing else alive: a column of an
+    imported (or memory-mapped) batch holds the whole batch (or mapping)."""
+    return pa.concat_arrays([column, column.slice(0, 0)])
+
+
 def _canonical_ints(ids: pa.Array) -> np.ndarray | None:
     """ids as int64 if every one is a canonical decimal integer (Pub/Sub's
     message ids are: "2070443601311540"), else None. Canonical, because
@@ -416,8 +423,7 @@ class EntryWriter:
 
     def _open(self, schema: pa.Schema) -> None:
         self.log.fs.create_dir(self._dir, recursive=True)
-        self._schema = schema.append(pa.field(ACK_COLUMN, pa.string())).append(
-            pa.field(MESSAGE_ID_COLUMN, pa.string()))
+        self._schema = schema.append(pa.field(ACK_COLUMN, pa.string()))
         if self.log._local and spare_entries.claim(self.log.root, self._gen, self.tmp):
             # Opened without truncating: its pages are reused, not freed and
             # allocated again. publish() cuts off what is left past the end.
@@ -458,9 +464,8 @@ class EntryWriter:
         if self._w is None:
             self._open(batch.schema)
         assert self._w is not None and self._schema is not None
-        self._w.write_batch(pa.RecordBatch.from_arrays([*batch.columns, ack_ids, message_ids], schema=self._schema))
-        # A copy: a column of an imported batch keeps the whole batch alive.
-        self._ids.append(pa.concat_arrays([message_ids, message_ids.slice(0, 0)]))
+        self._w.write_batch(pa.RecordBatch.from_arrays([*batch.columns, ack_ids], schema=self._schema))
+        self._ids.append(detached(message_ids))
 
     def _finish_writes(self) -> None:
         if self._thread is not None:

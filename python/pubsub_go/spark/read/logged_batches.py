@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .batchlog import BatchLog
+from .batchlog import BatchLog, detached
 
 
 @dataclass(frozen=True)
@@ -55,9 +55,8 @@ class LoggedBatches:
             if acks is None:
                 # Mapped: safe, since entries are removed (and their files
                 # reused) only under the driver's lock, which callers hold.
-                # Concatenating copies the ids out of the file's pages.
-                ids = self.log.read_path(e.path, mapped=True).ack_ids
-                acks = self._acks[e.path] = pa.concat_arrays([ids, ids.slice(0, 0)])
+                # The copy is out of the file's pages, so it outlives them.
+                acks = self._acks[e.path] = detached(self.log.read_path(e.path, mapped=True).ack_ids)
             out.append(acks)
         return out
 
