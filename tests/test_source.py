@@ -211,8 +211,8 @@ def test_hard_stop_of_the_whole_driver_is_exactly_once(google, emulator, tmp_pat
     times mid-stream, each time just after a micro-batch ended and well
     before the next trigger (before the next batch acks the last and plans
     its own; see the job's docstring for why not during a task on Google's
-    emulator: a kill that landed in the next batch's tasks left 225
-    messages leased to nobody in a CI run); restart from the
+    emulator; a CI run whose kills did not wait for such a gap missed 225
+    messages); restart from the
     checkpoint; parquet output has every message exactly once and the
     subscription is drained."""
     topic, sub = google.topic(ack_deadline=20)
