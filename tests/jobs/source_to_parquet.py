@@ -48,8 +48,9 @@ class BatchEnds(StreamingQueryListener):
         for the first trigger and one after a batch that overran."""
         start = int(datetime.datetime.fromisoformat(p.timestamp.replace("Z", "+00:00")).timestamp() * 1000)
         end = start + int(p.durationMs.get("triggerExecution", 0))
-        nxt = start - start % self.trigger_ms + self.trigger_ms
-        return max(nxt, end)
+        if not self.trigger_ms:  # processingTime 0: the next batch starts at once
+            return end
+        return max(start - start % self.trigger_ms + self.trigger_ms, end)
 
     def onQueryIdle(self, event):
         pass
