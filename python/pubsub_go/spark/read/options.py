@@ -74,9 +74,28 @@ MAX_RECORDS_PER_PARTITION = 200_000
 MAX_WAIT_MS = 20
 
 
+# batchSize: rows per pull, so per Arrow batch handed to Spark. Every batch
+# costs the worker a fixed amount (PySpark's checks and socket write, our
+# pull loop, a batch-log write), so larger ones are cheaper per row, up to
+# where they outgrow the caches: at 1 KB, 4,000 rows ran 1.02-1.17x the
+# rows/s of the library's 1,000 (10 alternating rounds), 2,000 1.05-1.14x,
+# 8,000 0.91-0.95x (bench/spark_ab.py; bench/harness/analysis.md,
+# fourteenth pass). It divides MAX_RECORDS_PER_PARTITION: 3,000, which
+# does not, ran 0.89-1.05x (a task's last, shorter pull sets the size the
+# subscriber builds its next batches at). Large payloads are cut by bytes
+# anyway (pull.py, PULL_BYTES_SHARE); a streaming task's wait is
+# MAX_WAIT_MS whatever the size, so latency at low rates is unchanged.
+DEFAULT_BATCH_SIZE = 4_000
+
+
 def _max_wait_ms(opts: Mapping[str, str]) -> int:
     lim = contract.limit("subscriber_config", "max_wait_ms")
     return int_option(opts, "maxWaitTimeMs", MAX_WAIT_MS, lim.min, lim.max)
+
+
+def _batch_size(opts: Mapping[str, str]) -> int:
+    lim = contract.limit("subscriber_config", "batch_size")
+    return int_option(opts, "batchSize", DEFAULT_BATCH_SIZE, lim.min, lim.max)
 
 
 def _max_bytes_per_partition(opts: Mapping[str, str]) -> int:
@@ -305,7 +324,7 @@ class SourceOptions:
             subscription=sub_path,
             conn=conn,
             num_partitions=num_parts,
-            batch_size=go_int_option(opts, "batchSize", "subscriber_config", "batch_size"),
+            batch_size=_batch_size(opts),
             max_wait_ms=_max_wait_ms(opts),
             max_records_per_trigger=int_option(opts, "maxRecordsPerTrigger", 0, 1),
             max_bytes_per_trigger=int_option(opts, "maxBytesPerTrigger", 0, 1),
