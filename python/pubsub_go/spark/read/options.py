@@ -80,9 +80,9 @@ MAX_WAIT_MS = 20
 # where they outgrow the caches: at 1 KB, 4,000 rows ran 1.02-1.17x the
 # rows/s of the library's 1,000 (10 alternating rounds), 2,000 1.05-1.14x,
 # 8,000 0.91-0.95x (bench/spark_ab.py; bench/harness/analysis.md,
-# fourteenth pass). It divides MAX_RECORDS_PER_PARTITION: 3,000, which
-# does not, ran 0.89-1.05x (a task's last, shorter pull sets the size the
-# subscriber builds its next batches at). Large payloads are cut by bytes
+# fourteenth pass). 3,000 ran 0.89-1.05x, for a reason not found yet (it
+# is the one size tried that does not divide MAX_RECORDS_PER_PARTITION,
+# so each task's last pull is shorter). Large payloads are cut by bytes
 # anyway (pull.py, PULL_BYTES_SHARE); a streaming task's wait is
 # MAX_WAIT_MS whatever the size, so latency at low rates is unchanged.
 DEFAULT_BATCH_SIZE = 4_000
