@@ -76,16 +76,15 @@ MAX_WAIT_MS = 20
 
 # batchSize: rows per pull, so per Arrow batch handed to Spark. Every batch
 # costs the worker a fixed amount (PySpark's checks and socket write, our
-# pull loop, a batch-log write), so larger ones are cheaper per row, up to
-# where they outgrow the caches: at 1 KB, 4,000 rows ran 1.02-1.17x the
-# rows/s of the library's 1,000 (10 alternating rounds), 2,000 1.05-1.14x,
-# 8,000 0.91-0.95x (bench/spark_ab.py; bench/harness/analysis.md,
-# fourteenth pass). 3,000 ran 0.89-1.05x, for a reason not found yet (it
-# is the one size tried that does not divide MAX_RECORDS_PER_PARTITION,
-# so each task's last pull is shorter). Large payloads are cut by bytes
-# anyway (pull.py, PULL_BYTES_SHARE); a streaming task's wait is
-# MAX_WAIT_MS whatever the size, so latency at low rates is unchanged.
-DEFAULT_BATCH_SIZE = 4_000
+# pull loop, a batch-log write), so larger ones are cheaper per row: at 1 KB
+# and the default 200,000-row tasks, 4,000 rows ran 1.02-1.17x the rows/s
+# of 1,000 (10 alternating rounds), 2,000 1.05-1.14x. But 4,000 with
+# 50,000-row tasks (maxRecordsPerTrigger=100000 on 2 partitions) ran 0.37x
+# of 1,000, and 3,000 with the default tasks 0.89-1.05x; 1,000 with
+# 50,500-row tasks ran as fast as with 50,000. The cause of that cliff is
+# not found yet (bench/spark_ab.py; bench/harness/analysis.md, fourteenth
+# pass), so the default stays the library's 1,000 until it is.
+DEFAULT_BATCH_SIZE = 1_000
 
 
 def _max_wait_ms(opts: Mapping[str, str]) -> int:
