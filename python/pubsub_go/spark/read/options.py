@@ -74,27 +74,9 @@ MAX_RECORDS_PER_PARTITION = 200_000
 MAX_WAIT_MS = 20
 
 
-# batchSize: rows per pull, so per Arrow batch handed to Spark. Every batch
-# costs the worker a fixed amount (PySpark's checks and socket write, our
-# pull loop, a batch-log write), so larger ones are cheaper per row: at 1 KB
-# and the default 200,000-row tasks, 4,000 rows ran 1.02-1.17x the rows/s
-# of 1,000 (10 alternating rounds), 2,000 1.05-1.14x. But 4,000 with
-# 50,000-row tasks (maxRecordsPerTrigger=100000 on 2 partitions) ran 0.37x
-# of 1,000, and 3,000 with the default tasks 0.89-1.05x; 1,000 with
-# 50,500-row tasks ran as fast as with 50,000. The cause of that cliff is
-# not found yet (bench/spark_ab.py; bench/harness/analysis.md, fourteenth
-# pass), so the default stays the library's 1,000 until it is.
-DEFAULT_BATCH_SIZE = 1_000
-
-
 def _max_wait_ms(opts: Mapping[str, str]) -> int:
     lim = contract.limit("subscriber_config", "max_wait_ms")
     return int_option(opts, "maxWaitTimeMs", MAX_WAIT_MS, lim.min, lim.max)
-
-
-def _batch_size(opts: Mapping[str, str]) -> int:
-    lim = contract.limit("subscriber_config", "batch_size")
-    return int_option(opts, "batchSize", DEFAULT_BATCH_SIZE, lim.min, lim.max)
 
 
 def _max_bytes_per_partition(opts: Mapping[str, str]) -> int:
@@ -323,7 +305,13 @@ class SourceOptions:
             subscription=sub_path,
             conn=conn,
             num_partitions=num_parts,
-            batch_size=_batch_size(opts),
+            # The library's default (1,000). Larger batches ran 1.02-1.17x
+            # faster at 1 KB with the default 200,000-row tasks, but 4,000
+            # with 50,000-row tasks (maxRecordsPerTrigger=100000 on 2
+            # partitions) ran 0.37x: a cliff whenever the task is not a
+            # multiple of the batch, cause not found yet (bench/spark_ab.py;
+            # bench/harness/analysis.md, fourteenth pass).
+            batch_size=go_int_option(opts, "batchSize", "subscriber_config", "batch_size"),
             max_wait_ms=_max_wait_ms(opts),
             max_records_per_trigger=int_option(opts, "maxRecordsPerTrigger", 0, 1),
             max_bytes_per_trigger=int_option(opts, "maxBytesPerTrigger", 0, 1),
