@@ -80,7 +80,15 @@ type reservoir struct {
 	b        *rawbatch.Builder
 	open     []*entry     // entries of the rows in b
 	openRows atomic.Int64 // len(open), readable without bmu
-	target   atomic.Int64 // rows per lot: the last size asked for
+	// target is the rows per lot: the configured batch size, raised by a
+	// take that asks for more, never lowered. A shorter take splits a lot
+	// (no copy); lots built at the last size asked for shrank for good:
+	// a Spark task's last pull asks for the rest of its budget (2,000 of a
+	// 50,000-row task in 4,000-row batches), the prefetch until the next
+	// task was built at that size, that task's last pull asked for less
+	// again, and within minutes every pull returned ~20 rows at a third of
+	// the rows/s (bench/harness/analysis.md, fifteenth pass).
+	target atomic.Int64
 
 	mu      sync.Mutex
 	lots    []*lot // finished, arrival order
@@ -206,7 +214,7 @@ func (r *reservoir) flush() {
 // built for a smaller size); the caller asks again for the rest. Unless
 // partial, it takes nothing while fewer than max rows are buffered and
 // returns a channel to wait on instead. It fails once the reservoir is
-// closed or failed. Lots are built max rows at a time from now on, so a
+// closed or failed. A max above the lot size raises it (target), so a
 // caller that keeps asking for the same size gets whole lots.
 //
 // While flow control is full nothing more can arrive, so a full take is
@@ -215,7 +223,7 @@ func (r *reservoir) flush() {
 // and a take that waited out would make a streaming task end after one lot.
 func (r *reservoir) take(max int, partial bool) (*Batch, <-chan struct{}, error) {
 	wake := r.arrived.wait()
-	r.target.Store(int64(max))
+	r.raiseTarget(max)
 	serve := partial || r.fc.full() // hand out a short lot rather than wait
 	r.mu.Lock()
 	if err := r.unusable(); err != nil {
@@ -271,6 +279,16 @@ func (r *reservoir) take(max int, partial bool) (*Batch, <-chan struct{}, error)
 	}
 	r.fc.handOver(handedBytes)
 	return l.batch(), nil, nil
+}
+
+// raiseTarget makes lots at least max rows from now on.
+func (r *reservoir) raiseTarget(max int) {
+	for {
+		t := r.target.Load()
+		if int64(max) <= t || r.target.CompareAndSwap(t, int64(max)) {
+			return
+		}
+	}
 }
 
 // unusable is the error take reports; the caller holds mu.

@@ -203,7 +203,7 @@ func TestReservoirHandsOverWholeLotsWithoutCopying(t *testing.T) {
 		t.Fatalf("take(4) of 3 buffered should wait")
 	}
 	// Queued: [d] (the rest of the split) and [e f] (finished when f
-	// arrived: take(1) made 1 row the lot size).
+	// arrived: take(1) did not lower the lot size).
 	b, _, _ = r.take(4, true)
 	if got := takenIDs(b); got != "[d]" {
 		t.Errorf("partial take = %s, want the head lot [d]", got)
@@ -218,6 +218,40 @@ func TestReservoirHandsOverWholeLotsWithoutCopying(t *testing.T) {
 	}
 	r.releaseBuilder()
 }
+
+func TestReservoirKeepsItsLotSizeAfterAShorterTake(t *testing.T) {
+	r := testReservoir(newFlowController(100, 1<<20), 4)
+	r.addIDs("a", "b", "c", "d")
+	// A task's last pull asks for the rest of its budget.
+	if got := takenIDs(first(r.take(2, false))); got != "[a b]" {
+		t.Fatalf("take(2) = %s, want [a b]", got)
+	}
+	r.addIDs("e", "f", "g", "h", "i", "j")
+	// The next task asks for whole batches again: after the rest of the
+	// split lot, it gets lots of the configured size, not of the last ask.
+	for _, want := range []string{"[c d]", "[e f g h]"} {
+		if got := takenIDs(first(r.take(4, false))); got != want {
+			t.Errorf("take(4) = %s, want %s", got, want)
+		}
+	}
+	// A larger ask raises the lot size for lots built after it.
+	r.addIDs("k", "l", "m", "n") // [i j k l], m n in the builder
+	for _, want := range []string{"[i j k l]", "[m n]"} {
+		if got := takenIDs(first(r.take(6, true))); got != want {
+			t.Errorf("take(6) = %s, want %s", got, want)
+		}
+	}
+	r.addIDs("o", "p", "q", "r", "s", "t")
+	if got := takenIDs(first(r.take(6, false))); got != "[o p q r s t]" {
+		t.Errorf("take(6) = %s, want one lot of 6", got)
+	}
+	r.close()
+	r.drain()
+	r.releaseBuilder()
+}
+
+// first is take's batch.
+func first(b *Batch, _ <-chan struct{}, _ error) *Batch { return b }
 
 func TestReservoirNeverCopiesAcrossLots(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
