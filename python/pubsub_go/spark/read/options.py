@@ -79,6 +79,26 @@ def _max_wait_ms(opts: Mapping[str, str]) -> int:
     return int_option(opts, "maxWaitTimeMs", MAX_WAIT_MS, lim.min, lim.max)
 
 
+# batchSize: rows per pull, so per Arrow batch handed to Spark. Every batch
+# costs the worker a fixed amount (PySpark's checks and socket write, our
+# pull loop, a batch-log write), so larger ones are cheaper per row, up to
+# where they outgrow the caches: at 1 KB, 4,000 rows ran 1.09-1.33x the
+# rows/s of the library's 1,000, 2,000 1.10-1.15x, 8,000 1.05-1.14x (3
+# alternating rounds; bench/spark_ab.py; bench/harness/analysis.md,
+# fifteenth pass). Tasks of any size get whole batches: a task's last,
+# shorter pull no longer shrinks the subscriber's next batches (that ran
+# 4,000 at 0.37x with 50,000-row tasks before; fourteenth pass). Large
+# payloads are cut by bytes anyway (pull.py, PULL_BYTES_SHARE); a streaming
+# task's wait is MAX_WAIT_MS whatever the size, so latency at low rates is
+# unchanged.
+DEFAULT_BATCH_SIZE = 4_000
+
+
+def _batch_size(opts: Mapping[str, str]) -> int:
+    lim = contract.limit("subscriber_config", "batch_size")
+    return int_option(opts, "batchSize", DEFAULT_BATCH_SIZE, lim.min, lim.max)
+
+
 def _max_bytes_per_partition(opts: Mapping[str, str]) -> int:
     """maxBytesPerPartition if set, else a share of maxWorkerMemoryBytes."""
     lim = contract.limit("subscriber_config", "max_outstanding_bytes")
@@ -305,13 +325,7 @@ class SourceOptions:
             subscription=sub_path,
             conn=conn,
             num_partitions=num_parts,
-            # The library's default (1,000). Larger batches ran 1.02-1.17x
-            # faster at 1 KB with the default 200,000-row tasks, but 4,000
-            # with 50,000-row tasks (maxRecordsPerTrigger=100000 on 2
-            # partitions) ran 0.37x: a cliff whenever the task is not a
-            # multiple of the batch, cause not found yet (bench/spark_ab.py;
-            # bench/harness/analysis.md, fourteenth pass).
-            batch_size=go_int_option(opts, "batchSize", "subscriber_config", "batch_size"),
+            batch_size=_batch_size(opts),
             max_wait_ms=_max_wait_ms(opts),
             max_records_per_trigger=int_option(opts, "maxRecordsPerTrigger", 0, 1),
             max_bytes_per_trigger=int_option(opts, "maxBytesPerTrigger", 0, 1),
