@@ -159,8 +159,9 @@ class Subscriber(_Handle):
     raw (or decoded) schema and a pyarrow string array of the ack ids of the
     same rows: up to `max_rows`, fewer when `wait_ms` ran out first, or at
     the end of a batch the library built for another size (batches are
-    built as messages arrive and handed over without copying, so keep
-    asking for the same size). Every message handed out stays leased until
+    built as messages arrive, `batch_size` rows each or the largest
+    `max_rows` asked for if that is more, and handed over without copying).
+    Every message handed out stays leased until
     acked, nacked or released; `close()` nacks what was pulled but never
     handed out.
     """
