@@ -14,9 +14,10 @@ from .sparkrun import measure
 
 # pubsub-go's options for the "tuned" runs: the hand tuning that once lifted
 # the source above its defaults (larger flow control, a kept subscriber,
-# longer tasks). The defaults have since absorbed it: in alternating rounds
-# they run as fast as this or faster, and so do 400,000-row tasks with a
-# 1 GiB budget (bench/spark_ab.py; bench/harness/analysis.md, eighth pass).
+# longer tasks). The defaults have since absorbed most of it: in
+# alternating rounds this runs 0.97-1.11x the defaults, at 540-645 MB of
+# peak worker RSS against their 370-490 (bench/spark_ab.py;
+# bench/harness/analysis.md, eighth and fifteenth passes).
 # Kept as the "tuned" figure, and the decode benchmark's options, so both
 # stay comparable with earlier runs.
 TUNED = {"maxOutstandingMessages": "1000000", "maxBatchDurationMs": "2000", "maxBytesPerPartition": "268435456",
