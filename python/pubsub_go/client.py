@@ -161,9 +161,8 @@ class Subscriber(_Handle):
     the end of a batch the library built for another size (batches are
     built as messages arrive, `batch_size` rows each or the largest
     `max_rows` asked for if that is more, and handed over without copying).
-    Every message handed out stays leased until
-    acked, nacked or released; `close()` nacks what was pulled but never
-    handed out.
+    Every message handed out stays leased until acked, nacked or released;
+    `close()` nacks what was pulled but never handed out.
     """
 
     _close_fn = "pg_subscriber_close"

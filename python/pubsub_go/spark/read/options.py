@@ -82,8 +82,8 @@ def _max_wait_ms(opts: Mapping[str, str]) -> int:
 # batchSize: rows per pull, so per Arrow batch handed to Spark. Every batch
 # costs the worker a fixed amount (PySpark's checks and socket write, our
 # pull loop, a batch-log write), so larger ones are cheaper per row, up to
-# where they outgrow the caches: at 1 KB, 4,000 rows ran 1.09-1.33x the
-# rows/s of the library's 1,000, 2,000 1.10-1.15x, 8,000 1.05-1.14x (3
+# a point: at 1 KB, 4,000 rows ran 1.09-1.33x the rows/s of the library's
+# 1,000, 2,000 1.10-1.15x, and 8,000 no faster than 4,000 (1.05-1.14x; 3
 # alternating rounds; bench/spark_ab.py; bench/harness/analysis.md,
 # fifteenth pass). Tasks of any size get whole batches: a task's last,
 # shorter pull no longer shrinks the subscriber's next batches (that ran
