@@ -47,9 +47,10 @@ func (s *Subscriber) extend(ctx context.Context, ids []string, lease time.Durati
 func (r *reservoir) due(now time.Time, prefetchLease, deadline, maxExtension time.Duration) (prefetched, handed []string) {
 	var expired int
 	var expiredBytes int64
+	at := r.stamp(now)
 	r.mu.Lock()
 	r.held.each(func(e *entry) {
-		if now.Sub(e.received) >= maxExtension {
+		if time.Duration(at-e.received) >= maxExtension {
 			expired++
 			expiredBytes += e.size
 			r.held.forget(e)
@@ -59,8 +60,8 @@ func (r *reservoir) due(now time.Time, prefetchLease, deadline, maxExtension tim
 		if e.handed {
 			lease = deadline
 		}
-		if e.expires.Sub(now) <= lease/2 {
-			e.expires = now.Add(lease)
+		if time.Duration(e.expires-at) <= lease/2 {
+			e.expires = at + int64(lease)
 			if e.handed {
 				handed = append(handed, e.ackID)
 			} else {

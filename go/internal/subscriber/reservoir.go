@@ -17,14 +17,18 @@ import (
 
 // entry is one held message: received and not yet acked, nacked, released
 // or expired.
+//
+// Its times are nanoseconds since the reservoir's epoch (reservoir.stamp),
+// not time.Time: with two time.Time an entry took 96 bytes, filled in for
+// every message as it arrives; this way it takes 56, under a cache line.
 type entry struct {
 	ackID    string
 	slab     *slab // the add it came with (held.go)
-	pos      int32 // in slab.entries
 	size     int64
-	received time.Time
-	expires  time.Time // the server's deadline for it, as far as we know
-	gone     bool      // no longer held
+	received int64 // stamp
+	expires  int64 // stamp of the server's deadline for it, as far as we know
+	pos      int32 // in slab.entries
+	gone     bool  // no longer held
 	// handed: taken by a caller. Until then it is prefetch, leased only
 	// briefly (settings.prefetchLease) so it comes back soon if this
 	// process dies.
@@ -74,7 +78,8 @@ func (l *lot) split(k int) (head, tail *lot) {
 // longer held, but stays in its lot and is handed out: taking it out would
 // mean rebuilding the batch, and a message may always come twice.
 type reservoir struct {
-	fc *flowController
+	fc    *flowController
+	epoch time.Time // entries' times count from here (stamp)
 
 	// bmu guards the builder and the rows in it. Lock order: bmu, then mu.
 	bmu      sync.Mutex
@@ -103,8 +108,12 @@ type reservoir struct {
 	arrived signal // messages arrived, or closed, or failed
 }
 
+// stamp is t as an entry keeps it: nanoseconds since the reservoir's epoch,
+// on the monotonic clock where t has a reading of it (time.Now's do).
+func (r *reservoir) stamp(t time.Time) int64 { return int64(t.Sub(r.epoch)) }
+
 func newReservoir(fc *flowController, mem memory.Allocator, batchSize int) *reservoir {
-	r := &reservoir{fc: fc, b: rawbatch.NewBuilder(mem), held: newHeldSet()}
+	r := &reservoir{fc: fc, b: rawbatch.NewBuilder(mem), held: newHeldSet(), epoch: time.Now()}
 	r.target.Store(int64(batchSize))
 	return r
 }
@@ -146,13 +155,15 @@ func (r *reservoir) add(msgs []wire.Message, now time.Time, deadline time.Durati
 
 	var total int64
 	var done []*lot
+	received := r.stamp(now)
+	expires := received + int64(deadline)
 	r.bmu.Lock()
 	target := int(r.target.Load())
 	off := 0
 	for i := range msgs {
 		m := &msgs[i]
 		e := &sl.entries[i]
-		*e = entry{ackID: ids[off : off+len(m.AckID)], size: m.Size(), received: now, expires: now.Add(deadline)}
+		*e = entry{ackID: ids[off : off+len(m.AckID)], size: m.Size(), received: received, expires: expires}
 		off += len(m.AckID)
 		total += e.size
 		if i+copyAhead < len(msgs) {
@@ -347,7 +358,7 @@ func (r *reservoir) touch(ids []string, expires time.Time) {
 	defer r.mu.Unlock()
 	for _, id := range ids {
 		if e := r.held.lookup(id); e != nil {
-			e.expires = expires
+			e.expires = r.stamp(expires)
 		}
 	}
 }
