@@ -85,6 +85,31 @@ def test_idle_counts_from_the_querys_last_activity():
     assert idle(unknown).expired(102.0), "when activity() cannot tell, idle_s alone decides"
 
 
+def test_a_stopped_query_closes_what_its_tasks_kept():
+    """The driver's stop marks the query stopped: a subscriber its task gave
+    back before that is closed at the reaper's next look, not idle_s later.
+    A stop before its return (an earlier run of the same query) does not
+    count."""
+    from pubsub_go.spark.read.subscriber_pool import _Idle
+
+    stopped: list[float | None] = [None]
+
+    def idle(stop=lambda: stopped[0]) -> _Idle:
+        return _Idle(sub=None, since=100.0, idle_s=60.0, activity=lambda: None,  # type: ignore[arg-type]
+                     max_wait_s=10.0, stopped=stop)
+
+    assert not idle().expired(100.5), "not stopped: idle_s decides"
+    stopped[0] = 99.0  # an earlier run stopped before this task gave it back
+    assert not idle().expired(100.5)
+    stopped[0] = 100.2
+    assert idle().expired(100.5), "the query stopped after its task gave it back"
+
+    def unknown() -> float | None:
+        raise OSError("store unreachable")
+
+    assert not idle(unknown).expired(100.5), "when stopped() cannot tell, idle_s decides"
+
+
 def test_subscriber_kept_while_the_query_is_active(google, emulator):
     topic, sub_path = google.topic(ack_deadline=60)
     google.publish(topic, [b"s%d" % i for i in range(10)])

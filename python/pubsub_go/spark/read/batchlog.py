@@ -54,6 +54,9 @@ _TMP_MARK = ".tmp-"
 # <entry>.leased: the task handed the entry's leases over (task.py), so the
 # driver need not set them again when it first sees the batch.
 _HANDED_OVER_MARK = ".leased"
+# <gen>/_stopped: the driver stopped the query (its mtime says when), so
+# executors close the subscribers its tasks kept (subscriber_pool.py).
+_STOPPED = "_stopped"
 # The IPC writer writes each buffer of a batch, and each buffer's padding,
 # separately: ~22 write(2) calls per 1,000-row batch of the raw schema. A
 # buffer this size coalesces the small ones; larger writes (the payload
@@ -301,6 +304,19 @@ class BatchLog:
             spare_entries.keep(self.root, gen, self.entry_paths(gen, batch))
         if self.fs.get_file_info(d).type != pafs.FileType.NotFound:
             self.fs.delete_dir(d)
+
+    def mark_stopped(self, gen: str) -> None:
+        """Records that the query stopped now (the driver, at stop)."""
+        with self.fs.open_output_stream(f"{self.root}/{gen}/{_STOPPED}"):
+            pass
+
+    def stopped_at(self, gen: str) -> float | None:
+        """When the query last stopped, in time.time() seconds; None if it
+        never did (or the store keeps no times)."""
+        info = self.fs.get_file_info(f"{self.root}/{gen}/{_STOPPED}")
+        if info.type == pafs.FileType.NotFound or info.mtime is None:
+            return None
+        return info.mtime.timestamp()
 
     def drop_spares(self, gen: str) -> None:
         """Deletes the spare files of gen (the query stopped)."""

@@ -4,6 +4,7 @@ the figures, around one lock and the driver's reading of the batch log."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from typing import Any
@@ -17,6 +18,8 @@ from .logged_batches import LoggedBatches
 from .offsets import BatchOffset
 from .options import SourceOptions
 from .subscriber_config import subscriber_config
+
+log = logging.getLogger("pubsub_go.source")
 
 
 class DriverState:
@@ -69,4 +72,8 @@ class DriverState:
         if self.latest is not None:
             with self._lock:  # after the last commit, which may add spares
                 self.logged.log.drop_spares(self.latest.gen)
+            try:  # executors then close what this query's tasks kept and nack its prefetch
+                self.logged.log.mark_stopped(self.latest.gen)
+            except OSError as e:  # they close it after subscriberIdleMs instead
+                log.warning("could not mark the query stopped in the batch log: %s", e)
         self.acker.close()

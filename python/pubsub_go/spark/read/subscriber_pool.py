@@ -23,6 +23,13 @@ query is quiet (its tasks wait with no rows), idle_s runs out as before:
 the end-of-backlog decision counts on a pooled subscriber's prefetch coming
 back within the quiet period (quietPeriodMs 5 s > subscriberIdleMs 2 s plus
 the commit before the batch; docs/source.md, "End of backlog").
+
+A query that stops says so in the batch log (the driver's stop writes
+``<gen>/_stopped``); the task passes ``stopped`` to read it. A subscriber
+returned before that is closed at the reaper's next look, not idle_s later:
+nothing will take it, and what it prefetched goes back to the server at
+once for other consumers instead of up to idle_s + max_wait_s later
+(tests/test_query_stop.py).
 """
 
 from __future__ import annotations
@@ -43,7 +50,7 @@ MAX_IDLE = 4
 REAP_PERIOD_S = 0.5
 
 
-def _no_activity() -> float | None:
+def _unknown() -> float | None:
     return None
 
 
@@ -54,10 +61,18 @@ class _Idle:
     idle_s: float
     activity: Callable[[], float | None]  # time.time() of the query's last task activity; None: unknown
     max_wait_s: float  # how much longer than idle_s the query's activity may keep it
+    stopped: Callable[[], float | None] = _unknown  # time.time() the query last stopped; None: never, or unknown
 
     def expired(self, now: float) -> bool:
-        """Unused for idle_s since its task ended and since the query's last
-        activity; never kept longer than idle_s + max_wait_s."""
+        """The query stopped after its task gave it back, or unused for
+        idle_s since its task ended and since the query's last activity;
+        never kept longer than idle_s + max_wait_s."""
+        try:
+            stopped = self.stopped()
+        except Exception:  # cannot tell: idle_s decides
+            stopped = None
+        if stopped is not None and stopped >= self.since:
+            return True
         if now - self.since < self.idle_s:
             return False
         if now - self.since >= self.idle_s + self.max_wait_s:
@@ -77,14 +92,16 @@ class SubscriberPool:
 
     @contextmanager
     def lease(self, config: SubscriberConfig, idle_s: float,
-              activity: Callable[[], float | None] = _no_activity,
-              max_wait_s: float = 0.0) -> Iterator[Subscriber]:
+              activity: Callable[[], float | None] = _unknown,
+              max_wait_s: float = 0.0,
+              stopped: Callable[[], float | None] = _unknown) -> Iterator[Subscriber]:
         """Yields a subscriber for config: an idle one if there is one.
         After a clean exit it goes back to the pool until it has been unused
         for idle_s seconds (0: closed at once) counted from its own return
         and from activity() (when a task of the query was last active), but
-        no longer than idle_s + max_wait_s. After an error it is closed, so a
-        retry starts clean."""
+        no longer than idle_s + max_wait_s, and only until stopped() (when
+        the query last stopped) is later than its return. After an error it
+        is closed, so a retry starts clean."""
         key = config.to_json()
         with self._lock:
             found = self._idle.pop(key, None)
@@ -99,7 +116,7 @@ class SubscriberPool:
             return
         evicted: list[Subscriber] = []
         with self._lock:
-            self._idle[key] = _Idle(sub, time.time(), idle_s, activity, max_wait_s)
+            self._idle[key] = _Idle(sub, time.time(), idle_s, activity, max_wait_s, stopped)
             while len(self._idle) > MAX_IDLE:
                 oldest = min(self._idle, key=lambda k: self._idle[k].since)
                 evicted.append(self._idle.pop(oldest).sub)
@@ -115,7 +132,8 @@ class SubscriberPool:
             now = time.time()
             with self._lock:
                 candidates = list(self._idle.items())
-            # activity() lists a directory: not under the lock, which tasks take.
+            # activity() lists a directory, stopped() reads a file's time:
+            # not under the lock, which tasks take.
             expired = [(k, e) for k, e in candidates if e.expired(now)]
             with self._lock:
                 # Only if no task took it (and put it back) meanwhile.

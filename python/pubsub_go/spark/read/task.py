@@ -67,7 +67,8 @@ def _pull_and_record(opts: SourceOptions, part: PubSubPartition, batch_log: Batc
     # task runs at most maxBatchDurationMs, which bounds the extra wait.
     with POOL.lease(config, opts.idle_ms(available_now=part.cutoff_us > 0) / 1000,
                     activity=lambda: batch_log.last_activity(part.gen),
-                    max_wait_s=opts.max_batch_duration_ms / 1000) as sub:
+                    max_wait_s=opts.max_batch_duration_ms / 1000,
+                    stopped=lambda: batch_log.stopped_at(part.gen)) as sub:
         yield from _record(sub, opts, part, batch_log, plan)
 
 
