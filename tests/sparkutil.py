@@ -60,6 +60,29 @@ def run_until(query, predicate, timeout: float = 120.0) -> None:
     raise AssertionError(f"condition not reached within {timeout}s; last progress: {query.lastProgress}")
 
 
+def wait_for_full_prefetch(query, server, n: int, ready=lambda stats: True,
+                           timeout: float = 180.0) -> tuple[int, dict]:
+    """Waits for a moment between micro-batches when the load server has
+    delivered all n messages and the query has read some but not all: what
+    it has not read is its pooled subscriber's prefetch. (A batch's rows
+    are acked when Spark commits it, at the start of the next batch; until
+    then the driver holds their leases.) Two looks at the trigger bracket
+    the check, so no task takes rows meanwhile; ready(stats) may add to it.
+    Returns the rows the query read and the server's stats then."""
+    deadline = time.monotonic() + timeout
+    while True:
+        assert time.monotonic() < deadline, f"no idle moment with a full prefetch; {server.stats()}"
+        if query.exception():
+            raise query.exception()
+        before = query.status["isTriggerActive"]
+        done_rows = sum(p["numInputRows"] for p in query.recentProgress)
+        stats = server.stats()
+        ok = 0 < done_rows < n and stats["delivered"] == n and ready(stats)
+        if ok and not before and not query.status["isTriggerActive"]:
+            return done_rows, stats
+        time.sleep(0.05)
+
+
 def spark_home() -> Path:
     import pyspark
 

@@ -29,7 +29,7 @@ import pytest
 
 import pubsub_go
 from emulators import LoadServer
-from sparkutil import spark_session, stop_spark
+from sparkutil import spark_session, stop_spark, wait_for_full_prefetch
 
 pytestmark = pytest.mark.spark
 
@@ -82,25 +82,16 @@ def test_killed_workers_prefetch_comes_back_within_seconds_and_output_is_exactly
              .option("path", str(out)).option("checkpointLocation", str(tmp_path / "ckpt"))
              .trigger(processingTime="8 seconds").start())
 
-        # Wait for a moment between micro-batches when every message is
-        # outstanding (leased) or acked, and some are not handed to Spark
-        # yet: those are the pooled subscriber's prefetch. (A batch's rows
-        # are acked when Spark commits it, at the start of the next batch;
-        # until then the driver holds their leases.) Two looks at the
-        # trigger bracket the check, so no task is taking rows meanwhile.
-        deadline = time.monotonic() + 180
-        while True:
-            assert time.monotonic() < deadline, f"no idle moment with a full prefetch; {server.stats()}"
-            if q.exception():
-                raise q.exception()
-            before = q.status["isTriggerActive"]
-            done_rows = sum(p["numInputRows"] for p in q.recentProgress)
-            st = server.stats()
-            pid = _pooled_worker_pid(port)
-            if (pid and not before and not q.status["isTriggerActive"] and 0 < done_rows < N
-                    and st["outstanding"] == N - st["acks"] and st["delivered"] == N):
-                break
-            time.sleep(0.05)
+        # Every message outstanding (leased) or acked, and the worker whose
+        # pooled subscriber holds the prefetch found.
+        worker: list[int | None] = [None]
+
+        def held(st: dict) -> bool:
+            worker[0] = _pooled_worker_pid(port)
+            return worker[0] is not None and st["outstanding"] == N - st["acks"]
+
+        done_rows, st = wait_for_full_prefetch(q, server, N, held)
+        pid = worker[0]
         prefetched = N - done_rows
         os.kill(pid, signal.SIGKILL)
         killed_at = time.monotonic()

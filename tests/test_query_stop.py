@@ -15,7 +15,7 @@ import pytest
 
 import pubsub_go
 from emulators import LoadServer
-from sparkutil import spark_session
+from sparkutil import spark_session, wait_for_full_prefetch
 
 pytestmark = pytest.mark.spark
 
@@ -45,19 +45,7 @@ def test_a_stopped_querys_prefetch_is_nacked_within_seconds(tmp_path):
         q = (df.writeStream.format("noop").option("checkpointLocation", str(tmp_path / "ckpt"))
              .trigger(processingTime="3 seconds").start())
 
-        # Between micro-batches, with everything delivered: what the query
-        # has not read is the kept subscriber's prefetch.
-        deadline = time.monotonic() + 120
-        while True:
-            assert time.monotonic() < deadline, f"no moment with a full prefetch; {server.stats()}"
-            if q.exception():
-                raise q.exception()
-            before = q.status["isTriggerActive"]
-            done_rows = sum(p["numInputRows"] for p in q.recentProgress)
-            st = server.stats()
-            if not before and not q.status["isTriggerActive"] and 0 < done_rows < N and st["delivered"] == N:
-                break
-            time.sleep(0.05)
+        done_rows, st = wait_for_full_prefetch(q, server, N, timeout=120)
         prefetched = N - done_rows
         q.stop()
         stopped_at = time.monotonic()
