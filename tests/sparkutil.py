@@ -60,6 +60,24 @@ def run_until(query, predicate, timeout: float = 120.0) -> None:
     raise AssertionError(f"condition not reached within {timeout}s; last progress: {query.lastProgress}")
 
 
+def prefetching_stream(spark, server, log_dir: str, project: str, n: int, per_batch: int):
+    """A readStream from a new topic and subscription of project on the load
+    server, one partition reading per_batch rows a micro-batch, whose pooled
+    subscriber may prefetch all n messages and is kept two minutes unused."""
+    import pubsub_go
+    from pubsub_go.client import admin
+
+    topic, sub = f"projects/{project}/topics/t", f"projects/{project}/subscriptions/s"
+    admin("create_topic", emulator_host=server.host_port, topic=topic)
+    admin("create_subscription", emulator_host=server.host_port, topic=topic, subscription=sub)
+    pubsub_go.register(spark)
+    return (spark.readStream.format("pubsub-go").option("subscriptionId", sub)
+            .option("emulatorHost", server.host_port).option("batchLogLocation", log_dir)
+            .option("numPartitions", "1").option("maxRecordsPerTrigger", str(per_batch))
+            .option("maxOutstandingMessages", str(n))  # room to prefetch everything
+            .option("ackDeadlineSeconds", "60").option("subscriberIdleMs", "120000").load())
+
+
 def wait_for_full_prefetch(query, server, n: int, ready=lambda stats: True,
                            timeout: float = 180.0) -> tuple[int, dict]:
     """Waits for a moment between micro-batches when the load server has

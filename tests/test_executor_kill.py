@@ -27,9 +27,8 @@ import time
 
 import pytest
 
-import pubsub_go
 from emulators import LoadServer
-from sparkutil import spark_session, stop_spark, wait_for_full_prefetch
+from sparkutil import prefetching_stream, spark_session, stop_spark, wait_for_full_prefetch
 
 pytestmark = pytest.mark.spark
 
@@ -59,24 +58,13 @@ def _pooled_worker_pid(server_port: int) -> int | None:
 
 
 def test_killed_workers_prefetch_comes_back_within_seconds_and_output_is_exactly_once(tmp_path):
-    from pubsub_go.client import admin
-
     server = LoadServer("--messages", str(N), "--payload-bytes", "100")
     port = int(server.host_port.rsplit(":", 1)[1])
     stop_spark()  # task retries (local[2,4]) are a SparkContext setting
     spark = spark_session(master="local[2,4]", app="executor-kill")
     q = None
     try:
-        admin("create_topic", emulator_host=server.host_port, topic="projects/k/topics/t")
-        admin("create_subscription", emulator_host=server.host_port, topic="projects/k/topics/t",
-              subscription="projects/k/subscriptions/s")
-        pubsub_go.register(spark)
-        df = (spark.readStream.format("pubsub-go").option("subscriptionId", "projects/k/subscriptions/s")
-              .option("emulatorHost", server.host_port).option("batchLogLocation", str(tmp_path / "log"))
-              .option("numPartitions", "1").option("maxRecordsPerTrigger", str(PER_BATCH))
-              # Room to prefetch everything left after the first batch.
-              .option("maxOutstandingMessages", str(N))
-              .option("ackDeadlineSeconds", "60").option("subscriberIdleMs", "120000").load())
+        df = prefetching_stream(spark, server, str(tmp_path / "log"), "k", N, PER_BATCH)
         out = tmp_path / "out"
         q = (df.selectExpr("message_id", "delivery_attempt").writeStream.format("parquet")
              .option("path", str(out)).option("checkpointLocation", str(tmp_path / "ckpt"))

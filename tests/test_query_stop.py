@@ -13,9 +13,8 @@ import time
 
 import pytest
 
-import pubsub_go
 from emulators import LoadServer
-from sparkutil import spark_session, wait_for_full_prefetch
+from sparkutil import prefetching_stream, spark_session, wait_for_full_prefetch
 
 pytestmark = pytest.mark.spark
 
@@ -24,26 +23,15 @@ PER_BATCH = 300
 BACK_WITHIN_S = 10.0
 
 
-def test_a_stopped_querys_prefetch_is_nacked_within_seconds(tmp_path):
-    from pubsub_go.client import admin
-
+def test_a_stopped_querys_prefetch_is_nacked_within_seconds_and_a_restart_clears_the_mark(tmp_path):
     server = LoadServer("--messages", str(N), "--payload-bytes", "100")
     spark = spark_session()
+    log_dir, ckpt = tmp_path / "log", str(tmp_path / "ckpt")
     q = None
     try:
-        admin("create_topic", emulator_host=server.host_port, topic="projects/q/topics/t")
-        admin("create_subscription", emulator_host=server.host_port, topic="projects/q/topics/t",
-              subscription="projects/q/subscriptions/s")
-        pubsub_go.register(spark)
-        df = (spark.readStream.format("pubsub-go").option("subscriptionId", "projects/q/subscriptions/s")
-              .option("emulatorHost", server.host_port).option("batchLogLocation", str(tmp_path / "log"))
-              .option("numPartitions", "1").option("maxRecordsPerTrigger", str(PER_BATCH))
-              .option("maxOutstandingMessages", str(N))  # room to prefetch everything
-              .option("ackDeadlineSeconds", "60")
-              # Kept two minutes unused: only the stop can close it in time.
-              .option("subscriberIdleMs", "120000").load())
-        q = (df.writeStream.format("noop").option("checkpointLocation", str(tmp_path / "ckpt"))
-             .trigger(processingTime="3 seconds").start())
+        # Kept two minutes unused: only the stop can close it in time.
+        df = prefetching_stream(spark, server, str(log_dir), "q", N, PER_BATCH)
+        q = df.writeStream.format("noop").option("checkpointLocation", ckpt).trigger(processingTime="3 seconds").start()
 
         done_rows, st = wait_for_full_prefetch(q, server, N, timeout=120)
         prefetched = N - done_rows
@@ -56,6 +44,19 @@ def test_a_stopped_querys_prefetch_is_nacked_within_seconds(tmp_path):
                 f"{BACK_WITHIN_S:.0f}s after the query stopped (kept for subscriberIdleMs=120000?); {server.stats()}")
             time.sleep(0.1)
         print(f"prefetched={prefetched} nacked_within={time.monotonic() - stopped_at:.1f}s")
+        marks = list(log_dir.glob("*/_stopped"))
+        assert len(marks) == 1, f"the stop left no mark in the batch log: {list(log_dir.rglob('*'))[:20]}"
+
+        # The same query restarted on its checkpoint: its first batch
+        # removes the old mark, and it reads on.
+        q = df.writeStream.format("noop").option("checkpointLocation", ckpt).trigger(processingTime="3 seconds").start()
+        deadline = time.monotonic() + 120
+        while not any(p["numInputRows"] > 0 for p in q.recentProgress):
+            assert time.monotonic() < deadline, f"the restarted query read nothing; {server.stats()}"
+            if q.exception():
+                raise q.exception()
+            time.sleep(0.2)
+        assert not marks[0].exists(), "the restarted query left the earlier run's stop mark"
     finally:
         if q is not None and q.isActive:
             q.stop()

@@ -310,6 +310,13 @@ class BatchLog:
         with self.fs.open_output_stream(f"{self.root}/{gen}/{_STOPPED}"):
             pass
 
+    def clear_stopped(self, gen: str) -> None:
+        """Removes the mark of an earlier stop (the driver of a new run)."""
+        try:
+            self.fs.delete_file(f"{self.root}/{gen}/{_STOPPED}")
+        except FileNotFoundError:
+            pass
+
     def stopped_at(self, gen: str) -> float | None:
         """When the query last stopped, in time.time() seconds; None if it
         never did (or the store keeps no times)."""

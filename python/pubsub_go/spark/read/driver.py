@@ -32,6 +32,7 @@ class DriverState:
         self.run_id = uuid.uuid4().hex[:12]
         self.idle_reported = -1  # the batch after which "no new data" was reported
         self.latest: BatchOffset | None = None
+        self._resumed = False  # resume() ran
         self._lock = threading.Lock()
         self.logged = LoggedBatches(BatchLog(opts.batch_log_location))
         self.figures = Figures()
@@ -54,6 +55,19 @@ class DriverState:
             if entries and self.opts.ack_on_commit:
                 self.leases.renew(self.logged.ack_ids([e for e in entries if not self.logged.log.handed_over(e.path)]))
             return self.figures.summarize(gen, batch, entries)
+
+    def resume(self, gen: str) -> None:
+        """Once per run, at its first latestOffset: removes the stop mark an
+        earlier run of the query left, so that executors never compare it
+        with this run's subscribers (a driver clock ahead of theirs would
+        make it look newer and close them after every task)."""
+        if self._resumed:
+            return
+        self._resumed = True
+        try:
+            self.logged.log.clear_stopped(gen)
+        except OSError as e:  # only the comparison of times is left to decide
+            log.warning("could not clear the batch log's stop mark: %s", e)
 
     def commit(self, gen: str, upto: int) -> None:
         self.committer.commit(gen, upto)

@@ -76,6 +76,7 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         st = self._state()
         begin = BatchOffset.from_json(start)
+        st.resume(begin.gen)
         # Only a batch this run planned and ran is evidence about the
         # backlog now: after a restart, the previous run's last batch says
         # nothing (messages may have been published since).

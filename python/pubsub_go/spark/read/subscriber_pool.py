@@ -25,7 +25,8 @@ back within the quiet period (quietPeriodMs 5 s > subscriberIdleMs 2 s plus
 the commit before the batch; docs/source.md, "End of backlog").
 
 A query that stops says so in the batch log (the driver's stop writes
-``<gen>/_stopped``); the task passes ``stopped`` to read it. A subscriber
+``<gen>/_stopped``, which the next run's driver removes); the task passes
+``stopped`` to read it. A subscriber
 returned before that is closed at the reaper's next look, not idle_s later:
 nothing will take it, and what it prefetched goes back to the server at
 once for other consumers instead of up to idle_s + max_wait_s later
