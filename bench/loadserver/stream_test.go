@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"testing"
 	"time"
 
@@ -184,5 +185,43 @@ func TestIdleStreamHeartbeats(t *testing.T) {
 		if got := len(resp.ReceivedMessages); got != want || resp.SubscriptionProperties == nil {
 			t.Fatalf("response %d: %d messages, properties %v; want %d messages and properties", i, got, resp.SubscriptionProperties, want)
 		}
+	}
+}
+
+// A client that half-closes a stream with credit left gets the stream's
+// end, not more messages: it reads to the end before nacking what it holds,
+// so a server that kept sending would feed it without bound.
+func TestHalfCloseEndsStreamWithCredit(t *testing.T) {
+	in := startServer(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sc, err := rawSubscriber(t, in.addr).StreamingPull(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No flow-control limits: the server always has credit.
+	if err := sc.Send(&pubsubpb.StreamingPullRequest{Subscription: testSub, StreamAckDeadlineSeconds: 60}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sc.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	closed := in.snapshot().Delivered
+	for {
+		_, err := sc.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("stream ended with %v, want io.EOF", err)
+		}
+	}
+	// What was in flight at the half-close may still arrive; a stream that
+	// went on would have sent millions in the 10 s bound.
+	if after := in.snapshot().Delivered - closed; after > 100_000 {
+		t.Fatalf("%d messages delivered after the half-close", after)
 	}
 }

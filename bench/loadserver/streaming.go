@@ -131,7 +131,12 @@ func (s *server) send(ctx context.Context, stream pubsubpb.Subscriber_StreamingP
 		}
 		sent = true
 		s.countDelivered(ps)
+		// The client's half-close (or cancel) ends the stream even while it
+		// has credit, as Google's pstest does: a client that is closing reads
+		// the stream to its end, so sending on would feed it without bound.
 		select {
+		case <-ctx.Done():
+			return streamEnd(ctx)
 		case <-closeC:
 			s.stats.injected.Add(1)
 			return status.Error(codes.Unavailable, "loadserver: injected stream close")
