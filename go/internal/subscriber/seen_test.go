@@ -50,3 +50,36 @@ func TestRedeliveries(t *testing.T) {
 		t.Errorf("redeliveries = %d, want 2: a again, and b by its delivery attempt (c's attempt 1 is the first)", n)
 	}
 }
+
+// redeliveries checks ids through a prefetching pipeline; it must count
+// exactly what checking them one by one counts, repeats at every distance
+// from the pipeline's depth included, and empty ids never.
+func TestRedeliveriesPipelineMatchesOneByOne(t *testing.T) {
+	for _, n := range []int{0, 1, seenAhead - 1, seenAhead, seenAhead + 1, 2 * seenAhead, 2*seenAhead + 3, 500} {
+		piped := newSeenSet(1 << 10)
+		plain := newSeenSet(1 << 10)
+		plain.seed = piped.seed
+		msgs := make([]wire.Message, n)
+		for i := range msgs {
+			// Every third id repeats one 1..2*seenAhead+1 messages back;
+			// every seventh is empty.
+			id := fmt.Sprintf("m-%d", i)
+			if i%3 == 0 && i > 0 {
+				id = string(msgs[max(0, i-1-i%(2*seenAhead+1))].MessageID)
+			}
+			if i%7 == 0 {
+				id = ""
+			}
+			msgs[i] = wire.Message{MessageID: []byte(id), DeliveryAttempt: int32(i % 4)}
+		}
+		var want int64
+		for _, m := range msgs {
+			if plain.add(m.MessageID) || m.DeliveryAttempt > 1 {
+				want++
+			}
+		}
+		if got := piped.redeliveries(msgs); got != want {
+			t.Errorf("%d messages: redeliveries = %d, checked one by one %d", n, got, want)
+		}
+	}
+}

@@ -136,7 +136,7 @@ func (r *Response) parseReceived(b []byte, m *Message) error {
 				return malformed("ack_id", n)
 			}
 			m.AckID, b = v, b[n:]
-			if !utf8.Valid(v) {
+			if !shortASCII(v) && !utf8.Valid(v) {
 				return invalidUTF8("ack_id")
 			}
 		case num == recvMessage && typ == protowire.BytesType:
@@ -196,7 +196,7 @@ func (r *Response) parseMessage(b []byte, m *Message) error {
 			}
 			r.addAttribute(m, k, val)
 		case msgMessageID:
-			if !utf8.Valid(v) {
+			if !shortASCII(v) && !utf8.Valid(v) {
 				return invalidUTF8("message_id")
 			}
 			m.MessageID = v
@@ -207,7 +207,7 @@ func (r *Response) parseMessage(b []byte, m *Message) error {
 			}
 			m.HasPublishTime, m.PublishSeconds, m.PublishNanos = true, s, ns
 		case msgOrderingKey:
-			if !utf8.Valid(v) {
+			if !shortASCII(v) && !utf8.Valid(v) {
 				return invalidUTF8("ordering_key")
 			}
 			m.OrderingKey = v
@@ -250,7 +250,7 @@ func parseMapEntry(b []byte) (k, v []byte, err error) {
 				return nil, nil, malformed("attributes entry", n)
 			}
 			b = b[n:]
-			if !utf8.Valid(s) {
+			if !shortASCII(s) && !utf8.Valid(s) {
 				return nil, nil, invalidUTF8("attributes")
 			}
 			if num == mapKey {
