@@ -335,3 +335,33 @@ def test_spares_are_bounded_and_dropped_when_the_query_stops(tmp_path):
     log.drop_spares("g")
     assert not os.path.exists(spares)
     assert os.listdir(tmp_path / "g") == []
+
+
+def test_the_drivers_mapped_reads_match_copied_reads_and_outlive_the_file(tmp_path):
+    """The driver reads entries through a mapping (row counts, then ack ids
+    at the commit). It must see what a copying read sees, and the ack ids
+    it keeps must stay valid after the entry is removed and its file reused
+    by a later task."""
+    from pubsub_go.spark.read.logged_batches import LoggedBatches
+
+    log = BatchLog(str(tmp_path))
+    b, a = entry("m-", 3000)
+    assert write_once(log, "g", 1, 0, b, a, SCHEMA, {"rows": 3000})
+    logged = LoggedBatches(log)
+    [info] = logged.entries("g", 1)
+    assert (info.rows, info.stats) == (3000, {"rows": 3000})
+    [acks] = logged.ack_ids([info])
+    assert acks.equals(log.read("g", 1, 0).ack_ids)
+
+    logged.remove("g", 1)
+    b2, a2 = entry("other-", 10)
+    assert write_once(log, "g", 2, 0, b2, a2, SCHEMA, {})  # reuses batch 1's file, cut short
+    assert acks.to_pylist() == [f"ack-m-{i}" for i in range(3000)]
+
+
+def test_a_mapped_read_of_an_empty_file_is_an_arrow_error(tmp_path):
+    log = BatchLog(str(tmp_path))
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    with pytest.raises(pa.ArrowInvalid):
+        log.read_path(str(empty), mapped=True)

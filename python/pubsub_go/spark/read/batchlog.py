@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import mmap
 import os
 import queue
 import threading
@@ -151,7 +152,7 @@ class BatchLog:
         """path for reading; mapped (local file systems only, see read_path): memory-mapped."""
         if not self._local:
             return self.fs.open_input_file(path)
-        return pa.memory_map(path) if mapped else pa.OSFile(path)
+        return _map(path) if mapped else pa.OSFile(path)
 
     @contextlib.contextmanager
     def _removed_while_read(self, path: str, file_id: int | None) -> Iterator[None]:
@@ -402,6 +403,24 @@ _IDS_LOCK = threading.Lock()
 
 def _read_entry(reader: ipc.RecordBatchFileReader) -> tuple[pa.Table, dict[str, Any]]:
     return reader.read_all(), _entry_stats(reader)
+
+
+def _map(path: str) -> pa.BufferReader:
+    """path's pages, mapped read-only, as a zero-copy reader; the mapping
+    lives as long as a buffer read from it.
+
+    Not pa.memory_map: its every read advises the kernel to read the range
+    ahead (MADV_WILLNEED), and the IPC reader reads each batch whole, so
+    counting an entry's rows or taking its ack ids walked all of its cached
+    pages: 7-9 ms of system time per 400 MB entry, both for every entry of
+    every micro-batch, ~2% of a Spark run's CPU. Through a plain mapping
+    only the pages read are touched: 0.7 and 3.6 ms (bench/batchlog_read.py;
+    bench/harness/analysis.md, issue 12, seventeenth pass)."""
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:  # mmap refuses it; the IPC reader names the problem
+            return pa.BufferReader(b"")
+        m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    return pa.BufferReader(pa.py_buffer(m))
 
 
 def _entry_stats(reader: ipc.RecordBatchFileReader) -> dict[str, Any]:
