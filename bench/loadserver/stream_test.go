@@ -161,15 +161,12 @@ func TestStreamModackExtendsAndNacks(t *testing.T) {
 	}
 }
 
-// An idle stream gets empty responses, which Google's Go client needs to
-// see within 15 s of its pings or it reopens the stream.
-func TestIdleStreamHeartbeats(t *testing.T) {
-	in := startServer(t, func(o *options) {
-		o.messages = 1
-		o.heartbeat = 20 * time.Millisecond
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
+// openBareStream opens a StreamingPull on testSub without flow-control
+// limits, whose responses the test reads itself; it ends after bound.
+func openBareStream(t *testing.T, in *instance, bound time.Duration) pubsubpb.Subscriber_StreamingPullClient {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	t.Cleanup(cancel)
 	sc, err := rawSubscriber(t, in.addr).StreamingPull(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -177,6 +174,17 @@ func TestIdleStreamHeartbeats(t *testing.T) {
 	if err := sc.Send(&pubsubpb.StreamingPullRequest{Subscription: testSub, StreamAckDeadlineSeconds: 60}); err != nil {
 		t.Fatal(err)
 	}
+	return sc
+}
+
+// An idle stream gets empty responses, which Google's Go client needs to
+// see within 15 s of its pings or it reopens the stream.
+func TestIdleStreamHeartbeats(t *testing.T) {
+	in := startServer(t, func(o *options) {
+		o.messages = 1
+		o.heartbeat = 20 * time.Millisecond
+	})
+	sc := openBareStream(t, in, 5*time.Second)
 	for i, want := range []int{1, 0, 0} {
 		resp, err := sc.Recv()
 		if err != nil {
@@ -193,16 +201,7 @@ func TestIdleStreamHeartbeats(t *testing.T) {
 // so a server that kept sending would feed it without bound.
 func TestHalfCloseEndsStreamWithCredit(t *testing.T) {
 	in := startServer(t, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	sc, err := rawSubscriber(t, in.addr).StreamingPull(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// No flow-control limits: the server always has credit.
-	if err := sc.Send(&pubsubpb.StreamingPullRequest{Subscription: testSub, StreamAckDeadlineSeconds: 60}); err != nil {
-		t.Fatal(err)
-	}
+	sc := openBareStream(t, in, 10*time.Second) // no flow-control limits: the server always has credit
 	if _, err := sc.Recv(); err != nil {
 		t.Fatal(err)
 	}
