@@ -87,10 +87,11 @@ def test_idle_counts_from_the_querys_last_activity():
 
 def test_a_stopped_query_closes_what_its_tasks_kept():
     """The driver's stop marks the query stopped: a subscriber its task gave
-    back before that is closed at the reaper's next look, not idle_s later.
-    A stop before its return (an earlier run of the same query) does not
+    back before that, or shortly after (a task the stop cut short that
+    still finished), is closed at the reaper's next look, not idle_s later.
+    A stop long before its return (a mark an earlier run left) does not
     count."""
-    from pubsub_go.spark.read.subscriber_pool import _Idle
+    from pubsub_go.spark.read.subscriber_pool import LATE_RETURN_S, _Idle
 
     stopped: list[float | None] = [None]
 
@@ -99,10 +100,12 @@ def test_a_stopped_query_closes_what_its_tasks_kept():
                      max_wait_s=10.0, stopped=stop)
 
     assert not idle().expired(100.5), "not stopped: idle_s decides"
-    stopped[0] = 99.0  # an earlier run stopped before this task gave it back
+    stopped[0] = 100.0 - LATE_RETURN_S - 1  # a mark an earlier run left, long before this task gave it back
     assert not idle().expired(100.5)
     stopped[0] = 100.2
     assert idle().expired(100.5), "the query stopped after its task gave it back"
+    stopped[0] = 99.0
+    assert idle().expired(100.5), "the task gave it back just after the stop: the stopped run's"
 
     def unknown() -> float | None:
         raise OSError("store unreachable")

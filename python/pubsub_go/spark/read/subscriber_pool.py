@@ -27,7 +27,8 @@ the commit before the batch; docs/source.md, "End of backlog").
 A query that stops says so in the batch log (the driver's stop writes
 ``<gen>/_stopped``, which the next run's driver removes); the task passes
 ``stopped`` to read it. A subscriber
-returned before that is closed at the reaper's next look, not idle_s later:
+returned before that (or shortly after: LATE_RETURN_S) is closed at the
+reaper's next look, not idle_s later:
 nothing will take it, and what it prefetched goes back to the server at
 once for other consumers instead of up to idle_s + max_wait_s later
 (tests/test_query_stop.py).
@@ -50,6 +51,20 @@ MAX_IDLE = 4
 # How often the reaper looks at the idle subscribers (seconds).
 REAP_PERIOD_S = 0.5
 
+# A task of a stopped run may give its subscriber back after the stop:
+# Spark cancels the micro-batch, and the Python side can still finish its
+# last pull and return normally. A return up to this long after the stop
+# is still the stopped run's, so it is closed too (a later run removes the
+# mark before its first task, DriverState.resume, so no later run's task
+# returns while it is there; the bound only limits what a mark left by a
+# failed removal can close). Without it, a stopped query's subscriber kept
+# its prefetch (up to maxBytesPerPartition) for subscriberIdleMs in a
+# worker the next query then used: a worker that had run the tuned options
+# (256 MiB, 10 s) peaked at ~600 MB under the next query's defaults
+# (bench/harness/analysis.md, issue 12, seventeenth pass). Seconds; the
+# executor's clock against the driver's, so generous.
+LATE_RETURN_S = 60.0
+
 
 def _unknown() -> float | None:
     return None
@@ -65,14 +80,15 @@ class _Idle:
     stopped: Callable[[], float | None] = _unknown  # time.time() the query last stopped; None: never, or unknown
 
     def expired(self, now: float) -> bool:
-        """The query stopped after its task gave it back, or unused for
-        idle_s since its task ended and since the query's last activity;
-        never kept longer than idle_s + max_wait_s."""
+        """The query stopped after its task gave it back, or at most
+        LATE_RETURN_S before; or unused for idle_s since its task ended and
+        since the query's last activity; never kept longer than idle_s +
+        max_wait_s."""
         try:
             stopped = self.stopped()
         except Exception:  # cannot tell: idle_s decides
             stopped = None
-        if stopped is not None and stopped >= self.since:
+        if stopped is not None and stopped >= self.since - LATE_RETURN_S:
             return True
         if now - self.since < self.idle_s:
             return False
