@@ -33,17 +33,14 @@ func newSeenSet(capacity int) *seenSet {
 	return &seenSet{seed: maphash.MakeSeed(), slots: make([]uint64, n), mask: n - 1}
 }
 
-// add records id and reports whether it was there already.
+// add records id and reports whether it was there already (an empty id
+// never is): one message at a time, what redeliveries does for a response.
 func (s *seenSet) add(id []byte) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.addLocked(id)
-}
-
-func (s *seenSet) addLocked(id []byte) bool {
 	if len(id) == 0 {
 		return false
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return s.check(s.hash(id))
 }
 

@@ -306,22 +306,25 @@ class BatchLog:
         if self.fs.get_file_info(d).type != pafs.FileType.NotFound:
             self.fs.delete_dir(d)
 
+    def _stopped_path(self, gen: str) -> str:
+        return f"{self.root}/{gen}/{_STOPPED}"
+
     def mark_stopped(self, gen: str) -> None:
         """Records that the query stopped now (the driver, at stop)."""
-        with self.fs.open_output_stream(f"{self.root}/{gen}/{_STOPPED}"):
+        with self.fs.open_output_stream(self._stopped_path(gen)):
             pass
 
     def clear_stopped(self, gen: str) -> None:
         """Removes the mark of an earlier stop (the driver of a new run)."""
         try:
-            self.fs.delete_file(f"{self.root}/{gen}/{_STOPPED}")
+            self.fs.delete_file(self._stopped_path(gen))
         except FileNotFoundError:
             pass
 
     def stopped_at(self, gen: str) -> float | None:
         """When the query last stopped, in time.time() seconds; None if it
         never did (or the store keeps no times)."""
-        info = self.fs.get_file_info(f"{self.root}/{gen}/{_STOPPED}")
+        info = self.fs.get_file_info(self._stopped_path(gen))
         if info.type == pafs.FileType.NotFound or info.mtime is None:
             return None
         return info.mtime.timestamp()
@@ -414,7 +417,7 @@ def _map(path: str) -> pa.BufferReader:
     counting an entry's rows or taking its ack ids walked all of its cached
     pages: 7-9 ms of system time per 400 MB entry, both for every entry of
     every micro-batch, ~2% of a Spark run's CPU. Through a plain mapping
-    only the pages read are touched: 0.7 and 3.6 ms (bench/batchlog_read.py;
+    only the pages read are touched: 0.7 and 2.6 ms (bench/batchlog_read.py;
     bench/harness/analysis.md, issue 12, seventeenth pass)."""
     with open(path, "rb") as f:
         if os.fstat(f.fileno()).st_size == 0:  # mmap refuses it; the IPC reader names the problem

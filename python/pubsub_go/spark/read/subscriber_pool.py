@@ -26,11 +26,10 @@ the commit before the batch; docs/source.md, "End of backlog").
 
 A query that stops says so in the batch log (the driver's stop writes
 ``<gen>/_stopped``, which the next run's driver removes); the task passes
-``stopped`` to read it. A subscriber
-returned before that (or shortly after: LATE_RETURN_S) is closed at the
-reaper's next look, not idle_s later:
-nothing will take it, and what it prefetched goes back to the server at
-once for other consumers instead of up to idle_s + max_wait_s later
+``stopped`` to read it. A subscriber returned before that (or shortly
+after: LATE_RETURN_S) is closed at the reaper's next look, not idle_s
+later: nothing will take it, and what it prefetched goes back to the server
+at once for other consumers instead of up to idle_s + max_wait_s later
 (tests/test_query_stop.py).
 """
 
@@ -117,8 +116,8 @@ class SubscriberPool:
         for idle_s seconds (0: closed at once) counted from its own return
         and from activity() (when a task of the query was last active), but
         no longer than idle_s + max_wait_s, and only until stopped() (when
-        the query last stopped) is later than its return. After an error it
-        is closed, so a retry starts clean."""
+        the query last stopped) is later than its return less LATE_RETURN_S.
+        After an error it is closed, so a retry starts clean."""
         key = config.to_json()
         with self._lock:
             found = self._idle.pop(key, None)
