@@ -138,3 +138,34 @@ def test_subscriber_kept_while_the_query_is_active(google, emulator):
     closed_after = time.time() - quiet_since[0]
     assert not getattr(sub, "_h", 0), "not closed once the query was quiet for idle_s"
     assert 1.0 <= closed_after < 3.0, closed_after
+
+
+def test_a_new_querys_first_task_closes_a_stopped_querys_subscriber_first(google, emulator, monkeypatch):
+    """A query started right after another stopped: its first task in a
+    worker closes the stopped query's kept subscriber before opening its
+    own, so the worker never holds both prefetches, and the old prefetch
+    goes back to the server at once (the reaper alone would look up to
+    REAP_PERIOD_S later)."""
+    from pubsub_go.spark.read import subscriber_pool
+
+    monkeypatch.setattr(subscriber_pool, "REAP_PERIOD_S", 3600.0)  # only the new task can close it
+    topic_a, sub_a = google.topic(ack_deadline=60)
+    ids_a = set(google.publish(topic_a, [b"a%d" % i for i in range(20)]))
+    topic_b, sub_b = google.topic(ack_deadline=60)
+    pool = SubscriberPool()
+    stopped: list[float | None] = [None]
+    config_a = SubscriberConfig(subscription=sub_a, emulator_host=emulator.host_port)
+    with pool.lease(config_a, idle_s=600.0, stopped=lambda: stopped[0]) as old:
+        deadline = time.monotonic() + 20
+        while old.stats()["held"] < len(ids_a) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert old.stats()["held"] == len(ids_a), old.stats()
+    stopped[0] = time.time()  # the driver's stop mark
+    assert getattr(old, "_h", 0), "closed before the next query's task came"
+
+    config_b = SubscriberConfig(subscription=sub_b, emulator_host=emulator.host_port)
+    with pool.lease(config_b, idle_s=0.0) as new:
+        assert new is not old
+        assert not getattr(old, "_h", 0), "the stopped query's subscriber was still open beside the new one"
+    back = {m.message.message_id for m in google.pull_all(sub_a, max_wait=10)}
+    assert back == ids_a, "the stopped query's prefetch was not nacked"

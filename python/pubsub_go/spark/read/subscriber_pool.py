@@ -30,7 +30,10 @@ A query that stops says so in the batch log (the driver's stop writes
 after: LATE_RETURN_S) is closed at the reaper's next look, not idle_s
 later: nothing will take it, and what it prefetched goes back to the server
 at once for other consumers instead of up to idle_s + max_wait_s later
-(tests/test_query_stop.py).
+(tests/test_query_stop.py). A task that opens a new subscriber first closes
+what has expired by then, so a query started right after another stopped
+does not hold both queries' prefetch in one worker until the reaper's next
+look.
 """
 
 from __future__ import annotations
@@ -121,6 +124,11 @@ class SubscriberPool:
         key = config.to_json()
         with self._lock:
             found = self._idle.pop(key, None)
+        if found is None:
+            # Another query's subscriber may have expired (its query just
+            # stopped) without the reaper having looked yet: its prefetch
+            # goes before this one's comes in, so a worker holds one budget.
+            self._close_expired()
         sub = found.sub if found else Subscriber(config)
         try:
             yield sub
@@ -145,20 +153,23 @@ class SubscriberPool:
     def _reap(self) -> None:
         while True:
             time.sleep(REAP_PERIOD_S)
-            now = time.time()
-            with self._lock:
-                candidates = list(self._idle.items())
-            # activity() lists a directory, stopped() reads a file's time:
-            # not under the lock, which tasks take.
-            expired = [(k, e) for k, e in candidates if e.expired(now)]
-            with self._lock:
-                # Only if no task took it (and put it back) meanwhile.
-                subs = [self._idle.pop(k).sub for k, e in expired if self._idle.get(k) is e]
-            for s in subs:
-                try:
-                    s.close()
-                except Exception:  # nothing to report to: no task is running
-                    pass
+            self._close_expired()
+
+    def _close_expired(self) -> None:
+        now = time.time()
+        with self._lock:
+            candidates = list(self._idle.items())
+        # activity() lists a directory, stopped() reads a file's time:
+        # not under the lock, which tasks take.
+        expired = [(k, e) for k, e in candidates if e.expired(now)]
+        with self._lock:
+            # Only if no task took it (and put it back) meanwhile.
+            subs = [self._idle.pop(k).sub for k, e in expired if self._idle.get(k) is e]
+        for s in subs:
+            try:
+                s.close()
+            except Exception:  # nothing to report to: the task that called has its own subscriber
+                pass
 
 
 POOL = SubscriberPool()
