@@ -13,8 +13,9 @@ Why twice: the first task imports what PySpark and pyarrow load lazily on
 its way (pandas' and numpy's modules: ~31,000 objects, measured), after the
 first freeze. PySpark's daemon runs a full `gc.collect()` after every task
 of a reused worker (pyspark/daemon.py), and that walk over those modules
-took 13-35 ms per task, on the way to the next task. The second task's
-freeze takes them out.
+took 30-48 ms per task (about 13 ms of it CPU). It runs while the driver
+commits, so it cost CPU, not rows/s. The second task's freeze takes them
+out.
 
 Frozen objects are never freed by the collector (reference counting still
 frees them), so garbage is collected first, and only the first

@@ -168,7 +168,7 @@ class SubscriberPool:
         for s in subs:
             try:
                 s.close()
-            except Exception:  # nothing to report to: the task that called has its own subscriber
+            except Exception:  # best effort: neither the reaper nor a task opening its own may fail for it
                 pass
 
 
