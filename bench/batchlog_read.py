@@ -1,9 +1,12 @@
-"""What the driver's reads of one batch-log entry cost: the row count
-(`BatchLog.read_summary`) and the ack ids (`read_path(mapped=True)`), which
-it reads for every entry of every micro-batch. Writes an entry like a Spark
-task's at 1 KB (100 batches of 4,000 rows, ~430 MB) and prints the wall,
-user and system time per read, through the log's own mapping and through
+"""What reading one batch-log entry costs. The driver reads the row count
+(`BatchLog.read_summary`) and the ack ids (`read_path(mapped=True)`) of
+every entry of every micro-batch: through the log's own mapping and through
 pa.memory_map (which advises the kernel to read ahead every range read).
+A task indexes the message ids of every published entry once per worker
+(`_IdIndex`) and checks each batch it pulls against them
+(`RecordedIds.mask`, pull.py's duplicate check). Writes an entry like a
+Spark task's at 1 KB (100 batches of 4,000 rows with Pub/Sub-like message
+ids, ~430 MB) and prints the wall, user and system time per call.
 
     python bench/batchlog_read.py [--batches 100] [--rows 4000] [--reps 20] [--dir DIR]
 """
@@ -24,7 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 import pyarrow as pa  # noqa: E402
 import pyarrow.ipc as ipc  # noqa: E402
 
-from pubsub_go.spark.read.batchlog import BatchLog  # noqa: E402
+from pubsub_go.spark.read.batchlog import BatchLog, RecordedIds, _IdIndex  # noqa: E402
+
+# A Pub/Sub message id: a canonical decimal integer of 16 digits.
+FIRST_ID = 2070443601311540
 
 
 def timed(fn: Callable[[], object], reps: int) -> tuple[float, float, float]:
@@ -49,11 +55,11 @@ def main() -> int:
         log = BatchLog(root)
         rows = a.rows
         b = pa.record_batch([pa.array([b"x" * 1024] * rows, pa.binary()),
-                             pa.array([f"{i:010d}" for i in range(rows)])], names=["data", "message_id"])
+                             pa.array([str(FIRST_ID + i) for i in range(rows)])], names=["data", "message_id"])
         acks = pa.array([f"ack-{i:030d}" for i in range(rows)])
         w = log.writer("g", 1, 0)
-        for _ in range(a.batches):
-            w.write(b, acks, b.column("message_id"))
+        for k in range(a.batches):
+            w.write(b, acks, pa.array([str(FIRST_ID + k * rows + i) for i in range(rows)]))
         w.publish(b.schema, {})
         path = log.entry_path("g", 1, 0)
         print(f"entry: {a.batches} batches of {rows:,} rows, {Path(path).stat().st_size / 1e6:,.0f} MB", flush=True)
@@ -70,6 +76,13 @@ def main() -> int:
                  ("row count, pa.memory_map", lambda: via_memory_map(False)),
                  ("ack ids, BatchLog.read_path(mapped=True)", lambda: log.read_path(path, mapped=True).ack_ids),
                  ("ack ids, pa.memory_map", lambda: via_memory_map(True))]
+        # A pulled batch of new messages (none recorded), as pull.py checks it.
+        recorded = RecordedIds([_IdIndex(log.read_message_ids(path))])
+        pulled = pa.array([str(FIRST_ID + a.batches * rows + i) for i in range(rows)])
+        cases += [("message ids indexed, _IdIndex (a task, once per entry)",
+                   lambda: _IdIndex(log.read_message_ids(path))),
+                  (f"a pulled batch of {rows:,} checked, RecordedIds.mask (a task, per batch)",
+                   lambda: recorded.mask(pulled))]
         print("| read | wall ms | user ms | system ms |\n|---|---|---|---|")
         for name, fn in cases:
             wall, user, sys_ = timed(fn, a.reps)

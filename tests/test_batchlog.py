@@ -196,6 +196,8 @@ def test_a_new_entry_keeps_its_message_ids_in_their_own_file_only(tmp_path):
     (["5", "17", "2070443601311540"], ["17", "18", "2070443601311540", "4"], [True, False, True, False]),
     # "007" is not "7": a non-canonical probe must not match by number.
     (["7", "8"], ["007", "7", "+8", "8"], [False, True, False, True]),
+    # Nor one that Arrow's cast would read as the same number.
+    (["31", "0", "8"], ["0x1F", "00", "0", "-8", "8"], [False, False, True, False, True]),
     # Recorded ids that are not integers: the set index.
     (["a-1", "7"], ["7", "a-1", "a-2"], [True, True, False]),
     # Nothing recorded matches.
@@ -211,6 +213,18 @@ def test_recorded_ids_mask_is_exact(tmp_path, recorded_ids, probe, want):
         assert write_once(log, "g", batch, 0, [b], [pa.array([f"ack-{i}" for i in ids])], SCHEMA, {})
     mask = log.recorded_message_ids("g").mask(pa.array(probe, pa.string()))
     assert (mask.to_pylist() if mask is not None else None) == want
+
+
+def test_recorded_ids_mask_reads_a_slice_of_a_batch(tmp_path):
+    """A probe that is a slice (a filtered or split batch) starts at its
+    own offset in the shared buffers: its ids are the ones checked for
+    being canonical integers, not those before them."""
+    log = BatchLog(str(tmp_path))
+    b = pa.record_batch([pa.array(["7", "17"]), pa.array([b"x"] * 2)], schema=SCHEMA)
+    assert write_once(log, "g", 1, 0, [b], [pa.array(["ack-7", "ack-17"])], SCHEMA, {})
+    probe = pa.array(["17", "18", "007", "7", "17"]).slice(2, 2)
+    mask = log.recorded_message_ids("g").mask(probe)
+    assert mask is not None and mask.to_pylist() == [False, True]
 
 
 def test_write_queue_is_bounded_in_bytes(tmp_path):
