@@ -36,10 +36,11 @@ const (
 	// are sized like the previous lot's plus an eighth (rawbatch.reserve),
 	// so a steady stream reuses one class.
 	classesPerDoubling = 4
-	// DefaultMaxCached bounds the freed mappings kept for reuse. A Spark
-	// task frees a lot's buffers as the JVM consumes it while the streams
-	// build the next ones, so a few 8 MiB lots (the largest lot) in flight
-	// are what is worth keeping.
+	// DefaultMaxCached bounds the freed mappings kept for reuse when little
+	// was live of late. A Spark task frees a lot's buffers as the JVM
+	// consumes it while the streams build the next ones, so a few 8 MiB
+	// lots (the largest lot) in flight are what is worth keeping. Beyond it
+	// the cache keeps what was live at the recent peak (Allocator.limit).
 	DefaultMaxCached = 32 << 20
 	// DefaultMaxIdle is how long a freed mapping is kept unused before it is
 	// returned to the system, so an idle worker does not hold the cache.
@@ -54,9 +55,12 @@ type Allocator struct {
 	now       func() time.Time // tests move the clock
 
 	large  atomic.Int64 // bytes of live large buffers, as asked for
+	mapped atomic.Int64 // bytes of live large buffers' mappings (class sizes)
 	mu     sync.Mutex
 	cache  map[int][]cached // by class size, newest last
 	cached int64
+	peak   [2]int64  // the most mapped bytes live in this window and the one before
+	window time.Time // when this window (maxIdle long) began
 }
 
 type cached struct {
@@ -112,6 +116,7 @@ func (a *Allocator) allocate(size int) (b []byte, reused bool) {
 	}
 	class := classSize(size)
 	a.large.Add(int64(size))
+	a.mapped.Add(int64(class))
 	if m := a.reuse(class); m != nil {
 		return m[:size:class], true
 	}
@@ -145,10 +150,11 @@ func (a *Allocator) Free(b []byte) {
 	}
 	a.large.Add(-int64(len(b)))
 	m := b[:cap(b)]
+	a.mapped.Add(-int64(len(m)))
 	now := a.now()
 	a.mu.Lock()
 	drop := a.expire(now)
-	if a.cached+int64(len(m)) <= a.maxCached {
+	if a.cached+int64(len(m)) <= a.limit(now) {
 		a.cache[len(m)] = append(a.cache[len(m)], cached{mem: m, freed: now})
 		a.cached += int64(len(m))
 	} else {
@@ -163,7 +169,9 @@ func (a *Allocator) Free(b []byte) {
 // reuse takes a cached mapping of exactly class bytes, if any.
 func (a *Allocator) reuse(class int) []byte {
 	a.mu.Lock()
-	drop := a.expire(a.now())
+	now := a.now()
+	drop := a.expire(now)
+	a.notePeak(now)
 	var m []byte
 	if l := a.cache[class]; len(l) > 0 {
 		m = l[len(l)-1].mem
@@ -175,6 +183,36 @@ func (a *Allocator) reuse(class int) []byte {
 		unmap(d)
 	}
 	return m
+}
+
+// limit is how many bytes the cache may hold now: maxCached, or, when more
+// was mapped for live buffers at once in the last one to two maxIdle
+// windows, that peak less what is mapped for live buffers now.
+//
+// Frees come in bursts: in a Spark read at 1 KiB payloads (default
+// options) a worker's live large buffers swung between 13 and 65 MiB every
+// second or two, so a fixed 32 MiB dropped about one free in six, and as
+// many lots later faulted in fresh huge pages for the kernel to zero
+// (bench/harness/analysis.md, issue 12, twentieth pass). Live plus cached
+// stays within what the process had mapped at its recent peak, so the
+// cache does not raise peak memory. The caller holds mu.
+func (a *Allocator) limit(now time.Time) int64 {
+	a.notePeak(now)
+	return max(a.maxCached, max(a.peak[0], a.peak[1])-a.mapped.Load())
+}
+
+// notePeak records what is live now in this window's peak, starting a new
+// window when maxIdle has passed. The caller holds mu.
+func (a *Allocator) notePeak(now time.Time) {
+	live := a.mapped.Load()
+	if d := now.Sub(a.window); d >= a.maxIdle {
+		prev := a.peak[0]
+		if d >= 2*a.maxIdle {
+			prev = live // nothing was noted in the window before
+		}
+		a.peak, a.window = [2]int64{live, prev}, now
+	}
+	a.peak[0] = max(a.peak[0], live)
 }
 
 // expire removes the mappings idle longer than maxIdle and returns them for
