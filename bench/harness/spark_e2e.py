@@ -12,16 +12,15 @@ from .plan import Plan
 from .procs import Build, LoadServer, create
 from .sparkrun import measure
 
-# pubsub-go's options for the "tuned" runs: the hand tuning that once lifted
-# the source above its defaults (larger flow control, a kept subscriber,
-# longer tasks). The defaults have since absorbed most of it: in
-# alternating rounds this runs 0.97-1.11x the defaults, at 540-645 MB of
-# peak worker RSS against their 370-490 (bench/spark_ab.py;
-# bench/harness/analysis.md, eighth and fifteenth passes).
-# Kept as the "tuned" figure, and the decode benchmark's options, so both
-# stay comparable with earlier runs.
-TUNED = {"maxOutstandingMessages": "1000000", "maxBatchDurationMs": "2000", "maxBytesPerPartition": "268435456",
-         "subscriberIdleMs": "10000"}
+# pubsub-go's options for the "tuned" runs: the best hand tuning known,
+# tasks of twice the default rows with twice the default worker memory
+# budget (peak worker RSS ~450 MB against the defaults' ~325). In
+# alternating rounds it ran 1.15, 1.07, 1.01, 1.02, 1.03 and 1.05x the
+# defaults; four times the rows with four times the budget ran 0.89-0.96x,
+# one partition 0.87-1.15x, and the tuning kept until the twentieth pass
+# (larger flow control, longer tasks by time) 0.90x in a full run
+# (bench/spark_ab.py; bench/harness/analysis.md, issue 12, twentieth pass).
+TUNED = {"maxRecordsPerPartition": "400000", "maxWorkerMemoryBytes": str(512 << 20)}
 
 SOURCES = ("pubsub-go", "pubsub-go-defaults", "plain-python", "ceiling")
 
