@@ -5,12 +5,16 @@ process (Spark's JVM, its Python workers, the load server, the driver) over
 server's redelivery work (streams opened, nacks, expired leases).
 
     python bench/spark_cpu.py [pubsub-go|pubsub-go-defaults|plain-python|ceiling]
-                              [--perf | --pyspy] [--lib PATH] [--option key=value ...]
+                              [--perf | --pyspy | --mappings] [--lib PATH] [--option key=value ...]
 
 --perf records the whole machine with `perf record -a -g` into
 /tmp/pubsub-go-spark.perf (build the library without -s -w, pass it with
 --lib, to see Go symbols); --pyspy records the busiest Python workers with
-`py-spy record --idle` into /tmp/pubsub-go-spark-<pid>.txt (raw stacks).
+`py-spy record --idle` into /tmp/pubsub-go-spark-<pid>.txt (raw stacks);
+--mappings counts the busiest workers' mmap and munmap calls and page
+faults (`perf stat`) and the machine's transparent huge page faults
+(/proc/vmstat thp_fault_alloc) over the window: fresh memory the kernel
+zeroes (go/internal/cmem).
 """
 
 from __future__ import annotations
@@ -49,11 +53,37 @@ def cpu_by_process() -> dict[str, float]:
     return out
 
 
+def busy_workers() -> list[psutil.Process]:
+    """Spark's Python workers running tasks (over a fifth of a core now)."""
+    return [p for p in psutil.Process().children(recursive=True)
+            if "python" in p.name() and p.cpu_percent(0.2) > 20]
+
+
+def count_mappings(workers: list[psutil.Process], seconds: int) -> dict[str, int]:
+    """mmap/munmap calls and page faults of workers, and the machine's
+    transparent huge page faults, over seconds."""
+    def thp() -> int:
+        with open("/proc/vmstat") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("thp_fault_alloc "))
+    events = ["syscalls:sys_enter_mmap", "syscalls:sys_enter_munmap", "page-faults"]
+    before = thp()
+    out = subprocess.run(["perf", "stat", "-x", ",", "-e", ",".join(events), "-p",
+                          ",".join(str(w.pid) for w in workers), "--", "sleep", str(seconds)],
+                         capture_output=True, text=True).stderr
+    counts = {"huge page faults (machine)": thp() - before}
+    for line in out.splitlines():
+        fields = line.split(",")
+        if len(fields) > 2 and fields[2] in events and fields[0].isdigit():
+            counts[fields[2].removeprefix("syscalls:sys_enter_")] = int(fields[0])
+    return counts
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("source", nargs="?", default="pubsub-go", choices=spark_e2e.SOURCES)
     ap.add_argument("--perf", action="store_true")
     ap.add_argument("--pyspy", action="store_true")
+    ap.add_argument("--mappings", action="store_true")
     ap.add_argument("--lib", help="libpubsubgo.so to use instead of building one from the tree")
     ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                     help="another option for the pubsub-go sources (repeatable)")
@@ -71,6 +101,7 @@ def main() -> int:
         sub = "projects/bench/subscriptions/cpu"
         create(build, server, "projects/bench/topics/cpu", [sub])
         cpu: dict[str, float] = {}
+        mappings: dict[str, int] = {}
 
         def sample() -> None:
             time.sleep(8)  # past the warm-up of measure()
@@ -79,12 +110,14 @@ def main() -> int:
                 subprocess.run(["perf", "record", "-a", "-g", "-F", "499", "-o", "/tmp/pubsub-go-spark.perf",
                                 "--", "sleep", "8"], capture_output=True)
             elif a.pyspy:
-                workers = [p for p in psutil.Process().children(recursive=True)
-                           if "python" in p.name() and p.cpu_percent(0.2) > 20]
-                for p in [subprocess.Popen(["py-spy", "record", "--idle", "-r", "100", "-d", "8", "-f", "raw",
-                                            "-o", f"/tmp/pubsub-go-spark-{w.pid}.txt", "-p", str(w.pid)],
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for w in workers]:
+                spies = [subprocess.Popen(["py-spy", "record", "--idle", "-r", "100", "-d", "8", "-f", "raw",
+                                           "-o", f"/tmp/pubsub-go-spark-{w.pid}.txt", "-p", str(w.pid)],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                         for w in busy_workers()]
+                for p in spies:
                     p.wait()
+            elif a.mappings:
+                mappings.update(count_mappings(busy_workers(), 8))
             else:
                 time.sleep(8)
             after, dt = cpu_by_process(), time.time() - t0
@@ -101,6 +134,8 @@ def main() -> int:
             if v >= 0.01:
                 print(f"  {k:24s} {v:.2f}")
         print(f"  {'total':24s} {sum(cpu.values()):.2f}")
+        if mappings:
+            print("busiest workers over 8 s: " + ", ".join(f"{k} {v:,}" for k, v in mappings.items()))
         print("last micro-batches, durationMs:")
         for p in m["progress"][-3:]:
             print("  " + json.dumps(p["durationMs"]))
