@@ -40,7 +40,8 @@ const (
 	// was live of late. A Spark task frees a lot's buffers as the JVM
 	// consumes it while the streams build the next ones, so a few 8 MiB
 	// lots (the largest lot) in flight are what is worth keeping. Beyond it
-	// the cache keeps what was live at the recent peak (Allocator.limit).
+	// the cache keeps what was mapped for live buffers at the recent peak
+	// (Allocator.limit).
 	DefaultMaxCached = 32 << 20
 	// DefaultMaxIdle is how long a freed mapping is kept unused before it is
 	// returned to the system, so an idle worker does not hold the cache.
@@ -154,7 +155,8 @@ func (a *Allocator) Free(b []byte) {
 	now := a.now()
 	a.mu.Lock()
 	drop := a.expire(now)
-	if a.cached+int64(len(m)) <= a.limit(now) {
+	a.notePeak(now)
+	if a.cached+int64(len(m)) <= a.limit() {
 		a.cache[len(m)] = append(a.cache[len(m)], cached{mem: m, freed: now})
 		a.cached += int64(len(m))
 	} else {
@@ -195,9 +197,9 @@ func (a *Allocator) reuse(class int) []byte {
 // many lots later faulted in fresh huge pages for the kernel to zero
 // (bench/harness/analysis.md, issue 12, twentieth pass). Live plus cached
 // stays within what the process had mapped at its recent peak, so the
-// cache does not raise peak memory. The caller holds mu.
-func (a *Allocator) limit(now time.Time) int64 {
-	a.notePeak(now)
+// cache does not raise peak memory. The caller holds mu and has noted the
+// peak.
+func (a *Allocator) limit() int64 {
 	return max(a.maxCached, max(a.peak[0], a.peak[1])-a.mapped.Load())
 }
 
