@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"sync"
 
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
@@ -17,8 +18,9 @@ type encodedMessage struct {
 }
 
 // codec is gRPC's proto codec, except that it sends an *encodedMessage as
-// it is and reads a *publishSummary from wire bytes (publish_wire.go).
-// Every other message goes through the proto codec.
+// it is and reads a *publishSummary (publish_wire.go), Acknowledge and
+// ModifyAckDeadline requests (ack_wire.go) from wire bytes. Every other
+// message goes through the proto codec.
 type codec struct {
 	encoding.CodecV2
 }
@@ -32,8 +34,13 @@ func newCodec() codec {
 }
 
 func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
-	if s, ok := v.(*publishSummary); ok {
-		return s.unmarshal(data)
+	switch m := v.(type) {
+	case *publishSummary:
+		return m.unmarshal(data)
+	case *pubsubpb.AcknowledgeRequest:
+		return unmarshalAck(data, m)
+	case *pubsubpb.ModifyAckDeadlineRequest:
+		return unmarshalModack(data, m)
 	}
 	return c.CodecV2.Unmarshal(data, v)
 }
