@@ -1,5 +1,5 @@
 """How fast can Spark's ceiling run while the same 2 cores also ingest from
-Pub/Sub? An upper bound for any source built on pubsub_go's data plane.
+Pub/Sub? What the machine leaves for any source on pubsub_go's data plane.
 
 A source reading at X rows/s must do two things on this machine: receive X
 messages/s from the load server (the server's work, the network, parsing,
@@ -8,10 +8,11 @@ source into noop, does alone). This runs both at once, as separate
 processes: the ceiling in Spark, and bench/peers/pgreceive.py (pubsub_go's
 Subscriber into Arrow batches, acking) against a load server that makes
 messages available at a fixed rate R. With R = FRACTION x the ceiling alone,
-if the ceiling then falls below R, the machine cannot do both at R, and no
-source on this data plane can reach FRACTION x the ceiling here, however
-its Spark layer is built (it would still have to write the batch log and
-hand batches over, which neither process here does).
+if the ceiling then falls well below R, the machine cannot do both at R: a
+source on this data plane would have to do both jobs for much less than
+these two processes do them, and it has more to do (the batch log, the
+hand-over). Not a strict bound: one pipeline saves a process's overhead,
+so a source may run a few percent above the point where both keep pace.
 
     python bench/ceiling_under_load.py [--fraction 0.8] [--rounds 3]
                                        [--warmup 6] [--window 10] [--lib PATH]
