@@ -89,7 +89,7 @@ def main() -> int:
     build = Build.make(a.lib)
     spark = session(build)
     scratch = tempfile.mkdtemp(prefix="pubsub-go-under-load-")
-    rows = []
+    rows: list[dict] = []
     try:
         print("JVM warm-up (ceiling source)", file=sys.stderr)
         measure(spark_e2e.reader(spark, "ceiling", "", "", PAYLOAD, ""), scratch, warmup=2, window=10)

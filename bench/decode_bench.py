@@ -313,12 +313,14 @@ def main() -> None:
         print("Spark from_json/from_avro...", flush=True)
         spark = spark_jobs(args.spark_rows, not args.no_spark_avro)
     e2e = {}
+    e2e_options = "tuned options"
     if not args.no_spark and not args.no_e2e:
         print("Spark end to end at 1 KB JSON...", flush=True)
         sys.path.insert(0, str(ROOT / "bench"))
         import spark_decode_e2e
 
         e2e = spark_decode_e2e.run()
+        e2e_options += ": " + ", ".join(f"`{k}={v}`" for k, v in spark_decode_e2e.TUNED.items())
 
     def per_round(a: list[float], b: list[float]) -> list[float]:
         return [x / y for x, y in zip(a, b, strict=True)]
@@ -393,7 +395,7 @@ def main() -> None:
         "",
         "## Spark end to end: 1 KB JSON messages, 5 typed columns (`bench/spark_decode_e2e.py`)",
         "",
-        "bench/loadserver `--payload-json` → `pubsub-go` source (2 partitions, tuned options) → noop sink, local[2].",
+        f"bench/loadserver `--payload-json` → `pubsub-go` source (2 partitions, {e2e_options}) → noop sink, local[2].",
         "",
         f"Each mode measured once per round, the three side by side, {len(next(iter(e2e.values()), []))} rounds;"
         " median (min–max).",
