@@ -166,7 +166,7 @@ def test_go_panic_becomes_a_python_exception():
     with pytest.raises(pubsub_go.InternalError, match="panic") as e:
         debug_panic()
     assert e.value.kind == "panic" and e.value.code == 13
-    assert version()["abi"] == 3  # the process and the library are still fine
+    assert version()["abi"] == 4  # the process and the library are still fine
 
 
 def test_import_does_not_load_the_go_runtime():
@@ -340,6 +340,33 @@ def test_acks_rejected_like_exactly_once_delivery_are_never_counted_as_acked():
         assert server.stats()["acks"] == 0
     finally:
         server.stop()
+
+
+def test_a_full_subscriber_says_how_long_it_could_not_receive(google, emulator):
+    """A subscriber holding all it may hold pulls nothing more, as it would
+    from an empty subscription; flow_full_ms and blocked_ms tell the two
+    apart, and stop once it can receive again."""
+    topic, sub_path = google.topic(ack_deadline=60)
+    google.publish(topic, [b"p%d" % i for i in range(5)])
+    with Subscriber(subscription=sub_path, emulator_host=emulator.host_port, max_outstanding_messages=5) as sub:
+        deadline = time.monotonic() + 20
+        while sub.stats()["pulled"] < 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        before = sub.stats()
+        assert before["pulled"] == 5, before
+        time.sleep(0.5)
+        full = sub.stats()
+        assert full["flow_full_ms"] - before["flow_full_ms"] >= 490, (before, full)
+        assert full["blocked_ms"] >= 500 and full["quiet_ms"] == 0, full
+        _, acks = drain(sub, 5)
+        sub.ack(acks)
+        freed = sub.stats()
+        deadline = time.monotonic() + 10
+        while sub.stats()["blocked_ms"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        later = sub.stats()
+    assert later["blocked_ms"] == 0 and later["flow_full_ms"] == freed["flow_full_ms"], (freed, later)
 
 
 def test_a_subscriber_full_past_its_prefetch_lease_repeats_and_loses_nothing(google, emulator):

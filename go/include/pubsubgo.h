@@ -159,7 +159,13 @@ int pg_subscriber_ack_results(uint64_t handle, struct ArrowArray* ack_ids, struc
 
 /* A subscriber's counters, field for field go/internal/subscriber.Stats
  * (capi's TestStatsStructMatchesGo checks it): totals since open, except
- * held, buffered and quiet_ms, which are current values. */
+ * held, buffered, quiet_ms and blocked_ms, which are current values. New
+ * fields go at the end, with a new ABI version: the caller allocates the
+ * struct and the library fills all of it.
+ * A subscriber unable to receive (flow control full, or a stream out of a
+ * live session: connecting, backing off, reopening) would otherwise look
+ * like an empty subscription; flow_full_ms, streams_down_ms and blocked_ms
+ * say how long it could not. The totals stop when close begins. */
 struct PgSubscriberStats {
   int64_t pulled;            /* messages received */
   int64_t handed_out;        /* messages returned by pg_subscriber_next */
@@ -176,6 +182,9 @@ struct PgSubscriberStats {
   int64_t quiet_ms;          /* every stream live, flow control open, nothing arriving, this long */
   int64_t ack_rejected;      /* exactly-once delivery: ack ids refused for good */
   int64_t modack_rejected;   /* the same for modacks and nacks */
+  int64_t flow_full_ms;      /* flow control full (streams stop reading), in total */
+  int64_t streams_down_ms;   /* at least one stream not in a live session, in total */
+  int64_t blocked_ms;        /* unable to receive (either of the two) without a break, until now; 0 if able */
 };
 
 /* Fills *out with the subscriber's counters. */

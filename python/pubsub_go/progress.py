@@ -16,7 +16,7 @@ from typing import Any
 
 # The figures taken from the source's report, by name in the output.
 SOURCE_FIGURES = ("rows", "taken", "pendingAcks", "acked", "oldestUnackedAgeMs", "backlogMessages", "late",
-                  "deadLettered", "duplicates", "buffered")
+                  "deadLettered", "duplicates", "buffered", "flowFullMs", "streamsDownMs", "blockedMs")
 
 
 def figures(query_or_progress: Any) -> list[dict[str, Any]]:

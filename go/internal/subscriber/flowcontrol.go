@@ -25,6 +25,12 @@ type flowController struct {
 	bytes    int64
 	disabled bool
 	space    signal
+
+	// stall, if set, is told when the controller becomes full and stops
+	// being full (the subscriber's flow_full_ms); wasFull is what it was
+	// last told. nil for a controller tested alone.
+	stall   *stallClock
+	wasFull bool
 }
 
 // messageOverhead is what a held message costs besides its encoded bytes:
@@ -44,6 +50,7 @@ func (f *flowController) add(n int, bytes int64) {
 	f.mu.Lock()
 	f.msgs += int64(n)
 	f.bytes += bytes + int64(n)*messageOverhead
+	f.changed()
 	f.mu.Unlock()
 }
 
@@ -55,6 +62,7 @@ func (f *flowController) release(n int, bytes int64) {
 	f.mu.Lock()
 	f.msgs -= int64(n)
 	f.bytes -= bytes + int64(n)*messageOverhead
+	f.changed()
 	f.mu.Unlock()
 	f.space.broadcast()
 }
@@ -66,6 +74,7 @@ func (f *flowController) handOver(bytes int64) {
 	}
 	f.mu.Lock()
 	f.bytes -= bytes
+	f.changed()
 	f.mu.Unlock()
 	f.space.broadcast()
 }
@@ -74,7 +83,23 @@ func (f *flowController) handOver(bytes int64) {
 func (f *flowController) full() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.fullLocked()
+}
+
+func (f *flowController) fullLocked() bool {
 	return !f.disabled && (f.msgs >= f.maxMsgs || f.bytes >= f.maxBytes)
+}
+
+// changed tells the stall clock when the counts just made the controller
+// full or not full; f.mu held, so transitions reach it in order.
+func (f *flowController) changed() {
+	if f.stall == nil {
+		return
+	}
+	if full := f.fullLocked(); full != f.wasFull {
+		f.wasFull = full
+		f.stall.setFull(full, time.Now())
+	}
 }
 
 // disable lifts the limits for good: while closing, streams must read to
@@ -82,6 +107,7 @@ func (f *flowController) full() bool {
 func (f *flowController) disable() {
 	f.mu.Lock()
 	f.disabled = true
+	f.changed()
 	f.mu.Unlock()
 	f.space.broadcast()
 }

@@ -2,8 +2,8 @@ package subscriber
 
 import "sync/atomic"
 
-// Stats are a subscriber's counters since Open. Held, Buffered and QuietMs
-// are current; the others only grow. The C API copies them into struct
+// Stats are a subscriber's counters since Open. Held, Buffered, QuietMs and
+// BlockedMs are current; the others only grow. The C API copies them into struct
 // PgSubscriberStats (go/include/pubsubgo.h), which lists the same int64
 // fields in the same order under their JSON names.
 type Stats struct {
@@ -26,6 +26,15 @@ type Stats struct {
 	// acked; the message comes back), and likewise for modacks and nacks.
 	AckRejected    int64 `json:"ack_rejected"`
 	ModackRejected int64 `json:"modack_rejected"`
+	// A subscriber that cannot receive looks like an empty subscription
+	// unless it says so (stallClock): time flow control was full (streams
+	// stop reading), time at least one stream was out of a live session
+	// (connecting, backing off, reopening), both in total since Open until
+	// Close began; and how long it has been unable to receive for either
+	// reason without a break (current; 0 while it can receive).
+	FlowFullMs    int64 `json:"flow_full_ms"`
+	StreamsDownMs int64 `json:"streams_down_ms"`
+	BlockedMs     int64 `json:"blocked_ms"`
 }
 
 type counters struct {

@@ -22,7 +22,7 @@ import (
 // backoff on retryable errors and fails the subscriber on permanent ones.
 type stream struct {
 	s       *Subscriber
-	index   int // in s.quiet
+	index   int // in s.quiet and s.stall
 	initial *pb.StreamingPullRequest
 }
 
@@ -80,6 +80,18 @@ func (st *stream) run(ctx context.Context, closing <-chan struct{}) {
 	}
 }
 
+// setLive marks the stream in a session or out of one, for the quiet and
+// the stall clocks.
+func (st *stream) setLive(up bool) {
+	now := time.Now()
+	if up {
+		st.s.quiet.live(st.index, now)
+	} else {
+		st.s.quiet.live(st.index, time.Time{})
+	}
+	st.s.stall.live(st.index, up, now)
+}
+
 func isClosed(ch <-chan struct{}) bool {
 	select {
 	case <-ch:
@@ -118,9 +130,10 @@ func (st *stream) session(ctx context.Context, closing <-chan struct{}) (receive
 		return false, err
 	}
 	// Live from here until the session ends: only time spent live counts
-	// as evidence that nothing is left to receive.
-	st.s.quiet.live(st.index, time.Now())
-	defer st.s.quiet.live(st.index, time.Time{})
+	// as evidence that nothing is left to receive, and any other time is
+	// a stall (streams_down_ms).
+	st.setLive(true)
+	defer st.setLive(false)
 
 	var ka keepAlive
 	done := make(chan struct{})

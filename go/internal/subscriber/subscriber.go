@@ -46,6 +46,7 @@ type Subscriber struct {
 	res    *reservoir
 	seen   *seenSet
 	quiet  *quietClock
+	stall  *stallClock
 	dec    *decoding // schema mode; nil for raw batches
 	stats  counters
 
@@ -132,7 +133,10 @@ func open(ctx context.Context, cfg Config, mem memory.Allocator, tune func(*sett
 		return nil, err
 	}
 
+	opened := time.Now()
+	stall := newStallClock(streamCount(&cfg), opened)
 	fc := newFlowController(cfg.MaxOutstandingMessages, cfg.MaxOutstandingBytes)
+	fc.stall = stall
 	s := &Subscriber{
 		cfg:    cfg,
 		set:    set,
@@ -148,7 +152,8 @@ func open(ctx context.Context, cfg Config, mem memory.Allocator, tune func(*sett
 		fc:      fc,
 		res:     newReservoir(fc, mem, cfg.BatchSize),
 		seen:    newSeenSet(set.seenCapacity),
-		quiet:   newQuietClock(streamCount(&cfg), cfg.ArrivalCutoffUs, set.prefetchLease, time.Now()),
+		quiet:   newQuietClock(streamCount(&cfg), cfg.ArrivalCutoffUs, set.prefetchLease, opened),
+		stall:   stall,
 		dec:     dec,
 		closing: make(chan struct{}),
 	}
@@ -409,7 +414,12 @@ func (s *Subscriber) Stats() Stats {
 	_, buffered := s.res.len()
 	st := s.stats.snapshot(s.fc.held())
 	st.Buffered = int64(buffered)
-	st.QuietMs = s.quiet.quiet(time.Now(), s.fc.full()).Milliseconds()
+	now := time.Now()
+	st.QuietMs = s.quiet.quiet(now, s.fc.full()).Milliseconds()
+	stall := s.stall.read(now)
+	st.FlowFullMs = stall.full.Milliseconds()
+	st.StreamsDownMs = stall.down.Milliseconds()
+	st.BlockedMs = stall.blocked.Milliseconds()
 	return st
 }
 
@@ -419,6 +429,7 @@ func (s *Subscriber) Stats() Stats {
 // Later calls return the first call's result.
 func (s *Subscriber) Close() error {
 	s.closeOnce.Do(func() {
+		s.stall.close(time.Now()) // streams ending from here on are Close's doing
 		s.rpcMu.Lock()
 		s.closed = true
 		s.rpcMu.Unlock()

@@ -19,10 +19,11 @@ BACKLOG_NOTE = ("not reported: Pub/Sub's API has no backlog figure; see Cloud Mo
 
 # Per-task counters summed into a batch's and the query's figures.
 SUMMED = ("pulled", "taken", "rows", "late", "dead_lettered", "duplicates", "nacked", "extended",
-          "redeliveries", "decode_errors", "bytes_pulled", "streams_restarted")
+          "redeliveries", "decode_errors", "bytes_pulled", "streams_restarted", "flow_full_ms", "streams_down_ms")
 # Their names in the progress report, where they differ (camelCase, as Spark's).
 _METRIC_NAMES = {"dead_lettered": "deadLettered", "decode_errors": "decodeErrors", "bytes_pulled": "bytesPulled",
-                 "streams_restarted": "streamsRestarted", "extended": "leaseExtensions"}
+                 "streams_restarted": "streamsRestarted", "extended": "leaseExtensions",
+                 "flow_full_ms": "flowFullMs", "streams_down_ms": "streamsDownMs"}
 
 # How many batches before the latest keep their summary (only the latest are ever asked for).
 _KEPT = 8
@@ -35,13 +36,13 @@ class BatchSummary:
 
     rows: int
     drained: bool
-    stats: dict[str, int]  # the tasks' counters, summed (docs/source.md, "Counters")
+    stats: dict[str, int]  # the tasks' counters, summed; blocked_ms their longest (docs/source.md, "Counters")
 
 
 class Figures:
     def __init__(self) -> None:
         self.metrics: dict[str, int] = {"acked": 0, "leaseExtensions": 0, "pendingAcks": 0, "ackFailures": 0,
-                                        "buffered": 0}
+                                        "buffered": 0, "blockedMs": 0}
         for k in SUMMED:
             self.metrics[_METRIC_NAMES.get(k, k)] = 0
         self.last_batch: dict[str, int] = {}
@@ -63,12 +64,17 @@ class Figures:
             return known
         summed = {k: sum(int(e.stats.get(k, 0)) for e in entries) for k in SUMMED}
         summed["buffered"] = sum(int(e.stats.get("buffered", 0)) for e in entries)
+        # A current value, not a share: summed, stalls that ran side by side
+        # would add up; the longest is how long the batch's most held-back
+        # subscriber had been unable to receive when its task ended.
+        summed["blocked_ms"] = max(int(e.stats.get("blocked_ms", 0)) for e in entries)
         out = BatchSummary(rows=sum(e.rows for e in entries),
                            drained=all(e.stats.get("drained", False) for e in entries), stats=summed)
         self._summaries[(gen, batch)] = out
         for k in SUMMED:
             self.count(_METRIC_NAMES.get(k, k), summed[k])
         self.metrics["buffered"] = summed["buffered"]
+        self.metrics["blockedMs"] = summed["blocked_ms"]
         self.last_batch = {"batch": batch, **summed}
         for old in [k for k in self._summaries if k[0] != gen or k[1] < batch - _KEPT]:
             del self._summaries[old]
