@@ -5,13 +5,25 @@ messages) and applying onDecodeError.
 
 The end of the backlog needs positive evidence: the subscriber has been able
 to receive for quietPeriodMs with nothing arriving (docs/source.md, "End of
-backlog")."""
+backlog").
+
+Two things end a task early, and each has the subscriber closed when the task
+gives it back rather than kept (subscriber_pool.discard):
+- its query stopped (the driver's stop mark): Spark kills a stopped query's
+  running tasks and, a moment later (spark.python.task.killTimeout, 2 s), the
+  worker of a task still running, with SIGKILL, which nothing in the worker
+  outlives; a task that ends first half-closes its streams (Google's
+  emulator keeps leasing to a stream cut without a half-close, for good);
+- its subscriber has been unable to receive (flow control full with nothing
+  to hand out, or a stream out of its session) for longer than STALL_BOUND_MS
+  while the task waited for rows: logged with the reason, and the next task
+  opens a fresh one."""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -42,15 +54,34 @@ class Tally:
     drained: bool = False  # ended on positive evidence that the backlog is empty
     quiet_ms: int = 0  # the subscriber's quiet time when the task ended
     oldest_publish_us: int = 0  # publish time of the oldest row handed to Spark; 0: none
+    stopped: bool = False  # ended because its query stopped
+    stalled: bool = False  # ended because its subscriber could not receive for STALL_BOUND_MS
+
+
+# How often a waiting task looks for its query's stop mark, in seconds: well
+# inside Spark's 2 s between killing a stopped query's task and killing its
+# worker, and one file status per look (a round trip on an object store),
+# taken only while the task waits with nothing arriving.
+STOP_CHECK_S = 0.5
+
+# A subscriber unable to receive this long while its task waits for rows is
+# stalled: longer than the subscriber's reconnect backoff between attempts
+# (go/internal/rpc, at most 10 s) so that a stream coming back is not taken
+# for one, and shorter than a micro-batch's time budget (maxBatchDurationMs,
+# 10 s by default) plus the next one's, so that a stall costs at most one
+# empty batch before a fresh subscriber takes over.
+STALL_BOUND_MS = 15_000
 
 
 def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: SchemaPlan | None,
-          dlq: DeadLetters | None, recorded: RecordedIds, tally: Tally
+          dlq: DeadLetters | None, recorded: RecordedIds, tally: Tally,
+          stopped: Callable[[], bool] = lambda: False
           ) -> Iterator[tuple[pa.RecordBatch, pa.Array, pa.Array]]:
     """Yields (batch, ack ids, message ids) until a cap, the time budget,
     (streaming) a wait that ran out after rows were taken, or positive
     evidence of an empty backlog ends the task; sets tally.drained for the
-    last.
+    last. Also ends, setting tally.stopped or tally.stalled, when stopped()
+    says the query stopped or the subscriber cannot receive (see above).
 
     A task that has yielded nothing does not end when a wait runs out: a
     new stream, a reconnect or a redelivery burst can take seconds, so it
@@ -61,6 +92,7 @@ def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sche
     cutoff = pa.scalar(part.cutoff_us, pa.timestamp("us", tz="UTC")) if part.cutoff_us else None
     max_pull_bytes = max(1, opts.max_bytes_per_partition // PULL_BYTES_SHARE)
     row_bytes = _row_bytes_so_far(sub)
+    next_stop_check = time.monotonic() + STOP_CHECK_S
     while True:
         want = min(opts.batch_size, part.max_rows - tally.rows)
         if want <= 0:
@@ -94,11 +126,21 @@ def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sche
         nbytes += b.nbytes
         yield b, a, ids
         if got.waited_out:
-            quiet = int(sub.stats().get("quiet_ms", 0))
+            st = sub.stats()
+            quiet = int(st.get("quiet_ms", 0))
             tally.quiet_ms = quiet
             if quiet >= opts.quiet_period_ms:
                 tally.drained = True
                 return
+            if not b.num_rows and _stalled(st, part):
+                tally.stalled = True
+                return
+            now = time.monotonic()
+            if now >= next_stop_check:
+                next_stop_check = now + STOP_CHECK_S
+                if stopped():
+                    tally.stopped = True
+                    return
             if tally.rows and not part.cutoff_us:
                 # Streaming: hand over what there is (latency); the next batch
                 # waits for more. AvailableNow reads on until the backlog is
@@ -118,6 +160,20 @@ def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sche
 # 470 MiB bound (bench/spark_memory.py; bench/harness/analysis.md, eighth
 # pass); at 1 KB and 10 KB a 1,000-row batch is under the cap anyway.
 PULL_BYTES_SHARE = 4
+
+
+def _stalled(st: dict[str, int], part: PubSubPartition) -> bool:
+    """The subscriber has been unable to receive for STALL_BOUND_MS; logs why."""
+    blocked = int(st.get("blocked_ms", 0))
+    if blocked < STALL_BOUND_MS:
+        return False
+    log.warning("partition %d of batch %d: its subscriber could not receive for %.1f s (since it opened: flow "
+                "control full %.1f s, a stream out of its session %.1f s; held=%d buffered=%d, streams restarted "
+                "%d times); ending the task, and the next one opens a fresh subscriber",
+                part.index, part.batch, blocked / 1000, st.get("flow_full_ms", 0) / 1000,
+                st.get("streams_down_ms", 0) / 1000, st.get("held", 0), st.get("buffered", 0),
+                st.get("streams_restarted", 0))
+    return True
 
 
 def _row_bytes_so_far(sub: Subscriber) -> int:

@@ -34,6 +34,14 @@ at once for other consumers instead of up to idle_s + max_wait_s later
 what has expired by then, so a query started right after another stopped
 does not hold both queries' prefetch in one worker until the reaper's next
 look.
+
+Spark may end the worker itself at any moment a task runs in it (a query
+that stops kills its tasks, and a killed task's worker is let go), and the
+worker then ends with os._exit: the pool registers close_all with
+worker_exit, so every subscriber in the worker, kept or in use, half-closes
+its streams and nacks its prefetch first. A task that saw its query stop,
+or its subscriber unable to receive for too long (pull.py), asks for the
+subscriber to be closed when it comes back (discard) instead of kept.
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ...client import Subscriber, SubscriberConfig
+from .. import worker_exit
 
 # Different queries in one worker each keep one; beyond this the least
 # recently used is closed.
@@ -107,6 +116,8 @@ class SubscriberPool:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._idle: dict[str, _Idle] = {}  # SubscriberConfig JSON -> its idle subscriber
+        self._in_use: set[Subscriber] = set()  # leased by a running task
+        self._discard: set[Subscriber] = set()  # in use, to be closed when given back
         self._reaper: threading.Thread | None = None
 
     @contextmanager
@@ -129,13 +140,17 @@ class SubscriberPool:
             # stopped) without the reaper having looked yet: its prefetch
             # goes before this one's comes in, so a worker holds one budget.
             self._close_expired()
+        worker_exit.register(self.close_all)
         sub = found.sub if found else Subscriber(config)
+        with self._lock:
+            self._in_use.add(sub)
         try:
             yield sub
         except BaseException:
+            self._give_back(sub)
             sub.close()
             raise
-        if idle_s <= 0:
+        if self._give_back(sub) or idle_s <= 0:
             sub.close()
             return
         evicted: list[Subscriber] = []
@@ -149,6 +164,34 @@ class SubscriberPool:
                 self._reaper.start()
         for s in evicted:
             s.close()
+
+    def discard(self, sub: Subscriber) -> None:
+        """The task using sub wants it closed when it gives it back, not kept."""
+        with self._lock:
+            if sub in self._in_use:
+                self._discard.add(sub)
+
+    def _give_back(self, sub: Subscriber) -> bool:
+        """Uncounts sub as in use; True if it was discarded."""
+        with self._lock:
+            self._in_use.discard(sub)
+            if sub in self._discard:
+                self._discard.remove(sub)
+                return True
+            return False
+
+    def close_all(self, bound_s: float = 3.0) -> None:
+        """Closes every subscriber of this worker, kept or in use, together,
+        waiting at most bound_s (the worker is ending: worker_exit)."""
+        with self._lock:
+            subs = [e.sub for e in self._idle.values()] + list(self._in_use)
+            self._idle.clear()
+        threads = [threading.Thread(target=_close_quietly, args=(s,), daemon=True) for s in subs]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + bound_s
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
 
     def _reap(self) -> None:
         while True:
@@ -166,10 +209,14 @@ class SubscriberPool:
             # Only if no task took it (and put it back) meanwhile.
             subs = [self._idle.pop(k).sub for k, e in expired if self._idle.get(k) is e]
         for s in subs:
-            try:
-                s.close()
-            except Exception:  # best effort: neither the reaper nor a task opening its own may fail for it
-                pass
+            _close_quietly(s)
+
+
+def _close_quietly(sub: Subscriber) -> None:
+    try:
+        sub.close()
+    except Exception:  # best effort: neither the reaper, a task opening its own nor an ending worker may fail for it
+        pass
 
 
 POOL = SubscriberPool()

@@ -10,6 +10,7 @@ Go-built Arrow batches to Spark with zero copies.
 from __future__ import annotations
 
 import logging
+import time
 import weakref
 from collections.abc import Callable, Iterator
 
@@ -26,7 +27,7 @@ from .partition import PubSubPartition
 from .pull import PULL_BYTES_SHARE, Tally, pull
 from .schema_plan import SchemaPlan
 from .subscriber_config import subscriber_config
-from .subscriber_pool import POOL
+from .subscriber_pool import LATE_RETURN_S, POOL
 
 log = logging.getLogger("pubsub_go.source")
 
@@ -63,13 +64,24 @@ def _pull_and_record(opts: SourceOptions, part: PubSubPartition, batch_log: Batc
     """Pulls through this worker's subscriber for the query (kept between
     tasks, see subscriber_pool), records each batch, then yields it."""
     config = subscriber_config(opts, plan=plan, part=part)
+    started = time.time()
+
+    def stopped() -> bool:
+        """The query stopped since this task started (the driver's stop mark;
+        its clock against ours, as in subscriber_pool)."""
+        at = batch_log.stopped_at(part.gen)
+        return at is not None and at >= started - LATE_RETURN_S
+
+    tally = Tally()
     # Idle counts from the query's last activity too (subscriber_pool); a
     # task runs at most maxBatchDurationMs, which bounds the extra wait.
     with POOL.lease(config, opts.idle_ms(available_now=part.cutoff_us > 0) / 1000,
                     activity=lambda: batch_log.last_activity(part.gen),
                     max_wait_s=opts.max_batch_duration_ms / 1000,
                     stopped=lambda: batch_log.stopped_at(part.gen)) as sub:
-        yield from _record(sub, opts, part, batch_log, plan)
+        yield from _record(sub, opts, part, batch_log, plan, tally, stopped)
+        if tally.stopped or tally.stalled:
+            POOL.discard(sub)
 
 
 # Counters of Subscriber.stats() that a task reports as its own share.
@@ -82,7 +94,7 @@ _MARKS: weakref.WeakKeyDictionary[Subscriber, dict[str, int]] = weakref.WeakKeyD
 
 
 def _record(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, batch_log: BatchLog,
-            plan: SchemaPlan | None) -> Iterator[pa.RecordBatch]:
+            plan: SchemaPlan | None, tally: Tally, stopped: Callable[[], bool]) -> Iterator[pa.RecordBatch]:
     """Queues each batch for the log's temporary entry (written by the
     entry's thread) and yields it, so Spark works while the streams keep
     pulling and the entry is written. The entry is published once the task
@@ -97,12 +109,11 @@ def _record(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, batch_l
     entry = batch_log.writer(part.gen, part.batch, part.index,
                              max(1, opts.max_bytes_per_partition // PULL_BYTES_SHARE))
     recorded = batch_log.recorded_message_ids(part.gen)
-    tally = Tally()
     acks: list[pa.Array] = []
     published = False
     try:
         schema: pa.Schema | None = plan.output if plan else None
-        for b, a, ids in pull(sub, opts, part, plan, dlq, recorded, tally):
+        for b, a, ids in pull(sub, opts, part, plan, dlq, recorded, tally, stopped):
             schema = b.schema
             if b.num_rows:
                 entry.write(b, a, ids)

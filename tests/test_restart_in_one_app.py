@@ -1,0 +1,141 @@
+"""A streaming query stopped and started again in the same Spark
+application reads everything that arrives, exactly once (issue 36).
+
+Spark keeps its Python workers between queries of one application, and with
+them what the source keeps in a worker between tasks (pooled subscribers).
+Whatever a stopped run leaves there must not keep the next run, of the same
+query or another, from receiving. Against Google's official emulator, with
+default options (and with subscriberIdleMs=0, no subscriber kept)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import pubsub_go
+from sparkutil import spark_session
+
+pytestmark = pytest.mark.spark
+
+PER_ROUND = 1000  # messages published per query per round
+RESTART_BOUND_S = 60.0  # the issue's bound: every message in the sink this long after the restart
+
+
+def _start(spark, emulator, sub: str, base: Path, idle_ms: str | None):
+    r = (spark.readStream.format("pubsub-go").option("subscriptionId", sub)
+         .option("emulatorHost", emulator.host_port).option("batchLogLocation", str(base / "batchlog")))
+    if idle_ms is not None:
+        r = r.option("subscriberIdleMs", idle_ms)
+    return (r.load().selectExpr("message_id", "CAST(payload AS STRING) AS payload").writeStream
+            .format("parquet").option("path", str(base / "out"))
+            .option("checkpointLocation", str(base / "ckpt")).trigger(processingTime="1 second").start())
+
+
+def _published_ids(base: Path) -> tuple[int, int]:
+    """(rows, distinct payloads) in the files the parquet sink committed
+    (its _spark_metadata log names them), read with pyarrow: polling through
+    Spark would start two jobs a second beside the queries under test."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    meta = base / "out" / "_spark_metadata"
+    if not meta.exists():
+        return 0, 0
+    files: set[str] = set()
+    for log in meta.iterdir():
+        if log.name.startswith("."):
+            continue
+        for line in log.read_text().splitlines()[1:]:  # the first line is the log's version
+            entry = json.loads(line)
+            if entry.get("action") == "add":
+                files.add(entry["path"].removeprefix("file://"))
+            elif entry.get("action") == "delete":
+                files.discard(entry["path"].removeprefix("file://"))
+    payloads = [pq.read_table(f, columns=["payload"]).column("payload") for f in sorted(files)]
+    if not payloads:
+        return 0, 0
+    column = pa.chunked_array([chunk for p in payloads for chunk in p.chunks], type=pa.string())
+    return len(column), len(pc.unique(column))
+
+
+def _publish(google, topic: str, tag: str, n: int) -> None:
+    google.publish(topic, [f"{tag}-{i}".encode() for i in range(n)])
+
+
+def _wait_for(spark, queries, bases, want: int, bound: float) -> dict[str, tuple[int, int]]:
+    """Waits until every sink holds want distinct payloads (more rows than
+    that fail the caller's exactly-once check)."""
+    deadline = time.monotonic() + bound
+    while True:
+        got = {name: _published_ids(base) for name, base in bases.items()}
+        if all(d >= want for _, d in got.values()):
+            return got
+        for q in queries:
+            if q.exception():
+                raise q.exception()
+        if time.monotonic() > deadline:
+            progress = {q.name or q.id: (q.lastProgress or {}).get("sources") for q in queries}
+            raise AssertionError(f"after {bound:.0f}s the sinks hold (rows, distinct) {got}, want {want} each; "
+                                 f"last progress: {progress}")
+        time.sleep(1)
+
+
+@pytest.mark.parametrize("idle", [("default", "default", 3), ("default", "0", 5)],
+                         ids=["two-kept", "kept-and-unpooled-5-restarts"])
+def test_two_queries_stopped_and_restarted_in_one_application_read_everything_once(
+        google, emulator, tmp_path, idle):
+    """Two queries at once on two subscriptions, each started `rounds` times
+    on its checkpoint in one application: while each run reads, more
+    messages are published; between runs, more again. After every start,
+    within RESTART_BOUND_S, each parquet sink holds every message published
+    so far exactly once. subscriberIdleMs differs per query where the id
+    says so ("default" leaves the option unset; "0" keeps no subscriber)."""
+    *idle_ms, rounds = idle
+    spark = spark_session(master="local[2]")
+    pubsub_go.register(spark)
+    names = ["a", "b"]
+    topics, bases = {}, {}
+    for name in names:
+        topics[name] = google.topic(ack_deadline=10)
+        bases[name] = tmp_path / name
+    settings = {n: (None if v == "default" else v) for n, v in zip(names, idle_ms, strict=True)}
+    running: list = []
+    want = 0
+    try:
+        for rnd in range(rounds):
+            running = [_start(spark, emulator, topics[n][1], bases[n], settings[n]) for n in names]
+            started = time.monotonic()
+            # Published while the queries run ...
+            threads = [threading.Thread(target=_publish, args=(google, topics[n][0], f"r{rnd}", PER_ROUND))
+                       for n in names]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            want += PER_ROUND
+            got = _wait_for(spark, running, bases, want, RESTART_BOUND_S)
+            print(f"run {rnd}: {got} {time.monotonic() - started:.1f}s after its start", flush=True)
+            for (name, (rows, distinct)) in got.items():
+                assert rows == distinct == want, (rnd, name, rows, distinct)
+            for q in running:
+                q.stop()
+            running = []
+            # ... and while they are stopped: the next run must read them.
+            for n in names:
+                _publish(google, topics[n][0], f"s{rnd}", PER_ROUND)
+            want += PER_ROUND
+        running = [_start(spark, emulator, topics[n][1], bases[n], settings[n]) for n in names]
+        started = time.monotonic()
+        got = _wait_for(spark, running, bases, want, RESTART_BOUND_S)
+        print(f"last run: {got} {time.monotonic() - started:.1f}s after its start", flush=True)
+        for name, (rows, distinct) in got.items():
+            assert rows == distinct == want, (name, rows, distinct)
+    finally:
+        for q in running:
+            q.stop()
