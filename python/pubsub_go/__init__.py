@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._spark_version import check_installed_pyspark
 from ._version import __version__
 from .errors import (
     ClosedError,
@@ -24,9 +25,13 @@ from .errors import (
     UnavailableError,
 )
 
+# PySpark 3.5 and older cannot run this connector: say so at import, naming
+# the installed and the supported versions (no PySpark at all is fine).
+check_installed_pyspark()
+
 __all__ = [
     "__version__", "ClosedError", "Emulator", "ForkedProcessError", "InternalError", "InvalidArgumentError",
-    "NotFoundError", "PubSubError", "Publisher", "Subscriber", "UnavailableError", "decode", "register",
+    "NotFoundError", "PubSubError", "Publisher", "Subscriber", "UnavailableError", "decode", "drain", "register",
 ]
 
 if TYPE_CHECKING:
@@ -51,11 +56,35 @@ def __getattr__(name: str) -> Any:
 
 def register(spark: SparkSession) -> None:
     """Registers the `pubsub-go` data source on a session (PySpark also
-    auto-registers it through the top-level module pyspark_pubsub_go)."""
+    auto-registers it through the top-level module pyspark_pubsub_go), a
+    classic session or a Spark Connect one (then the package must be
+    installed where the Connect server and its executors run)."""
+    from .spark.compat import is_connect_session
     from .spark.provider import PubSubDataSource
     from .spark.read.options import SPARK_MASTER_ENV
 
-    # The source's Python processes cannot see the master; they get it in
-    # their environment (taken at registration), to check cluster-only options.
-    spark.sparkContext.environment[SPARK_MASTER_ENV] = spark.sparkContext.master
-    spark.dataSource.register(PubSubDataSource)
+    if not is_connect_session(spark):
+        # The source's Python processes cannot see the master; they get it in
+        # their environment (taken at registration), to check cluster-only
+        # options. A Connect client has no SparkContext (nor the server's
+        # master): there the check is left to the options' own defaults.
+        spark.sparkContext.environment[SPARK_MASTER_ENV] = spark.sparkContext.master
+    try:
+        spark.dataSource.register(PubSubDataSource)
+    except Exception as e:
+        # PySpark 4.0/4.1 refuse to register a name that auto-registration
+        # (pyspark_pubsub_go) already registered: that is this same source.
+        if "DATA_SOURCE_ALREADY_EXISTS" not in str(e):
+            raise
+
+
+def drain(query: Any, timeout_s: float | None = None) -> None:
+    """Runs a streaming query started on a source with option
+    drainBacklog=true until it has read everything published before it
+    started, then stops it: the "read the backlog, then stop" job on every
+    supported Spark (docs/source.md, "Read the backlog, then stop").
+    Raises the query's error if it failed; TimeoutError (after stopping it)
+    if timeout_s passed first."""
+    from .spark.compat import drain_query
+
+    drain_query(query, timeout_s)

@@ -44,9 +44,9 @@ def _arrow_schema(schema: Any) -> pa.Schema | None:
     except ImportError:  # pragma: no cover - pyspark is a dependency of the Spark source only
         StructType = None  # noqa: N806
     if StructType is not None and isinstance(schema, StructType):
-        from pyspark.sql.pandas.types import to_arrow_schema
+        from ._spark_version import spark_to_arrow_schema
 
-        return to_arrow_schema(schema, timezone="UTC")
+        return spark_to_arrow_schema(schema)
     raise InvalidArgumentError.new("schema must be a pyarrow.Schema or a pyspark StructType, "
                                    f"got {type(schema).__name__}")
 

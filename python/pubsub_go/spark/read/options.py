@@ -30,7 +30,8 @@ __all__ = ["OptionError", "SourceOptions"]
 DOCUMENTED = [
     "projectId", "subscriptionId", *CONNECTION_OPTIONS, "numPartitions", "parallelism",
     "batchSize", "maxWaitTimeMs", "maxRecordsPerTrigger", "maxBytesPerTrigger", "maxRecordsPerPartition",
-    "maxBatchDurationMs", "ackOnCommit", "batchLogLocation", "streamsPerPartition", "maxOutstandingMessages",
+    "maxBatchDurationMs", "drainBacklog", "ackOnCommit", "batchLogLocation", "streamsPerPartition",
+    "maxOutstandingMessages",
     "maxBytesPerPartition", "maxWorkerMemoryBytes", "subscriberIdleMs", "quietPeriodMs",
     "ackDeadlineSeconds", "commitLeaseSeconds", "format", "decoder", "avroSchema", "deadLetterTopicId",
     "onDecodeError", "errorColumn", "decoderOptions", "decoderTimeoutMs", "decoderMemoryLimitMB", "path",
@@ -268,6 +269,10 @@ class SourceOptions:
     subscriber_idle_ms: int | None  # None: the default for the trigger, see idle_ms
     quiet_period_ms: int
     decode: DecodeOptions | None = None  # schema mode
+    # drainBacklog: read what was published before the query started, then
+    # report no new data (pubsub_go.drain stops the query then): "read the
+    # backlog, then stop" on every Spark, whatever the trigger (docs/source.md).
+    drain_backlog: bool = False
     setup: subscription_lifecycle.SubscriptionSetup | None = None  # topicId: create the subscription; delete on stop
     start: start_position.StartPosition = start_position.StartPosition()  # seek on the first start
     # Set when batchLogLocation was not given: the driver's host, where the
@@ -345,6 +350,7 @@ class SourceOptions:
                                 if "subscriberidlems" in opts else None),
             quiet_period_ms=int_option(opts, "quietPeriodMs", DEFAULT_QUIET_PERIOD_MS, 100, 3_600_000),
             decode=_parse_decode(opts, sub_path.split("/")[1]),
+            drain_backlog=bool_option(opts, "drainBacklog", False),
             setup=subscription_lifecycle.SubscriptionSetup.parse(opts, project_id, ack_deadline),
             start=start_position.StartPosition.parse(opts, project_id),
         )

@@ -39,10 +39,10 @@ DERIVED_METADATA = ("message_id", "publish_time", "attributes")
 
 
 def _arrow(schema: StructType) -> pa.Schema:
-    from pyspark.sql.pandas.types import to_arrow_schema
+    from ..._spark_version import spark_to_arrow_schema
 
     # Exactly what PySpark expects of a Python data source's Arrow batches.
-    return to_arrow_schema(schema, timezone="UTC")
+    return spark_to_arrow_schema(schema)
 
 
 @dataclass(frozen=True)

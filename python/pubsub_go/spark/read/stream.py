@@ -1,6 +1,14 @@
 """The source's stream reader, on the driver: offsets, planning a
 micro-batch into tasks (admission control), and handing commits to the
-driver's state (driver.py). Tasks read on executors (task.py)."""
+driver's state (driver.py). Tasks read on executors (task.py).
+
+One class for every supported PySpark (spark/compat.py). On 4.2+ Spark
+passes latestOffset its start and read limit and calls reportLatestOffset
+and prepareForTriggerAvailableNow. On 4.0/4.1 it calls latestOffset() with
+no arguments, so the reader keeps its own start (the last end it returned
+or Spark handed to partitions/commit in this run), takes the read limit
+from its options, and shows its figures in the offset itself (key
+"progress" of sources[].endOffset)."""
 
 from __future__ import annotations
 
@@ -10,15 +18,16 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import (
+from pyspark.sql.types import StructType
+
+from ..compat import (
+    ADMISSION_CONTROL,
     ReadAllAvailable,
     ReadLimit,
     ReadMaxBytes,
     ReadMaxRows,
     SupportsTriggerAvailableNow,
 )
-from pyspark.sql.types import StructType
-
 from ..optparse import OptionError
 from .driver import DriverState
 from .offsets import BatchOffset
@@ -45,9 +54,12 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise OptionError("a .schema(...) other than the raw schema needs schema mode: set option format "
                               "(json or avro) or decoder (a .wasm module) to decode payloads into it")
         self._driver: DriverState | None = None
+        # PySpark 4.0/4.1 (no start passed to latestOffset): the end of the
+        # last batch this run knows of (returned, planned or committed).
+        self._known_end: BatchOffset | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"opts": self.opts, "plan": self.plan, "_driver": None}
+        return {"opts": self.opts, "plan": self.plan, "_driver": None, "_known_end": None}
 
     def _state(self) -> DriverState:
         if self._driver is None:
@@ -56,6 +68,10 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             ensure_subscription(self.opts.subscription, self.opts.setup, self.opts.conn)  # topicId only
             stop_on_sigterm()  # else Spark's stop never reaches stop() below
             self._driver = DriverState(self.opts)
+            if self.opts.drain_backlog:
+                # Read what was published before this run started, then report
+                # no new data, whatever the trigger (docs/source.md).
+                self._driver.cutoff_us = time.time_ns() // 1000
         return self._driver
 
     # -- offsets -------------------------------------------------------------
@@ -73,38 +89,79 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return ReadMaxBytes(self.opts.max_bytes_per_trigger)
         return ReadAllAvailable()
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
+        """PySpark 4.2+ passes start and limit; 4.0/4.1 pass neither (see
+        the module's docstring). The defaults keep the one signature that
+        4.2+ takes for admission control (it inspects the parameters)."""
         st = self._state()
+        if start is None:
+            return self._latest_without_start(st)
         begin = BatchOffset.from_json(start)
+        if isinstance(limit, ReadMaxRows):
+            max_rows, max_bytes = int(limit.max_rows), None
+        elif isinstance(limit, ReadMaxBytes):
+            max_rows, max_bytes = None, int(limit.max_bytes)
+        else:
+            max_rows = max_bytes = None
+        end = self._next(st, begin, max_rows, max_bytes)
+        return start if end is None else end.to_json()
+
+    def _next(self, st: DriverState, begin: BatchOffset, max_rows: int | None,
+              max_bytes: int | None) -> BatchOffset | None:
+        """The end of the next micro-batch after begin, or None for "no new data"."""
         st.resume(begin.gen)
         # Only a batch this run planned and ran is evidence about the
         # backlog now: after a restart, the previous run's last batch says
         # nothing (messages may have been published since).
         prev = st.batch_summary(begin.gen, begin.batch) if begin.run == st.run_id else None
         if st.cutoff_us and prev is not None and prev.drained:
-            return start  # AvailableNow: nothing published before the start is left (docs/source.md)
+            return None  # AvailableNow/drainBacklog: nothing published before the start is left
         empty = prev is not None and prev.rows == 0 and prev.drained
         if empty and st.idle_reported != begin.batch:
             # Report "no new data" once after an empty batch, so Spark can tell
             # the source is caught up (processAllAvailable, idle triggers);
             # the next call probes Pub/Sub again with a new batch.
             st.idle_reported = begin.batch
-            return start
+            return None
         end = BatchOffset(
-            gen=begin.gen, batch=begin.batch + 1, run=st.run_id,
-            max_rows=int(limit.max_rows) if isinstance(limit, ReadMaxRows) else None,
-            max_bytes=int(limit.max_bytes) if isinstance(limit, ReadMaxBytes) else None,
+            gen=begin.gen, batch=begin.batch + 1, run=st.run_id, max_rows=max_rows, max_bytes=max_bytes,
             cutoff_us=st.cutoff_us or None,
         )
         st.latest = end
-        return end.to_json()
+        return end
+
+    def _latest_without_start(self, st: DriverState) -> dict:
+        """PySpark 4.0/4.1. Within a run the start is the last end this
+        reader returned (Spark always takes it) or was handed (a batch
+        re-run on restart calls partitions() first). A run whose first call
+        this is starts a new generation of batch numbers: the previous
+        run's batches are committed by Spark's commit() with their own
+        offsets, and the batch log keeps generations apart. The trigger's
+        limits come from the options (Spark passes none)."""
+        begin = self._known_end
+        if begin is None:
+            begin = BatchOffset.initial()
+        max_rows = self.opts.max_records_per_trigger or None
+        max_bytes = None if max_rows else (self.opts.max_bytes_per_trigger or None)
+        end = self._next(st, begin, max_rows, max_bytes)
+        if end is None:
+            self._known_end = begin
+            return begin.to_json()
+        self._known_end = end
+        out = end.to_json()
+        # No reportLatestOffset here: the figures ride in the offset, which
+        # Spark shows as sources[].endOffset (unused when read back).
+        out["progress"] = st.report()
+        return out
 
     def prepareForTriggerAvailableNow(self) -> None:
         self._state().cutoff_us = time.time_ns() // 1000
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         first, last = BatchOffset.from_json(start), BatchOffset.from_json(end)
-        if first.batch == last.batch:
+        if not ADMISSION_CONTROL and self._known_end is None:
+            self._known_end = last  # a batch re-run on restart (4.0/4.1): the next starts after it
+        if (first.gen, first.batch) == (last.gen, last.batch):
             return []
         n = self.opts.num_partitions
         max_bytes = last.max_bytes or 0
@@ -129,6 +186,8 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # -- commit protocol ------------------------------------------------------
     def commit(self, end: dict) -> None:
         last = BatchOffset.from_json(end)
+        if not ADMISSION_CONTROL and self._known_end is None:
+            self._known_end = last
         self._state().commit(last.gen, last.batch)
 
     def reportLatestOffset(self) -> dict | None:

@@ -24,9 +24,10 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
+from ..compat import STREAM_ARROW_WRITER
 from ..optparse import OptionError
 from ..worker_gc import freeze_long_lived
 from .options import SinkOptions, check_ordering, validate_sink_schema
@@ -35,8 +36,10 @@ from .publisher_pool import POOL, LentPublisher
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark import TaskContext
+    from pyspark.sql import Row
 
-__all__ = ["PubSubArrowWriter", "PubSubStreamArrowWriter", "PublishCommitMessage", "make_writer"]
+__all__ = ["PubSubArrowWriter", "PubSubStreamArrowWriter", "PubSubStreamRowWriter", "PublishCommitMessage",
+           "make_writer"]
 
 log = logging.getLogger("pubsub_go.sink")
 
@@ -61,7 +64,7 @@ class PublishCommitMessage(WriterCommitMessage):
 
 
 def make_writer(options: dict[str, str], schema: StructType, overwrite: bool,
-                streaming: bool) -> PubSubArrowWriter | PubSubStreamArrowWriter:
+                streaming: bool) -> PubSubArrowWriter | PubSubStreamArrowWriter | PubSubStreamRowWriter:
     """Called by PubSubDataSource.writer()/streamWriter() on the driver:
     validates everything that can be checked without data or network."""
     if overwrite:
@@ -74,6 +77,8 @@ def make_writer(options: dict[str, str], schema: StructType, overwrite: bool,
     opts = SinkOptions.parse(options)
     check_ordering(opts, schema)
     if streaming:
+        if STREAM_ARROW_WRITER is None:  # PySpark 4.0: rows, gathered into Arrow batches here
+            return PubSubStreamRowWriter(opts, schema)
         return PubSubStreamArrowWriter(opts)
     return PubSubArrowWriter(opts, write_id=uuid.uuid4().hex)
 
@@ -159,7 +164,7 @@ class PubSubArrowWriter(DataSourceArrowWriter):
                     "and stay published: %s", self.write_id, self.opts.topic, n, tasks, AT_LEAST_ONCE)
 
 
-class PubSubStreamArrowWriter(DataSourceStreamArrowWriter):
+class _StreamWriterBase:
     """df.writeStream.format("pubsub-go"): each task of each micro-batch leases the worker's publisher."""
 
     def __init__(self, opts: SinkOptions) -> None:
@@ -179,12 +184,12 @@ class PubSubStreamArrowWriter(DataSourceStreamArrowWriter):
                     "replay will not reproduce them")
         return f"{self.fallback_id}-s{stage}-{part}"
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> PublishCommitMessage:
+    def _write_batches(self, batches: Iterator[pa.RecordBatch]) -> PublishCommitMessage:
         ctx = _task_context()
         part = ctx.partitionId() if ctx is not None else 0
         prefix = self._id_prefix(ctx, part)
         batch = ctx.getLocalProperty(BATCH_ID_PROPERTY) if ctx is not None else None
-        return publish_partition(self.opts, iterator, part, prefix,
+        return publish_partition(self.opts, batches, part, prefix,
                                  f"partition {part} of micro-batch {batch} to {self.opts.topic}")
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
@@ -198,3 +203,68 @@ class PubSubStreamArrowWriter(DataSourceStreamArrowWriter):
         tasks, n, _, _ = _totals(messages)
         log.warning("pubsub-go sink: micro-batch %d to %s aborted; %d messages of %d finished tasks were "
                     "published and stay published: %s", batchId, self.opts.topic, n, tasks, AT_LEAST_ONCE)
+
+
+# The Arrow base class where PySpark has it (4.1+); on 4.0 the stream
+# writer below is the only streaming one Spark accepts.
+_STREAM_ARROW_BASE: type = STREAM_ARROW_WRITER if STREAM_ARROW_WRITER is not None else DataSourceStreamWriter
+
+
+class PubSubStreamArrowWriter(_StreamWriterBase, _STREAM_ARROW_BASE):  # type: ignore[misc,valid-type]
+    """PySpark 4.1+: Spark hands each task Arrow batches."""
+
+    def __init__(self, opts: SinkOptions) -> None:
+        _StreamWriterBase.__init__(self, opts)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> PublishCommitMessage:
+        return self._write_batches(iterator)
+
+
+# Rows per Arrow batch the row-based writer hands to the publisher: the
+# Arrow writer's batches are Spark's (spark.sql.execution.arrow.maxRecordsPerBatch,
+# 10,000 by default); this keeps the same order of size.
+ROWS_PER_ARROW_BATCH = 10_000
+
+
+class PubSubStreamRowWriter(_StreamWriterBase, DataSourceStreamWriter):
+    """PySpark 4.0, which has no DataSourceStreamArrowWriter: Spark hands
+    each task Rows; they are gathered into Arrow batches of the sink's
+    schema (as Spark would have built them) for the same Go publisher."""
+
+    def __init__(self, opts: SinkOptions, schema: StructType) -> None:
+        _StreamWriterBase.__init__(self, opts)
+        self.schema = schema
+
+    def write(self, iterator: Iterator[Row]) -> PublishCommitMessage:
+        return self._write_batches(rows_to_arrow(iterator, self.schema, ROWS_PER_ARROW_BATCH))
+
+
+def rows_to_arrow(rows: Iterator[Row], schema: StructType, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """Rows of the sink's schema (payload, attributes, ordering_key; see
+    options.validate_sink_schema) as Arrow batches of batch_rows rows."""
+    import pyarrow as pa
+    from pyspark.sql.types import MapType
+
+    from ..._spark_version import spark_to_arrow_schema
+
+    arrow_schema = spark_to_arrow_schema(schema)
+    maps = [isinstance(f.dataType, MapType) for f in schema.fields]
+    n = len(schema.fields)
+    while True:
+        cols: list[list[Any]] = [[] for _ in range(n)]
+        count = 0
+        for row in rows:
+            for i in range(n):
+                v = row[i]
+                if maps[i] and v is not None:
+                    v = list(v.items())
+                cols[i].append(v)
+            count += 1
+            if count == batch_rows:
+                break
+        if count == 0:
+            return
+        yield pa.RecordBatch.from_arrays([pa.array(c, type=arrow_schema.field(i).type) for i, c in enumerate(cols)],
+                                         schema=arrow_schema)
+        if count < batch_rows:
+            return
