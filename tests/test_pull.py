@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 import time
 
 import pyarrow as pa
+import pytest
 
+import pubsub_go.spark.read.pull as pull_module
+from pubsub_go.errors import PubSubError
 from pubsub_go.spark.read.batchlog import BatchLog
 from pubsub_go.spark.read.options import SourceOptions
 from pubsub_go.spark.read.partition import PubSubPartition
-from pubsub_go.spark.read.pull import PULL_BYTES_SHARE
+from pubsub_go.spark.read.pull import PULL_BYTES_SHARE, STOP_CHECK_S
 from pubsub_go.spark.read.subscriber_config import subscriber_config
 from pubsub_go.spark.read.subscriber_pool import POOL
 from pubsub_go.spark.read.task import _pull_and_record
@@ -79,3 +84,81 @@ def test_a_tasks_shorter_last_pull_does_not_shrink_the_next_tasks_batches(google
     entries = [log.read("g", b, 0) for b in range(3)]
     got = [m for e in entries for m in e.data.column("message_id").to_pylist()]
     assert sorted(got) == sorted(ids[:36]), "every message once"
+
+
+def test_a_task_ends_when_its_query_stops_and_its_subscriber_is_closed_not_kept(google, emulator, tmp_path):
+    """Spark kills a stopped query's task, and its worker 2 s later if the
+    task still runs (SIGKILL: its streams would be cut, which Google's
+    emulator never forgets). A task waiting for rows sees the driver's stop
+    mark within STOP_CHECK_S and ends; its subscriber is closed, not kept."""
+    topic, sub = google.topic(ack_deadline=10)
+    # Only the stop can end this task: no time budget, no end-of-backlog decision in reach.
+    opts = SourceOptions.parse({"subscriptionId": sub, "emulatorHost": emulator.host_port,
+                                "batchLogLocation": str(tmp_path), "quietPeriodMs": "600000",
+                                "maxBatchDurationMs": "600000", "subscriberIdleMs": "600000"})
+    log = BatchLog(str(tmp_path))
+    part = PubSubPartition(gen="g", batch=0, index=0, max_rows=100, max_bytes=0, cutoff_us=0)
+    kept_before = POOL.idle()
+    done: list[float] = []
+
+    def task() -> None:
+        list(_pull_and_record(opts, part, log, None))
+        done.append(time.monotonic())
+
+    t = threading.Thread(target=task, daemon=True)
+    t.start()
+    time.sleep(2)
+    assert not done, "the task ended before its query stopped"
+    log.mark_stopped("g")  # as the driver's stop does
+    marked = time.monotonic()
+    t.join(30)
+    assert done, "the task did not end after its query stopped"
+    assert done[0] - marked < STOP_CHECK_S + 1.0, f"ended {done[0] - marked:.1f}s after the stop mark"
+    assert POOL.idle() == kept_before, "a stopped query's subscriber was kept"
+    # Nothing was lost: a message published now reaches Google's own client at once.
+    google.publish(topic, [b"after the stop"])
+    assert [m.message.data for m in google.pull_all(sub, max_wait=5)] == [b"after the stop"]
+
+
+def test_a_subscriber_unable_to_receive_is_reported_and_replaced(google, emulator, tmp_path, caplog, monkeypatch):
+    """A kept subscriber whose flow control is full with nothing to hand out
+    (here: messages taken and never given back) cannot receive. The task
+    waiting on it ends after STALL_BOUND_MS (lowered here) with a warning
+    that says so, the subscriber is closed, and the next task's fresh one
+    reads the rest."""
+    monkeypatch.setattr(pull_module, "STALL_BOUND_MS", 1_500)
+    topic, sub = google.topic(ack_deadline=10)
+    ids = google.publish(topic, [b"m%d" % i for i in range(10)])
+    opts = SourceOptions.parse({"subscriptionId": sub, "emulatorHost": emulator.host_port,
+                                "batchLogLocation": str(tmp_path), "maxOutstandingMessages": "5",
+                                "quietPeriodMs": "600000", "maxBatchDurationMs": "20000",
+                                "subscriberIdleMs": "600000"})
+    log = BatchLog(str(tmp_path))
+
+    def part(batch: int) -> PubSubPartition:
+        return PubSubPartition(gen="g", batch=batch, index=0, max_rows=10, max_bytes=0, cutoff_us=0)
+
+    with POOL.lease(subscriber_config(opts, part=part(0)), 600) as stuck:
+        taken = 0
+        deadline = time.monotonic() + 30
+        while taken < len(ids) and time.monotonic() < deadline:  # taken, never given back
+            taken += stuck.pull(max_rows=100, wait_ms=1_000).batch.num_rows
+        assert taken == len(ids)
+    assert stuck.stats()["held"] >= 5 and stuck.stats()["buffered"] == 0, stuck.stats()
+    ids += google.publish(topic, [b"n%d" % i for i in range(5)])  # there to receive, if it could
+    start = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="pubsub_go.source"):
+        rows = sum(b.num_rows for b in _pull_and_record(opts, part(0), log, None))
+    assert rows == 0 and time.monotonic() - start < 10, "the task waited out its time budget instead"
+    assert "could not receive" in caplog.text and "flow control full" in caplog.text, caplog.text
+    with pytest.raises(PubSubError):
+        stuck.stats()  # closed, not kept
+    # The next task opens a fresh subscriber: the 5 published later at
+    # once, the 10 taken before once their lease (10 s) lapses.
+    got = []
+    deadline = time.monotonic() + 60
+    batch = 1
+    while len(set(got)) < len(ids) and time.monotonic() < deadline:
+        got += [m for b in _pull_and_record(opts, part(batch), log, None) for m in b.column("message_id").to_pylist()]
+        batch += 1
+    assert sorted(set(got)) == sorted(ids)

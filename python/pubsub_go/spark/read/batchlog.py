@@ -310,7 +310,9 @@ class BatchLog:
         return f"{self.root}/{gen}/{_STOPPED}"
 
     def mark_stopped(self, gen: str) -> None:
-        """Records that the query stopped now (the driver, at stop)."""
+        """Records that the query stopped now (the driver, at stop); also
+        for a query whose tasks have written nothing yet."""
+        self.fs.create_dir(f"{self.root}/{gen}", recursive=True)
         with self.fs.open_output_stream(self._stopped_path(gen)):
             pass
 

@@ -165,6 +165,11 @@ class SubscriberPool:
         for s in evicted:
             s.close()
 
+    def idle(self) -> int:
+        """How many subscribers this worker keeps unused."""
+        with self._lock:
+            return len(self._idle)
+
     def discard(self, sub: Subscriber) -> None:
         """The task using sub wants it closed when it gives it back, not kept."""
         with self._lock:
