@@ -39,16 +39,18 @@ CLOSE_BOUND_S = 3.0
 _lock = threading.Lock()
 _closers: list[Callable[[float], None]] = []
 _real_exit: Callable[[int], NoReturn] | None = None
+_pid = 0  # the process that registered: a forked child holds none of its native handles
 _ran = False
 
 
 def register(closer: Callable[[float], None]) -> None:
     """Runs closer(bound_s) before this process ends (once per closer)."""
-    global _real_exit
+    global _real_exit, _pid
     with _lock:
         if closer in _closers:
             return
         _closers.append(closer)
+        _pid = os.getpid()
         if _real_exit is None:
             _real_exit = os._exit
             os._exit = _exit_after_closing  # type: ignore[assignment]
@@ -59,7 +61,7 @@ def run_closers() -> None:
     """Runs every closer once, together, within CLOSE_BOUND_S."""
     global _ran
     with _lock:
-        if _ran:
+        if _ran or os.getpid() != _pid:
             return
         _ran = True
         closers = list(_closers)

@@ -1,0 +1,36 @@
+"""A Python worker that kept a subscriber half-closes it before it ends.
+
+PySpark's forked workers end with os._exit (spark/worker_exit.py says
+when), which skips finally: and atexit. A subscriber kept in such a worker
+used to die with its StreamingPull streams cut, and Google's emulator keeps
+leasing to a cut stream for good: every message published after that went
+to nobody (issue 36). A process that keeps a subscriber in the source's pool
+and then calls os._exit, as a PySpark worker does, must leave nothing
+behind: Google's own client receives what is published next."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+
+def test_os_exit_of_a_worker_that_kept_a_subscriber_leaves_no_stream_behind(google, emulator):
+    topic, sub = google.topic(ack_deadline=10)
+    worker = textwrap.dedent(f"""
+        import os
+        from pubsub_go.client import SubscriberConfig
+        from pubsub_go.spark.read.subscriber_pool import POOL
+
+        config = SubscriberConfig(subscription="{sub}", emulator_host="{emulator.host_port}", streams=2)
+        with POOL.lease(config, idle_s=600) as s:  # kept ten minutes: only the exit can close it
+            s.pull(max_rows=1, wait_ms=500)
+        assert POOL.idle() == 1
+        os._exit(0)
+    """)
+    done = subprocess.run([sys.executable, "-c", worker], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    payloads = [b"after the worker ended %d" % i for i in range(100)]
+    google.publish(topic, payloads)
+    got = sorted(m.message.data for m in google.pull_all(sub, max_wait=5))
+    assert got == sorted(payloads), f"{len(got)} of {len(payloads)} reached Google's client (leased to a cut stream?)"
