@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: set-up, Go (vet, tests, bounded fuzzing), lint, packaging, pytest.
+# The whole test suite: set-up, Go (vet, tests, bounded fuzzing), lint, packaging, pytest
+# (PySpark 4.3), then the compatibility matrix (scripts/compat.sh: PySpark 4.0-4.2, Python 3.10/3.13).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -33,4 +34,12 @@ set +e
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi
-exit "$rc"
+[ "$rc" -eq 0 ] || exit "$rc"
+
+# The compatibility matrix: tests/compat on the latest PySpark 4.0.x, 4.1.x and
+# 4.2.x with the same wheel, and a Spark read + write on Python 3.10 and 3.13
+# (docs/platforms.md; PUBSUB_GO_SKIP_COMPAT=1 skips it).
+if [ "${PUBSUB_GO_SKIP_COMPAT:-0}" != 1 ] && [ $# -eq 0 ]; then
+  echo "== compat"
+  bash scripts/compat.sh
+fi

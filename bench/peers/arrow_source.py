@@ -77,8 +77,12 @@ class ArrowMemoryReader(DataSourceStreamReader):
     def initialOffset(self) -> dict:
         return {"batch": 0}
 
-    def latestOffset(self, start: dict, limit) -> dict:
-        return {"batch": start["batch"] + 1}
+    def latestOffset(self, start: dict | None = None, limit=None) -> dict:
+        # PySpark 4.0/4.1 pass no start (and no limit): count on from the
+        # last offset returned.
+        base = start["batch"] if start is not None else getattr(self, "_last", 0)
+        self._last = base + 1
+        return {"batch": base + 1}
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         return [_Part(i) for i in range(self.parts)]

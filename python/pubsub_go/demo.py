@@ -86,14 +86,17 @@ def _spark_read(host_port: str, want: int) -> int:
             df = (spark.readStream.format("pubsub-go").option("subscriptionId", SUB)
                   .option("emulatorHost", host_port).option("numPartitions", "2")
                   .option("streamsPerPartition", "4").option("maxWaitTimeMs", "500")
-                  .option("batchLogLocation", f"{tmp}/log").load())
+                  .option("batchLogLocation", f"{tmp}/log")
+                  .option("drainBacklog", "true").load())  # read the backlog, then stop: every Spark 4
             q = (df.selectExpr("CAST(payload AS STRING) AS payload", "attributes['parity'] AS parity")
-                 .writeStream.format("memory").queryName("demo").trigger(availableNow=True)
+                 .writeStream.format("memory").queryName("demo")
                  .option("checkpointLocation", f"{tmp}/ckpt").start())
-            q.awaitTermination(300)
+            import pubsub_go
+
+            pubsub_go.drain(q, timeout_s=300)
             got = spark.sql("SELECT parity, count(*) AS n FROM demo GROUP BY parity ORDER BY parity").collect()
             n = sum(r.n for r in got)
-            print(f"      Spark readStream (AvailableNow) got {n}/{want} rows: "
+            print(f"      Spark readStream (drainBacklog) got {n}/{want} rows: "
                   + ", ".join(f"{r.parity}={r.n}" for r in got), flush=True)
             return n
     finally:

@@ -7,6 +7,11 @@ the outside peer. One Spark session and one emulator for the suite
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -15,6 +20,7 @@ import pytest
 import pubsub_go
 
 pytestmark = [pytest.mark.compat, pytest.mark.spark]
+JOBS = Path(__file__).resolve().parents[1] / "jobs"
 
 
 def spark_version() -> tuple[int, int]:
@@ -218,3 +224,38 @@ def test_register_and_format_under_spark_connect(connect, google, emulator, tmp_
     sq.stop()
     payloads = sorted(m.message.data.decode() for m in google.pull_all(wsub, max_wait=10))
     assert payloads == sorted([f"w{i}" for i in range(1_000)] + [f"s{i}" for i in range(1_000)])
+
+
+def test_driver_killed_between_micro_batches_then_restarted_is_exactly_once(spark, google, emulator, tmp_path):
+    """SIGKILL the whole driver (tests/jobs/source_to_parquet.py, its own
+    process group) right after a micro-batch, well before the next trigger;
+    restart on the checkpoint: every message exactly once in the file sink.
+    On 4.0/4.1 the restarted run learns nothing of its start from Spark and
+    begins a new generation of batch numbers (read/stream.py)."""
+    topic, sub = google.topic(ack_deadline=20)
+    ids = set(google.publish(topic, [b"k%d" % i for i in range(900)]))
+    out, ckpt, blog = tmp_path / "out", tmp_path / "ckpt", tmp_path / "batchlog"
+    # A 5 s trigger leaves a gap after each micro-batch even on a loaded machine.
+    args = [sys.executable, str(JOBS / "source_to_parquet.py"), emulator.host_port, sub, str(out), str(ckpt),
+            str(blog), "--trigger-seconds", "5"]
+    p = subprocess.Popen([*args, "600"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
+    killed = ""
+    seen: list[str] = []
+    deadline = time.monotonic() + 180
+    for line in p.stdout:  # bounded by the deadline check and the kill below
+        seen.append(line)
+        m = re.match(r"between batch=(\d+) rows=(\d+) next_trigger_ms=(\d+)", line)
+        if time.monotonic() > deadline:
+            break
+        if m and m[2] != "0" and int(m[3]) - time.time() * 1000 > 500:
+            killed = f"after batch {m[1]} ({m[2]} rows)"
+            break
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait(timeout=30)
+    assert killed, "no micro-batch with rows ended within 180 s:\n" + "".join(seen)[-4000:]
+    r = subprocess.run([*args, "45"], capture_output=True, text=True, timeout=400)
+    assert "clean exit" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
+    got = [row.message_id for row in spark.read.parquet(str(out)).collect()]
+    assert len(got) == len(set(got)), f"{len(got) - len(set(got))} duplicates; killed {killed}"
+    assert set(got) == ids, f"missing {len(ids - set(got))}; killed {killed}"
