@@ -12,10 +12,10 @@
 // grows with the number of arenas and with fragmentation rather than with
 // what it holds: at 10 KB-1 MB payloads a Spark worker peaked at 476-861 MiB
 // with malloc and 326-450 MiB with this allocator, the same library otherwise
-// (bench/spark_memory.py, 2 runs per size; bench/harness/analysis.md,
-// issue 12). Mapping large buffers ourselves keeps resident memory at what
-// is live plus the cache; the cache keeps a steady stream of similar lots
-// from mapping and faulting in fresh pages for every batch.
+// (bench/spark_memory.py, 2 runs per size). Mapping large buffers ourselves
+// keeps resident memory at what is live plus the cache; the cache keeps a
+// steady stream of similar lots from mapping and faulting in fresh pages
+// for every batch.
 package cmem
 
 import (
@@ -101,9 +101,8 @@ func (a *Allocator) Allocate(size int) []byte {
 
 // AllocateUninitialized is Allocate for a caller that overwrites every byte
 // it reads back (rawbatch's payload column): a reused mapping keeps what its
-// last user wrote. Zeroing it was a pass over every payload byte of a 1 KB
-// Spark run (bench/harness/analysis.md, issue 12, eighth pass). Free takes
-// the result as usual.
+// last user wrote. Zeroing it would be one more pass over every payload byte
+// received, only to be overwritten. Free takes the result as usual.
 func (a *Allocator) AllocateUninitialized(size int) []byte {
 	b, _ := a.allocate(size)
 	return b
@@ -195,10 +194,10 @@ func (a *Allocator) reuse(class int) []byte {
 // options) a worker's live large buffers swung between 13 and 65 MiB every
 // second or two, so a fixed 32 MiB dropped about one free in six, and as
 // many lots later faulted in fresh huge pages for the kernel to zero
-// (bench/harness/analysis.md, issue 12, twentieth pass). Live plus cached
-// stays within what the process had mapped at its recent peak, so the
-// cache does not raise peak memory. The caller holds mu and has noted the
-// peak.
+// (bench/spark_cpu.py --mappings counts the mappings and huge page faults).
+// Live plus cached stays within what the process had mapped at its recent
+// peak, so the cache does not raise peak memory. The caller holds mu and
+// has noted the peak.
 func (a *Allocator) limit() int64 {
 	return max(a.maxCached, max(a.peak[0], a.peak[1])-a.mapped.Load())
 }

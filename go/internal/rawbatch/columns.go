@@ -13,12 +13,11 @@ import (
 // not through arrow-go's builders:
 //   - the builders zero every byte they reserve before Append overwrites
 //     it; with cmem zeroing a reused mapping as well, the payload bytes were
-//     written three times (bench/harness/analysis.md, issue 12, eighth pass:
-//     4% of the Spark workers' CPU at 1 KB);
+//     written three times (4% of the Spark workers' CPU at 1 KB);
 //   - their per-value Append (through an interface, a length check, a
 //     bitmap write and an offset append each) was ~3% of all CPU of a Spark
-//     read at 1 KB (ninth pass), for columns that take a handful of values
-//     per message.
+//     read at 1 KB, for columns that take a handful of values per message
+//     (bench/spark_cpu.py pubsub-go-defaults --perf profiles both).
 // Value buffers come from AllocateUninitialized when the allocator has it
 // (cmem); only bytes the offsets cover are ever read, and a null's slot in
 // a fixed-width column is written as zero.

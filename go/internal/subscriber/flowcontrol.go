@@ -12,10 +12,12 @@ import (
 // them costs this process: the encoded bytes of messages not yet handed
 // out (a handed-out batch is the caller's memory), plus messageOverhead for
 // every held message, so that a byte limit bounds memory for small
-// payloads too (bench/results.md, issue 12). A stream stops reading while
-// the subscriber is full, which in turn stops the server through gRPC flow
-// control; the limits sent to the server are looser (serverLimits). Why it
-// is not the publisher's controller: see publisher/flowcontrol.go.
+// payloads too, where the bookkeeping outweighs the bytes
+// (bench/spark_memory.py measures a worker's peak at 100 B). A stream stops
+// reading while the subscriber is full, which in turn stops the server
+// through gRPC flow control; the limits sent to the server are looser
+// (serverLimits). Why it is not the publisher's controller: see
+// publisher/flowcontrol.go.
 type flowController struct {
 	maxMsgs  int64
 	maxBytes int64
@@ -157,10 +159,10 @@ func (f *flowController) held() int64 {
 // released. A Spark task releases its take to the driver, which acks it
 // when the micro-batch commits: until then the take (up to the client
 // limit) is still outstanding at the server, and a server limit equal to
-// the client's would hold back the next task's prefetch until the commit
-// (measured: tasks then wait on the stream for ~40% of their time,
-// bench/harness/analysis.md). One window for the take awaiting its ack,
-// one for the prefetch meanwhile.
+// the client's would hold back the next task's prefetch until the commit,
+// and tasks then waited on the stream for ~40% of their time
+// (bench/spark_cpu.py --pyspy shows a task's wait in pull). One window for
+// the take awaiting its ack, one for the prefetch meanwhile.
 const serverMessagesFactor = 2
 
 // serverLimits are the flow-control limits of each StreamingPullRequest,

@@ -93,7 +93,8 @@ type reservoir struct {
 	// 50,000-row task in 4,000-row batches), the prefetch until the next
 	// task was built at that size, that task's last pull asked for less
 	// again, and within minutes every pull returned ~20 rows at a third of
-	// the rows/s (bench/harness/analysis.md, fifteenth pass).
+	// the rows/s (bench/spark_cpu.py with 50,000-row tasks in 4,000-row
+	// batches showed it; TestReservoirKeepsItsLotSizeAfterAShorterTake).
 	target atomic.Int64
 
 	mu      sync.Mutex
@@ -131,7 +132,7 @@ func (r *reservoir) add(msgs []wire.Message, now time.Time, deadline time.Durati
 		// the server may send up to its own limits meanwhile: keep only what
 		// Close needs to nack them, not their payloads in Arrow buffers (at
 		// 10 KB, building them took a worker from 0.1 to 1.7 GB of C memory
-		// in the 2 s of a Close; bench/harness/analysis.md).
+		// in the 2 s of a Close).
 		var total int64
 		for i := range msgs {
 			r.late = append(r.late, string(msgs[i].AckID))

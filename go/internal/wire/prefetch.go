@@ -11,7 +11,7 @@ import "github.com/pubsub-go/pubsub-go/go/internal/prefetch"
 // 16 KiB frames) is larger than a core's L2 cache. In a Spark read at 1 KiB
 // payloads the parse was 6.3% of all CPU (0.26 µs per message), its first
 // read of each field (consumeTag) 2.2%; with prefetchCursor, 4.7% and 0.5%
-// (bench/harness/analysis.md, issue 12, sixteenth pass).
+// (bench/spark_cpu.py pubsub-go-defaults --perf).
 //
 // prefetchCursor walks the response's top-level fields prefetchAhead
 // messages ahead of the parser and asks the CPU to fetch the lines around

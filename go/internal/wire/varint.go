@@ -5,9 +5,9 @@ import "google.golang.org/protobuf/encoding/protowire"
 // Every tag in the messages parsed here is one byte (field numbers under
 // 16), and most length prefixes are too (ids, attribute keys and values,
 // timestamps). protowire's functions are too large to inline, and at
-// ~18 calls per message they were ~1.7% of a Spark run's CPU (bench/
-// harness/analysis.md, eleventh pass), so the one-byte cases are inlined
-// here and everything else, errors included, goes to protowire.
+// ~18 calls per message they were ~1.7% of a Spark run's CPU
+// (bench/spark_cpu.py pubsub-go-defaults --perf), so the one-byte cases are
+// inlined here and everything else, errors included, goes to protowire.
 
 // consumeTag is protowire.ConsumeTag.
 func consumeTag(b []byte) (protowire.Number, protowire.Type, int) {

@@ -353,8 +353,8 @@ def _canonical_ints(ids: pa.Array) -> np.ndarray | None:
     (or that is "0") and that casts is canonical, since after the first
     byte the cast accepts digits only (a sign or "0x" can only come first).
     Casting back to strings and comparing said the same at 3.5x the cost
-    (4,000 ids: 277 µs, now 78 µs; bench/harness/analysis.md, nineteenth
-    pass)."""
+    (4,000 ids: 277 µs, now 78 µs; bench/batchlog_read.py times the whole
+    check of a pulled batch)."""
     n = len(ids)
     if pa.types.is_large_string(ids.type):
         ids = ids.cast(pa.string())
@@ -381,9 +381,9 @@ class _IdIndex:
     """One entry's message ids, indexed once for membership tests.
     pc.is_in would rebuild a hash table of all of them for every batch a
     task pulls (28 ms per 1,000-row batch against 200,000 recorded ids, a
-    quarter of the machine's CPU at 1 KB: bench/harness/analysis.md); a
-    sorted int64 array (or, for ids that are not canonical integers, a
-    Python set) is built once per process and probed per batch."""
+    quarter of the machine's CPU at 1 KB); a sorted int64 array (or, for
+    ids that are not canonical integers, a Python set) is built once per
+    process and probed per batch. bench/batchlog_read.py times both."""
 
     def __init__(self, ids: pa.Array) -> None:
         ints = _canonical_ints(ids) if len(ids) else np.empty(0, np.int64)
@@ -391,8 +391,7 @@ class _IdIndex:
         # (the load server's are all in order) it merges them in linear
         # time, and shuffled ids cost it about what quicksort costs. 400,000
         # ids: in order 0.3 ms, 8 interleaved runs 5 ms, shuffled 24 ms;
-        # numpy's default quicksort 19, 30 and 20 ms (analysis.md,
-        # nineteenth pass).
+        # numpy's default quicksort 19, 30 and 20 ms.
         self.sorted: np.ndarray | None = np.sort(ints, kind="stable") if ints is not None else None
         self.strings: frozenset[str] | None = frozenset(ids.to_pylist()) if ints is None else None
 
@@ -446,8 +445,7 @@ def _map(path: str) -> pa.BufferReader:
     counting an entry's rows or taking its ack ids walked all of its cached
     pages: 7-9 ms of system time per 400 MB entry, both for every entry of
     every micro-batch, ~2% of a Spark run's CPU. Through a plain mapping
-    only the pages read are touched: 0.7 and 2.6 ms (bench/batchlog_read.py;
-    bench/harness/analysis.md, issue 12, seventeenth pass)."""
+    only the pages read are touched: 0.7 and 2.6 ms (bench/batchlog_read.py)."""
     with open(path, "rb") as f:
         if os.fstat(f.fileno()).st_size == 0:  # mmap refuses it; the IPC reader names the problem
             return pa.BufferReader(b"")

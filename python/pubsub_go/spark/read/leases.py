@@ -6,11 +6,12 @@ soon as the driver sees the batch.
 The take-over runs on the same thread, not in the caller: the caller is
 latestOffset, on Spark's critical path between two micro-batches, and a
 batch of 100,000 messages is 40 ModifyAckDeadline requests (15-25 ms of
-every trigger at 1 KB, bench/harness/analysis.md). The tasks already set
-these leases to commitLeaseSeconds when they handed their messages over,
-and mark the entries whose hand-over succeeded (BatchLog.handed_over):
-the take-over only covers the others, so a few milliseconds later is as
-good, and a batch handed over whole costs the driver no modack at all."""
+every trigger at 1 KB; bench/spark_cpu.py prints each trigger's
+latestOffset). The tasks already set these leases to commitLeaseSeconds
+when they handed their messages over, and mark the entries whose hand-over
+succeeded (BatchLog.handed_over): the take-over only covers the others, so
+a few milliseconds later is as good, and a batch handed over whole costs
+the driver no modack at all."""
 
 from __future__ import annotations
 

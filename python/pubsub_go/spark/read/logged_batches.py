@@ -6,9 +6,9 @@ Two reads, because they happen at different times. latestOffset, on
 Spark's critical path between micro-batches, needs a finished batch's row
 count and counters: the entry's footer and record batch headers, ~1 ms.
 The ack ids (~4 MB per 200,000-row entry, copied out of the file: 7-30 ms
-per batch at 1 KB, bench/harness/analysis.md, thirteenth pass) are needed
-only by the committer thread, and by the lease keeper for an entry whose
-task did not hand its leases over; they are read then."""
+per batch at 1 KB, too slow for latestOffset) are needed only by the
+committer thread, and by the lease keeper for an entry whose task did not
+hand its leases over; they are read then."""
 
 from __future__ import annotations
 
