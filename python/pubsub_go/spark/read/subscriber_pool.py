@@ -171,6 +171,11 @@ class SubscriberPool:
         with self._lock:
             return len(self._idle)
 
+    def keeps(self, config: SubscriberConfig) -> bool:
+        """Whether this worker keeps an unused subscriber for config."""
+        with self._lock:
+            return config.to_json() in self._idle
+
     def discard(self, sub: Subscriber) -> None:
         """The task using sub wants it closed when it gives it back, not kept."""
         with self._lock:
