@@ -53,11 +53,14 @@ EOF
   echo "$out/pyspark-$version-py2.py3-none-any.whl"
 }
 
+# The suite: tests/compat, and of the full suite what is marked compat too (a
+# query stopped and restarted in one application, issue 36).
 run_suite() {  # run_suite VENV LABEL [pytest args...]: the suite from /tmp, exit 5 (no tests) fails
   local venv=$1 label=$2; shift 2
   local t=$SECONDS rc=0
   (cd /tmp && PUBSUB_GO_WHEEL="$whl" "$venv/bin/python" -m pytest -c "$ROOT/pyproject.toml" --rootdir "$ROOT" \
-      "$ROOT/tests/compat" -m compat -q --timeout 900 -p no:cacheprovider "$@") || rc=$?
+      "$ROOT/tests/compat" "$ROOT/tests/test_restart_in_one_app.py" -m compat -q --timeout 900 \
+      -p no:cacheprovider "$@") || rc=$?
   [ "$rc" -ne 5 ] || fail "$label: pytest collected no tests"
   [ "$rc" -eq 0 ] || fail "$label: the compatibility suite failed (exit $rc)"
   step "$label: passed in $(( SECONDS - t )) s"
