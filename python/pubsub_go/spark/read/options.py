@@ -62,7 +62,7 @@ KNOWN = set(CANONICAL)
 # nacked their prefetch as they ran (bench/latency.py, nacks_before_stop):
 # a pooled subscriber was closed as idle while its query's other task still
 # ran; the pool now counts idle time from the query's activity
-# (subscriber_pool.py; bench/harness/analysis.md, seventh pass).
+# (subscriber_pool.py).
 MAX_RECORDS_PER_PARTITION = 200_000
 
 
@@ -70,8 +70,8 @@ MAX_RECORDS_PER_PARTITION = 200_000
 # runs out, so the wait is latency the rows pay, not a way to fill batches:
 # at 10k msg/s of 1 KB the library's 100 ms (made for callers that want
 # full batches) put p50/p99 at 217-327 / 474-994 ms, 20 ms at 172-195 /
-# 365-573 ms, with the same rows/s at full load (bench/latency.py,
-# bench/spark_cpu.py --option maxWaitTimeMs=..., bench/harness/analysis.md).
+# 365-573 ms, with the same rows/s at full load (bench/latency.py for the
+# latency, bench/spark_cpu.py --option maxWaitTimeMs=... for the rows/s).
 MAX_WAIT_MS = 20
 
 
@@ -85,10 +85,10 @@ def _max_wait_ms(opts: Mapping[str, str]) -> int:
 # pull loop, a batch-log write), so larger ones are cheaper per row, up to
 # a point: at 1 KB, 4,000 rows ran 1.09-1.33x the rows/s of the library's
 # 1,000, 2,000 1.10-1.15x, and 8,000 no faster than 4,000 (1.05-1.14x; 3
-# alternating rounds; bench/spark_ab.py; bench/harness/analysis.md,
-# fifteenth pass). Tasks of any size get whole batches: a task's last,
-# shorter pull no longer shrinks the subscriber's next batches (that ran
-# 4,000 at 0.37x with 50,000-row tasks before; fourteenth pass). Large
+# alternating rounds; bench/spark_ab.py). Tasks of any size get whole
+# batches: a task's last, shorter pull does not shrink the subscriber's next
+# batches (when it did, 4,000-row batches with 50,000-row tasks ran 0.37x;
+# tests/test_pull.py keeps it so). Large
 # payloads are cut by bytes anyway (pull.py, PULL_BYTES_SHARE); a streaming
 # task's wait is MAX_WAIT_MS whatever the size, so latency at low rates is
 # unchanged.
