@@ -56,7 +56,7 @@ def spark(connect_port: int) -> Iterator:
     from pyspark.sql import SparkSession
 
     import pubsub_go
-    from sparkutil import stop_spark
+    from sparkutil import SPARK_AVRO, stop_spark
 
     stop_spark()  # a session an earlier test module left running has other settings
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -67,6 +67,10 @@ def spark(connect_port: int) -> Iterator:
          .config("spark.driver.host", "127.0.0.1")
          .config("spark.driver.bindAddress", "127.0.0.1")
          .config("spark.sql.streaming.stopTimeout", "60s")
+         # As sparkutil.spark_session: packages only apply when the JVM
+         # starts, and in the full suite this module starts it for the
+         # modules after it (from_avro in tests/test_decode.py).
+         .config("spark.jars.packages", SPARK_AVRO)
          .config("spark.plugins", "org.apache.spark.sql.connect.SparkConnectPlugin")
          .config("spark.connect.grpc.binding.address", "127.0.0.1")
          .config("spark.connect.grpc.binding.port", str(connect_port))
