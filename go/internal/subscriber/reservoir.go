@@ -10,7 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/prefetch"
+	"github.com/pubsub-go/pubsub-go/go/internal/cachehint"
 	"github.com/pubsub-go/pubsub-go/go/internal/rawbatch"
 	"github.com/pubsub-go/pubsub-go/go/internal/wire"
 )
@@ -168,7 +168,7 @@ func (r *reservoir) add(msgs []wire.Message, now time.Time, deadline time.Durati
 		off += len(m.AckID)
 		total += e.size
 		if i+copyAhead < len(msgs) {
-			prefetchPayload(msgs[i+copyAhead].Data)
+			warmPayload(msgs[i+copyAhead].Data)
 		}
 		r.b.Append(m)
 		r.open = append(r.open, e)
@@ -192,21 +192,21 @@ func (r *reservoir) add(msgs []wire.Message, now time.Time, deadline time.Durati
 }
 
 // The copy of each payload into Arrow starts with cache misses: payloads
-// lie 1 KiB or more apart in a response of a few MiB, and the hardware
-// prefetcher only follows a run of reads once it has started. So add asks
-// for the first prefetchBytes of the payload copyAhead messages on while it
+// lie 1 KiB or more apart in a response of a few MiB, and the hardware's
+// own read-ahead only follows a run of reads once it has started. So add asks
+// for the first warmBytes of the payload copyAhead messages on while it
 // copies one. In BenchmarkDeliverCold (1 KiB payloads, responses not in
-// cache), 3 runs each: 644-681 ns per message without any prefetching,
-// 552-586 with the parse's (wire/prefetch.go), 464-493 with this as well.
+// cache), 3 runs each: 644-681 ns per message without any cache hints,
+// 552-586 with the parse's (wire/lookahead.go), 464-493 with this as well.
 // In a Spark read the copy went from 5.2% of all CPU to 1.8%.
 const (
-	copyAhead     = 2
-	prefetchBytes = 1 << 10
+	copyAhead = 2
+	warmBytes = 1 << 10
 )
 
-func prefetchPayload(d []byte) {
-	for k := 0; k < len(d) && k < prefetchBytes; k += prefetch.CacheLine {
-		prefetch.Line(&d[0], k)
+func warmPayload(d []byte) {
+	for k := 0; k < len(d) && k < warmBytes; k += cachehint.CacheLine {
+		cachehint.Line(&d[0], k)
 	}
 }
 

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/prefetch"
+	"github.com/pubsub-go/pubsub-go/go/internal/cachehint"
 	"github.com/pubsub-go/pubsub-go/go/internal/wire"
 )
 
@@ -67,7 +67,7 @@ func (s *seenSet) check(h uint64) bool {
 // to the following message's start) has left the L2 cache, and its slot is
 // a random line of a 1 MiB table: two misses per message, ~1.2% of a Spark
 // run's CPU. A three-stage pipeline hides them: the id of message i+2*seenAhead
-// is prefetched, the slot of message i+seenAhead hashed and prefetched,
+// is loaded into cache (cachehint), the slot of message i+seenAhead hashed and loaded,
 // message i checked (go test -bench DeliverCold, whose responses do not fit
 // in cache, measures it).
 func (s *seenSet) redeliveries(msgs []wire.Message) int64 {
@@ -76,17 +76,17 @@ func (s *seenSet) redeliveries(msgs []wire.Message) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := range min(2*seenAhead, len(msgs)) {
-		prefetchID(msgs[i].MessageID)
+		warmID(msgs[i].MessageID)
 	}
 	for i := range min(seenAhead, len(msgs)) {
-		ring[i] = s.hashAndPrefetch(msgs[i].MessageID)
+		ring[i] = s.hashAndWarm(msgs[i].MessageID)
 	}
 	for i := range msgs {
 		h := ring[i%seenAhead]
 		if j := i + seenAhead; j < len(msgs) {
-			ring[i%seenAhead] = s.hashAndPrefetch(msgs[j].MessageID)
+			ring[i%seenAhead] = s.hashAndWarm(msgs[j].MessageID)
 			if j += seenAhead; j < len(msgs) {
-				prefetchID(msgs[j].MessageID)
+				warmID(msgs[j].MessageID)
 			}
 		}
 		if (h != 0 && s.check(h)) || msgs[i].DeliveryAttempt > 1 {
@@ -101,19 +101,19 @@ func (s *seenSet) redeliveries(msgs []wire.Message) int64 {
 // the lines in flight small.
 const seenAhead = 8
 
-func prefetchID(id []byte) {
+func warmID(id []byte) {
 	if len(id) > 0 {
-		prefetch.Line(&id[0], 0)
+		cachehint.Line(&id[0], 0)
 	}
 }
 
-// hashAndPrefetch is id's hash (0 for an empty id, which is never counted),
+// hashAndWarm is id's hash (0 for an empty id, which is never counted),
 // after asking for its slot's line.
-func (s *seenSet) hashAndPrefetch(id []byte) uint64 {
+func (s *seenSet) hashAndWarm(id []byte) uint64 {
 	if len(id) == 0 {
 		return 0
 	}
 	h := s.hash(id)
-	prefetch.Line((*byte)(unsafe.Pointer(&s.slots[(h>>1)&s.mask])), 0)
+	cachehint.Line((*byte)(unsafe.Pointer(&s.slots[(h>>1)&s.mask])), 0)
 	return h
 }

@@ -42,8 +42,8 @@ func (r *Response) ParseSegments(segs [][]byte) error {
 	for _, s := range segs {
 		c.left += len(s)
 	}
-	var pf prefetchCursor
-	pf.start(c)
+	var la lookaheadCursor
+	la.start(c)
 	for c.left > 0 {
 		tag, ok := c.varint()
 		if !ok {
@@ -64,7 +64,7 @@ func (r *Response) ParseSegments(segs [][]byte) error {
 				continue
 			}
 			v := c.take(int(n), &r.scratch)
-			pf.advance()
+			la.advance()
 			r.Messages = append(r.Messages, Message{})
 			if err := r.parseReceived(v, &r.Messages[len(r.Messages)-1]); err != nil {
 				return r.parseJoined(segs)

@@ -1,6 +1,6 @@
 //go:build amd64 || arm64
 
-package prefetch
+package cachehint
 
 // Line asks the CPU to bring the cache line at p+off into its caches. It
 // never faults, whatever the address, and is only a hint: p+off may lie

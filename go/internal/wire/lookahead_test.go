@@ -9,9 +9,9 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// The prefetch cursor runs prefetchAhead messages ahead of the parser, one
+// The lookahead cursor runs lookaheadMessages messages ahead of the parser, one
 // message per advance, across segment boundaries, and stops at the end.
-func TestPrefetchCursorRunsAheadByWholeMessages(t *testing.T) {
+func TestLookaheadCursorRunsAheadByWholeMessages(t *testing.T) {
 	const n = 12
 	resp := &pb.StreamingPullResponse{}
 	for i := range n {
@@ -36,9 +36,9 @@ func TestPrefetchCursorRunsAheadByWholeMessages(t *testing.T) {
 
 	segs := split(b, []int{7, 300, 301, 1000, 1500})
 	c := segCursor{segs: segs, cur: segs[0], left: len(b)}
-	var p prefetchCursor
+	var p lookaheadCursor
 	p.start(c)
-	for k := prefetchAhead; k <= n; k++ {
+	for k := lookaheadMessages; k <= n; k++ {
 		if at := len(b) - p.c.left; at != starts[k] {
 			t.Fatalf("after %d messages the cursor is at %d, want %d", k, at, starts[k])
 		}
@@ -52,14 +52,14 @@ func TestPrefetchCursorRunsAheadByWholeMessages(t *testing.T) {
 
 // Anything but a length-delimited top-level field stops the cursor (the
 // parser reports it); a length beyond the end stops it before reading past.
-func TestPrefetchCursorStopsAtWhatItDoesNotExpect(t *testing.T) {
+func TestLookaheadCursorStopsAtWhatItDoesNotExpect(t *testing.T) {
 	for name, b := range map[string][]byte{
 		"varint field":   protowire.AppendVarint(protowire.AppendTag(nil, 2, protowire.VarintType), 5),
 		"length too big": protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.BytesType), 1000),
 		"truncated tag":  {0x80},
 	} {
 		c := segCursor{segs: [][]byte{b}, cur: b, left: len(b)}
-		var p prefetchCursor
+		var p lookaheadCursor
 		p.start(c)
 		if !p.done {
 			t.Errorf("%s: the cursor did not stop", name)
