@@ -12,7 +12,7 @@ warm-up (harness/sparkrun.py's measure). Writes the figures as JSON to
 --out and prints a Markdown table.
 
     python bench/compat_bench.py --python 4.0=/tmp/venv-spark40/bin/python \\
-        --python 4.3=/tmp/venv-spark43/bin/python [--reps 2] [--out bench/compat_results.json]
+        --python 4.3=/tmp/venv-spark43/bin/python [--reps 2] [--out bench/results/compat_results.json]
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=6.0)
     ap.add_argument("--window", type=float, default=15.0)
     ap.add_argument("--lib", help="libpubsubgo.so for every child (default: the first interpreter's)")
-    ap.add_argument("--out", default=str(BENCH / "compat_results.json"))
+    ap.add_argument("--out", default=str(BENCH / "results" / "compat_results.json"))
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:

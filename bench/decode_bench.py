@@ -22,7 +22,7 @@ and reported by wall clock and by the decoding thread's CPU time (steady
 on a machine shared with other work); --c-example-only runs just that and
 prints its table.
 
-Writes bench/decode_results.md.
+Writes bench/results/decode_results.md.
 
     python bench/decode_bench.py [--seconds 3] [--spark-rows 200000] [--no-spark]
 """
@@ -286,7 +286,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5, help="side-by-side rounds of the C example")
     ap.add_argument("--c-example-only", action="store_true",
                     help="only the C example side by side: print its table, write nothing")
-    ap.add_argument("--out", default=str(ROOT / "bench" / "decode_results.md"))
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "decode_results.md"))
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="decode-bench-"))
 

@@ -19,7 +19,7 @@ it, trigger planning and the driver's offsets, shows apart from the tasks)
 and how long the tasks took.
 
     python bench/latency.py [--rates 10000,100000] [--reps 3] [--warmup 10] [--window 20]
-        [--lib PATH] [--option key=value ...] [--plot bench/latency.png] [--json out.json]
+        [--lib PATH] [--option key=value ...] [--plot bench/results/latency.png] [--json out.json]
 
 Prints one JSON line per run and a Markdown table (median [min-max] over runs).
 """
@@ -172,7 +172,7 @@ def main() -> None:
     ap.add_argument("--window", type=float, default=20)
     ap.add_argument("--lib")
     ap.add_argument("--option", action="append", default=[])
-    ap.add_argument("--plot", default=str(BENCH / "latency.png"))
+    ap.add_argument("--plot", default=str(BENCH / "results" / "latency.png"))
     ap.add_argument("--json")
     a = ap.parse_args()
     options = dict(o.split("=", 1) for o in a.option)

@@ -1,8 +1,10 @@
-"""Runs the side-by-side benchmarks and writes bench/results.md (+ PNG
-plots and bench/results.json with every raw figure).
+"""Runs the side-by-side benchmarks and writes bench/results.md whole: the
+headline and every table from this one run. The raw figures
+(bench/results/results.json) and the PNG plots go under bench/results/.
 
     python bench/run.py            # full run, ~15 min on 2 cores
     python bench/run.py --quick    # smoke check, ~3 min, single runs
+    python bench/run.py --report-only   # rewrite the page from results/results.json
 
 Sections: 1 data plane without Spark, 2 Spark end to end, 3 write,
 4 Go -> Python hand-off, 5 memory (its long drift run goes on in the
@@ -30,23 +32,26 @@ from harness.memory import Drift  # noqa: E402
 from harness.plan import FULL, QUICK  # noqa: E402
 from harness.procs import Build  # noqa: E402
 
+DATA = "results"  # beside results.md: results.json and the plots
+
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smoke check: ~3 min, single runs")
     ap.add_argument("--lib", help="use this libpubsubgo.so instead of building one from the tree")
-    ap.add_argument("--out", default=str(BENCH), help="directory for results.md, results.json and PNGs")
+    ap.add_argument("--out", default=str(BENCH),
+                    help="directory for results.md; results.json and the PNGs go into its results/ (default: bench)")
     ap.add_argument("--report-only", action="store_true",
-                    help="rewrite results.md and the PNGs from an earlier run's results.json")
+                    help="rewrite results.md and the PNGs from an earlier run's results/results.json")
     ap.add_argument("--skip", default="", help="comma-separated sections to skip: dataplane,spark,write,handoff,memory")
     a = ap.parse_args()
     plan = QUICK if a.quick else FULL
     skip = set(filter(None, a.skip.split(",")))
     out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
+    data = out / DATA
+    data.mkdir(parents=True, exist_ok=True)
     if a.report_only:
-        res = json.loads((out / "results.json").read_text())
-        write_report(res, out, quick=res["plan"] == "quick")
+        write_report(json.loads((data / "results.json").read_text()), out)
         return 0
 
     res: dict = {"command": "python bench/run.py" + (" --quick" if a.quick else ""), "plan": plan.name,
@@ -109,8 +114,8 @@ def main() -> int:
 
     res["load_end"] = machine.load()
     res["minutes"] = elapsed() / 60
-    (out / "results.json").write_text(json.dumps(res, indent=1, default=str))
-    write_report(res, out, a.quick)
+    (data / "results.json").write_text(json.dumps(res, indent=1, default=str))
+    write_report(res, out)
     if res["failures"]:
         say(f"Spark's log is in {build.dir / 'spark.log'}")
     else:
@@ -119,14 +124,13 @@ def main() -> int:
     return 1 if res["failures"] else 0
 
 
-def write_report(res: dict, out: Path, quick: bool) -> None:
-    pngs = {"dataplane": plots.dataplane(res.get("dataplane", []), out),
-            "memory": plots.drift(res.get("memory", {}), out)}
-    # Where the time goes: written from profiles of the full run (see the
-    # file); a quick run's figures are too rough to pair with it.
-    analysis_file = BENCH / "harness" / "analysis.md"
-    analysis = analysis_file.read_text() if analysis_file.exists() and not quick else ""
-    report.write(res, out / "results.md", pngs, analysis)
+def write_report(res: dict, out: Path) -> None:
+    """The page holds only what this run measured: findings that need
+    profiles or other tools live in bench/findings.md, which it links."""
+    data = out / DATA
+    pngs = {"dataplane": [f"{DATA}/{p}" for p in plots.dataplane(res.get("dataplane", []), data)],
+            "memory": [f"{DATA}/{p}" for p in plots.drift(res.get("memory", {}), data)]}
+    report.write(res, out / "results.md", pngs)
 
 
 if __name__ == "__main__":

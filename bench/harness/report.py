@@ -1,6 +1,7 @@
 """bench/results.md: the headline (ratios against the targets), one table
-per section, the commands and the machine. Every figure is the median
-over the repeated runs with [min–max]."""
+per section, the commands and the machine, all from one run's
+results.json. Every figure is the median over the repeated runs with
+[min–max]. TARGETS below is the only place the targets are stated."""
 
 from __future__ import annotations
 
@@ -20,6 +21,27 @@ WRITE_NAMES = {"spark-sink": "pubsub-go Spark sink (writeStream)",
                "spark-ceiling": "Spark ceiling (same source -> noop)",
                "pubsub-go-publisher": "pubsub-go Publisher, no Spark", "google-python": "Google Python publisher",
                "google-go": "Google Go publisher"}
+
+
+# The project's targets, checked in the headline. Issue 12 raised the
+# Spark-ceiling target from the PRD's 0.5x to 0.8x with tuned options and
+# 0.7x with the defaults (what most users run).
+TARGETS = {
+    "dataplane_vs_python": (5, "≥ 5x"),
+    "dataplane_per_core_vs_go": (1.2, "≥ 1.2x"),
+    "spark_vs_plain": (20, "≥ 20x"),
+    "spark_tuned_vs_ceiling": (0.8, "≥ 0.8x"),
+    "spark_defaults_vs_ceiling": (0.7, "≥ 0.7x"),
+    "handoff_p99_us": (50, "< 50 µs"),
+    "write_vs_python": (10, "≥ 10x"),
+    "sink_vs_fair_ceiling": (0.7, "≥ 0.7x"),
+}
+
+
+def _check(key: str, r: float | None) -> list[str]:
+    """The target column and the verdict column of a headline row."""
+    target, text = TARGETS[key]
+    return [text, _verdict(r, target, below=text.startswith("<"))]
 
 
 def _spread(rows: list[dict], key: str, **match) -> Spread | None:
@@ -65,7 +87,7 @@ class Report:
         gpy = _spread(dp, "msgs_per_sec", client="google-python", payload=1024)
         r1 = ratio(pg, gpy)
         rows.append(["Data plane 1 KB, msgs/s: pubsub-go / Google Python client", f"{fmt(pg)} / {fmt(gpy)}",
-                     fmt_ratio(r1), "≥ 5x", _verdict(r1, 5)])
+                     fmt_ratio(r1), *_check("dataplane_vs_python", r1)])
         pgc = _spread(dp, "per_core", client="pubsub-go", payload=1024)
         gpc = _spread(dp, "per_core", client="google-python", payload=1024)
         rows.append(["Data plane 1 KB, msgs/s per core: pubsub-go / Google Python client",
@@ -73,7 +95,7 @@ class Report:
         ggc = _spread(dp, "per_core", client="google-go", payload=1024)
         r2 = ratio(pgc, ggc)
         rows.append(["Data plane 1 KB, msgs/s per core: pubsub-go / Google Go client", f"{fmt(pgc)} / {fmt(ggc)}",
-                     fmt_ratio(r2), "≥ 1.2x", _verdict(r2, 1.2)])
+                     fmt_ratio(r2), *_check("dataplane_per_core_vs_go", r2)])
         ggo = _spread(dp, "msgs_per_sec", client="google-go", payload=1024)
         rows.append(["Data plane 1 KB, msgs/s: pubsub-go / Google Go client", f"{fmt(pg)} / {fmt(ggo)}",
                      fmt_ratio(ratio(pg, ggo)), "(info)", ""])
@@ -83,19 +105,18 @@ class Report:
         s_ceil = _spread(e2e, "rows_per_sec", source="ceiling", payload=1024)
         r3, r4 = ratio(s_pg, s_plain), ratio(s_pg, s_ceil)
         rows.append(["Spark e2e 1 KB, rows/s: pubsub-go (tuned) / plain Python Data Source",
-                     f"{fmt(s_pg)} / {fmt(s_plain)}", fmt_ratio(r3), "≥ 20x", _verdict(r3, 20)])
-        # Issue 12 raised the PRD's 0.5x: 0.8x tuned, 0.7x with default options.
+                     f"{fmt(s_pg)} / {fmt(s_plain)}", fmt_ratio(r3), *_check("spark_vs_plain", r3)])
         rows.append(["Spark e2e 1 KB, rows/s: pubsub-go (tuned) / Spark ceiling", f"{fmt(s_pg)} / {fmt(s_ceil)}",
-                     fmt_ratio(r4), "≥ 0.8x", _verdict(r4, 0.8)])
+                     fmt_ratio(r4), *_check("spark_tuned_vs_ceiling", r4)])
         r3d, r4d = ratio(s_def, s_plain), ratio(s_def, s_ceil)
         rows.append(["Spark e2e 1 KB, rows/s: pubsub-go (default options) / plain Python Data Source",
-                     f"{fmt(s_def)} / {fmt(s_plain)}", fmt_ratio(r3d), "≥ 20x", _verdict(r3d, 20)])
+                     f"{fmt(s_def)} / {fmt(s_plain)}", fmt_ratio(r3d), *_check("spark_vs_plain", r3d)])
         rows.append(["Spark e2e 1 KB, rows/s: pubsub-go (default options) / Spark ceiling",
-                     f"{fmt(s_def)} / {fmt(s_ceil)}", fmt_ratio(r4d), "≥ 0.7x", _verdict(r4d, 0.7)])
+                     f"{fmt(s_def)} / {fmt(s_ceil)}", fmt_ratio(r4d), *_check("spark_defaults_vs_ceiling", r4d)])
         p99 = self._handoff_spread(ho, 1024, "1000", "p99_us")
         v = p99.median if p99 else None
         rows.append(["Hand-off, 1000-row batch of 1 KB messages, next_batch p99", fmt(p99, " µs"),
-                     "", "< 50 µs", _verdict(v, 50, below=True)])
+                     "", *_check("handoff_p99_us", v)])
         p50 = self._handoff_spread(ho, 1024, "1000", "p50_us")
         warm = self._handoff_spread(ho, 1024, "1000", "p99_us", "next_batch_warm")
         rows.append(["Hand-off, same, p50 / p99 of calls after the first of a fill (see section 4)",
@@ -108,16 +129,16 @@ class Report:
         w_fair = _spread(wr, "msgs_per_sec", client="spark-fair-ceiling")
         r5 = ratio(w_sink, w_py)
         rows.append(["Write 1 KB, msgs/s: pubsub-go Spark sink / Google Python publisher",
-                     f"{fmt(w_sink)} / {fmt(w_py)}", fmt_ratio(r5), "≥ 10x", _verdict(r5, 10)])
+                     f"{fmt(w_sink)} / {fmt(w_py)}", fmt_ratio(r5), *_check("write_vs_python", r5)])
         r6 = ratio(w_pub, w_py)
         rows.append(["Write 1 KB, msgs/s: pubsub-go Publisher (no Spark) / Google Python publisher",
-                     f"{fmt(w_pub)} / {fmt(w_py)}", fmt_ratio(r6), "≥ 10x", _verdict(r6, 10)])
+                     f"{fmt(w_pub)} / {fmt(w_py)}", fmt_ratio(r6), *_check("write_vs_python", r6)])
         rows.append(["Write 1 KB, msgs/s: pubsub-go Publisher (no Spark) / Google Go publisher",
                      f"{fmt(w_pub)} / {fmt(w_go)}", fmt_ratio(ratio(w_pub, w_go)), "(info)", ""])
         r7 = ratio(w_sink, w_fair)
         rows.append(["Write 1 KB, msgs/s: pubsub-go Spark sink / fair ceiling (same source -> discarding "
-                     "Python Arrow writer)", f"{fmt(w_sink)} / {fmt(w_fair)}", fmt_ratio(r7), "≥ 0.7x",
-                     _verdict(r7, 0.7)])
+                     "Python Arrow writer)", f"{fmt(w_sink)} / {fmt(w_fair)}", fmt_ratio(r7),
+                     *_check("sink_vs_fair_ceiling", r7)])
         rows.append(["Write 1 KB, msgs/s: pubsub-go Spark sink / Spark ceiling (same source -> noop)",
                      f"{fmt(w_sink)} / {fmt(w_ceil)}", fmt_ratio(ratio(w_sink, w_ceil)), "(info)", ""])
         if mem.get("slope_mb_per_min") is not None:
@@ -279,7 +300,7 @@ class Report:
 
     def commands(self) -> None:
         self.add("## Commands", "", "The whole run: `" + self.r["command"] + "` (bench/run.py; `--report-only` "
-                 "rewrites this file from bench/results.json). It builds into a temp dir `$BUILD`:", "", "```",
+                 "rewrites this file from bench/results/results.json). It builds into a temp dir `$BUILD`:", "", "```",
                  "go build -o $BUILD/loadserver ./bench/loadserver",
                  "go build -o $BUILD/goreceive ./bench/peers/goreceive",
                  "go build -o $BUILD/gopublish ./bench/peers/gopublish",
@@ -328,7 +349,7 @@ def _short(cmd: str, build_dir: str) -> str:
     return cmd
 
 
-def write(res: dict, out: Path, pngs: dict[str, list[str]], analysis: str) -> None:
+def write(res: dict, out: Path, pngs: dict[str, list[str]]) -> None:
     rep = Report(res)
     m = res["machine"]
     rep.add("# Benchmarks: pubsub-go side by side", "",
@@ -340,15 +361,19 @@ def write(res: dict, out: Path, pngs: dict[str, list[str]], analysis: str) -> No
             "of interleaved runs are steadier.", "",
             f"Software: Python {m['python']}, PySpark {m['pyspark']}, pyarrow {m['pyarrow']}, google-cloud-pubsub "
             f"{m['google-cloud-pubsub']}, grpcio {m['grpcio']}, {m['go']}, {m['java']}. Source: commit "
-            f"{m['commit']}. Load server: bench/loadserver (synthetic messages at line rate, see README).", "")
+            f"{m['commit']}. Load server: bench/loadserver (synthetic messages at line rate, see README).", "",
+            "What limits throughput, memory and latency, each with the command that shows it: "
+            "[findings.md](findings.md). Figures of the other benchmarks, each written by its own script "
+            "(bench/README.md): [decode](results/decode_results.md), "
+            "[Google's emulator](results/emulator_results.md), [PySpark 4.0 beside 4.3](results/compat_results.md), "
+            "[restart fix](results/restart_results.md), latency ([plot](results/latency.png), `bench/latency.py`).",
+            "")
     rep.headline()
     rep.dataplane(pngs.get("dataplane", []))
     rep.spark()
     rep.write()
     rep.handoff()
     rep.memory(pngs.get("memory", []))
-    if analysis:
-        rep.add(analysis.strip(), "")
     rep.commands()
     if res.get("failures"):
         rep.add("## Failures during the run", "")

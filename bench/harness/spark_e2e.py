@@ -21,7 +21,7 @@ from .sparkrun import measure
 # (larger flow control, longer tasks by time) 0.90x in a full run
 # (bench/spark_ab.py; bench/harness/analysis.md, issue 12, twentieth pass).
 # The decode benchmark's Spark part (bench/spark_decode_e2e.py) runs with
-# these options too; bench/decode_results.md of 2026-11-23 predates them.
+# these options too; bench/results/decode_results.md of 2026-11-23 predates them.
 TUNED = {"maxRecordsPerPartition": "400000", "maxWorkerMemoryBytes": str(512 << 20)}
 
 SOURCES = ("pubsub-go", "pubsub-go-defaults", "plain-python", "ceiling")
