@@ -365,8 +365,9 @@ def write(res: dict, out: Path, pngs: dict[str, list[str]]) -> None:
             "What limits throughput, memory and latency, each with the command that shows it: "
             "[findings.md](findings.md). Figures of the other benchmarks, each written by its own script "
             "(bench/README.md): [decode](results/decode_results.md), "
-            "[Google's emulator](results/emulator_results.md), [PySpark 4.0 beside 4.3](results/compat_results.md), "
-            "[restart fix](results/restart_results.md), latency ([plot](results/latency.png), `bench/latency.py`).",
+            "[Google's emulator](results/emulator_results.md), "
+            "[PySpark 4.0 beside 4.3](results/compat_results.md), [restart fix](results/restart_results.md), "
+            "latency ([plot](results/latency.png), `bench/tools/latency.py`).",
             "")
     rep.headline()
     rep.dataplane(pngs.get("dataplane", []))

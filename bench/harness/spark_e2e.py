@@ -17,10 +17,9 @@ from .sparkrun import measure
 # budget (peak worker RSS ~450 MB against the defaults' ~325). In
 # alternating rounds it ran 1.15, 1.07, 1.01, 1.02, 1.03 and 1.05x the
 # defaults; four times the rows with four times the budget ran 0.89-0.96x,
-# one partition 0.87-1.15x, and the tuning kept until the twentieth pass
-# (larger flow control, longer tasks by time) 0.90x in a full run
-# (bench/spark_ab.py; bench/harness/analysis.md, issue 12, twentieth pass).
-# The decode benchmark's Spark part (bench/spark_decode_e2e.py) runs with
+# one partition 0.87-1.15x, and the earlier tuning (larger flow control,
+# longer tasks by time) 0.90x in a full run (bench/tools/spark_ab.py).
+# The decode benchmark's Spark part (bench/tools/spark_decode_e2e.py) runs with
 # these options too; bench/results/decode_results.md of 2026-11-23 predates them.
 TUNED = {"maxRecordsPerPartition": "400000", "maxWorkerMemoryBytes": str(512 << 20)}
 
@@ -29,8 +28,8 @@ SOURCES = ("pubsub-go", "pubsub-go-defaults", "plain-python", "ceiling")
 
 def reader(spark, source: str, host: str, sub: str, size: int, batchlog: str,
            extra: dict[str, str] | None = None):
-    """extra: more options for the source (bench/spark_cpu.py --option,
-    bench/spark_ab.py), e.g. rowsPerPartition for the ceiling."""
+    """extra: more options for the source (bench/tools/spark_cpu.py --option,
+    bench/tools/spark_ab.py), e.g. rowsPerPartition for the ceiling."""
     if source.startswith("pubsub-go"):
         r = (spark.readStream.format("pubsub-go").option("subscriptionId", sub).option("emulatorHost", host)
              .option("numPartitions", "2").option("batchLogLocation", batchlog))

@@ -14,7 +14,7 @@ import (
 // request. proto.Unmarshal allocated a string per ack id and validated
 // each as UTF-8: 1.6% of the machine's CPU in a Spark run at 350k rows/s,
 // in the server that shares the 2 cores with what is measured
-// (bench/harness/analysis.md, twenty-first pass). Real Pub/Sub spends that
+// (bench/tools/spark_cpu.py --perf). Real Pub/Sub spends that
 // on machines of its own. The server only looks ack ids up (ackid.go), so
 // an id that is not UTF-8 is simply one it never issued.
 

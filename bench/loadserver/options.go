@@ -51,7 +51,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.addr, "addr", o.addr, "gRPC listen address (loopback only; port 0 picks a free one)")
 	fs.StringVar(&o.httpAddr, "http", o.httpAddr, "HTTP address for /stats, /reset, /config (loopback only; empty: off)")
 	fs.IntVar(&o.payloadBytes, "payload-bytes", o.payloadBytes, "data bytes per synthetic message")
-	fs.BoolVar(&o.payloadJSON, "payload-json", o.payloadJSON, "payload is a JSON object of about --payload-bytes: id, name, score, ok, at and padding (bench/decode_bench.py)")
+	fs.BoolVar(&o.payloadJSON, "payload-json", o.payloadJSON, "payload is a JSON object of about --payload-bytes: id, name, score, ok, at and padding (bench/tools/decode_bench.py)")
 	fs.IntVar(&o.attributes, "attributes", o.attributes, "attributes per synthetic message")
 	fs.IntVar(&o.orderingKeys, "ordering-keys", o.orderingKeys, "distinct ordering keys, assigned round-robin (0: none)")
 	fs.Uint64Var(&o.messages, "messages", o.messages, "new messages per subscription (0: unlimited)")

@@ -17,7 +17,7 @@ import (
 // copied, its attribute map allocated) just to be dropped. At 1 KiB
 // messages that, and the garbage collection after it, was most of the
 // server's CPU in the Spark sink benchmark, CPU that real Pub/Sub spends
-// on machines of its own (bench/harness/analysis.md, eleventh pass).
+// on machines of its own (bench/tools/sink_cpu.py).
 
 // Field numbers from google/pubsub/v1/pubsub.proto.
 const (

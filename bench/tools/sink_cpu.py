@@ -11,7 +11,7 @@ opened and closed per task, as before the pool) to each repetition.
 last repetition's pubsub-go sink window into /tmp/pubsub-go-sink.perf
 (a library built without -s -w names the Go symbols).
 
-    python bench/sink_cpu.py [--reps 2] [--lib PATH] [--no-pool] [--perf]
+    python bench/tools/sink_cpu.py [--reps 2] [--lib PATH] [--no-pool] [--perf]
 """
 
 from __future__ import annotations
@@ -26,13 +26,14 @@ import threading
 import time
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
+BENCH = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(BENCH), str(BENCH / "peers"), str(BENCH.parent / "python")]
+
+from spark_cpu import cpu_by_process  # noqa: E402
 
 from harness import write  # noqa: E402
 from harness.procs import Build, LoadServer, create  # noqa: E402
 from harness.sparkrun import measure, session  # noqa: E402
-from spark_cpu import cpu_by_process  # noqa: E402
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ process (Spark's JVM, its Python workers, the load server, the driver) over
 8 s, the durations Spark reports for the last micro-batches, and the load
 server's redelivery work (streams opened, nacks, expired leases).
 
-    python bench/spark_cpu.py [pubsub-go|pubsub-go-defaults|plain-python|ceiling]
+    python bench/tools/spark_cpu.py [pubsub-go|pubsub-go-defaults|plain-python|ceiling]
                               [--perf | --pyspy | --mappings] [--lib PATH] [--option key=value ...]
 
 --perf records the whole machine with `perf record -a -g` into
@@ -29,7 +29,7 @@ import threading
 import time
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
+BENCH = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(BENCH), str(BENCH / "peers"), str(BENCH.parent / "python")]
 
 import psutil  # noqa: E402

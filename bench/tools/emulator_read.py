@@ -4,7 +4,7 @@ Python Data Source a PySpark user writes today (bench/peers/plain_source.py:
 synchronous Pulls of 1,000 with google-cloud-pubsub), side by side in one
 run, alternating, on the same backlog size.
 
-    python bench/emulator_read.py [--messages 30000] [--size 1000] [--rounds 3]
+    python bench/tools/emulator_read.py [--messages 30000] [--size 1000] [--rounds 3]
 
 Reports per round and as medians [min-max]: seconds until every message
 reached the sink (a noop-like foreachBatch that counts rows), msg/s, the
@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 

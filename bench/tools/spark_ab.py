@@ -4,7 +4,7 @@ server of section 2), so that a machine whose speed drifts (another tenant)
 moves them alike. Prints each run and, per configuration, the median
 rows/s and its ratio to the first configuration of the same round.
 
-    python bench/spark_ab.py --config NAME=SOURCE[,key=value...] [--config ...]
+    python bench/tools/spark_ab.py --config NAME=SOURCE[,key=value...] [--config ...]
                              [--rounds 3] [--warmup 6] [--window 14] [--lib PATH] [--json out.json]
 
 SOURCE is one of section 2's sources (pubsub-go, pubsub-go-defaults,
@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
+BENCH = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(BENCH), str(BENCH / "peers"), str(BENCH.parent / "python")]
 
 from harness import spark_e2e  # noqa: E402

@@ -24,7 +24,7 @@ prints its table.
 
 Writes bench/results/decode_results.md.
 
-    python bench/decode_bench.py [--seconds 3] [--spark-rows 200000] [--no-spark]
+    python bench/tools/decode_bench.py [--seconds 3] [--spark-rows 200000] [--no-spark]
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ROWS = 1000
 SPARK_AVRO = os.environ.get("PUBSUB_GO_SPARK_AVRO", "org.apache.spark:spark-avro_2.13:4.1.1")
 DDL = "id BIGINT, name STRING, tags ARRAY<STRING>, score DOUBLE, at TIMESTAMP"
@@ -51,7 +51,7 @@ AVRO_SCHEMA = {"type": "record", "name": "E", "fields": [
     {"name": "at", "type": {"type": "long", "logicalType": "timestamp-micros"}}]}
 
 
-NOTES = "<!-- notes below: kept by bench/decode_bench.py -->"
+NOTES = "<!-- notes below: kept by bench/tools/decode_bench.py -->"
 
 
 def json_payload(i: int) -> bytes:  # = benchJSON in go/internal/decode/bench_test.go
@@ -282,7 +282,7 @@ def main() -> None:
     ap.add_argument("--spark-rows", type=int, default=200_000)
     ap.add_argument("--no-spark", action="store_true")
     ap.add_argument("--no-spark-avro", action="store_true", help="skip from_avro (needs spark-avro from Maven)")
-    ap.add_argument("--no-e2e", action="store_true", help="skip Spark end to end (bench/spark_decode_e2e.py)")
+    ap.add_argument("--no-e2e", action="store_true", help="skip Spark end to end (bench/tools/spark_decode_e2e.py)")
     ap.add_argument("--rounds", type=int, default=5, help="side-by-side rounds of the C example")
     ap.add_argument("--c-example-only", action="store_true",
                     help="only the C example side by side: print its table, write nothing")
@@ -316,7 +316,7 @@ def main() -> None:
     e2e_options = "tuned options"
     if not args.no_spark and not args.no_e2e:
         print("Spark end to end at 1 KB JSON...", flush=True)
-        sys.path.insert(0, str(ROOT / "bench"))
+        sys.path.insert(0, str(ROOT / "bench" / "tools"))
         import spark_decode_e2e
 
         e2e = spark_decode_e2e.run()
@@ -361,7 +361,7 @@ def main() -> None:
     lines = [
         "# Decode throughput",
         "",
-        f"MB/s of payload per core (one goroutine or thread, `-cpu 1`), one run of `python bench/decode_bench.py`"
+        f"MB/s of payload per core (one goroutine or thread, `-cpu 1`), one run of `python bench/tools/decode_bench.py`"
         f" on {platform.machine()}, {os.cpu_count()} cores, {time.strftime('%Y-%m-%d')} (a machine shared with"
         " other work: expect ±30 %).",
         "",
@@ -393,7 +393,7 @@ def main() -> None:
         "wazero and wasmtime figures include the host's work (input copy, output conversion into Arrow",
         "arrays); native ones are the guest code alone. Compilation is cached and not included.",
         "",
-        "## Spark end to end: 1 KB JSON messages, 5 typed columns (`bench/spark_decode_e2e.py`)",
+        "## Spark end to end: 1 KB JSON messages, 5 typed columns (`bench/tools/spark_decode_e2e.py`)",
         "",
         f"bench/loadserver `--payload-json` → `pubsub-go` source (2 partitions, {e2e_options}) → noop sink, local[2].",
         "",

@@ -14,7 +14,7 @@ these two processes do them, and it has more to do (the batch log, the
 hand-over). Not a strict bound: one pipeline saves a process's overhead,
 so a source may run a few percent above the point where both keep pace.
 
-    python bench/ceiling_under_load.py [--fraction 0.8] [--rounds 3]
+    python bench/tools/ceiling_under_load.py [--fraction 0.8] [--rounds 3]
                                        [--warmup 6] [--window 10] [--lib PATH]
 
 Per round it measures the ceiling alone, then under ingestion at R, and
@@ -33,13 +33,14 @@ import tempfile
 import time
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
+BENCH = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(BENCH), str(BENCH / "peers"), str(BENCH.parent / "python")]
+
+from spark_cpu import cpu_by_process  # noqa: E402
 
 from harness import spark_e2e  # noqa: E402
 from harness.procs import Build, LoadServer, create, py  # noqa: E402
 from harness.sparkrun import measure, session  # noqa: E402
-from spark_cpu import cpu_by_process  # noqa: E402
 
 PAYLOAD = 1024
 

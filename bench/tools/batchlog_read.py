@@ -8,7 +8,7 @@ A task indexes the message ids of every published entry once per worker
 Spark task's at 1 KB (100 batches of 4,000 rows with Pub/Sub-like message
 ids, ~430 MB) and prints the wall, user and system time per call.
 
-    python bench/batchlog_read.py [--batches 100] [--rows 4000] [--reps 20] [--dir DIR]
+    python bench/tools/batchlog_read.py [--batches 100] [--rows 4000] [--reps 20] [--dir DIR]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
 
 import pyarrow as pa  # noqa: E402
 import pyarrow.ipc as ipc  # noqa: E402

@@ -18,7 +18,7 @@ Per batch it also records when the function was entered (so the time before
 it, trigger planning and the driver's offsets, shows apart from the tasks)
 and how long the tasks took.
 
-    python bench/latency.py [--rates 10000,100000] [--reps 3] [--warmup 10] [--window 20]
+    python bench/tools/latency.py [--rates 10000,100000] [--reps 3] [--warmup 10] [--window 20]
         [--lib PATH] [--option key=value ...] [--plot bench/results/latency.png] [--json out.json]
 
 Prints one JSON line per run and a Markdown table (median [min-max] over runs).
@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-BENCH = Path(__file__).resolve().parent
+BENCH = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(BENCH), str(BENCH / "peers"), str(BENCH.parent / "python")]
 
 from harness.procs import Build, LoadServer, create  # noqa: E402

@@ -1,18 +1,26 @@
-"""The connector on PySpark 4.0 beside 4.3, in one run (issue 37): the
-streaming sink's msgs/s (on 4.0 the row-based writer, which gathers Rows
-into Arrow batches; on 4.3 the Arrow writer) and the source's rows/s with
-default options, both against bench/loadserver (1 KB messages, local[2]).
+"""Spark end to end under two (or more) Python environments, alternating:
+the streaming sink's msgs/s and the source's rows/s with default options,
+both against bench/loadserver (1 KB messages, local[2]).
 
-Each measurement runs in a child process under the given interpreter (a
-venv holding that PySpark and the same pubsub-go wheel), alternating the
-versions for each repetition; the children use the library passed with
---lib (default: the one installed next to the first interpreter), so only
-Spark and PySpark differ. Rates come from the query progress after a
-warm-up (harness/sparkrun.py's measure). Writes the figures as JSON to
---out and prints a Markdown table.
+Two uses:
+- PySpark versions side by side (issue 37: on 4.0 the row-based writer,
+  on 4.3 the Arrow writer): venvs holding each PySpark and the same
+  pubsub-go wheel; every child uses one library (--lib, default the one
+  installed beside the first interpreter), so only Spark and PySpark
+  differ.
+- Two builds of pubsub-go side by side (before/after a change): venvs
+  holding the same PySpark and each its own wheel, with --own-lib so each
+  child loads the libpubsubgo.so installed beside its own interpreter.
 
-    python bench/compat_bench.py --python 4.0=/tmp/venv-spark40/bin/python \\
+Each measurement runs in a child process under the given interpreter,
+the order reversed every other repetition. Rates come from the query
+progress after a warm-up (harness/sparkrun.py's measure). Writes the
+figures as JSON to --out and prints a Markdown table.
+
+    python bench/tools/compat_bench.py --python 4.0=/tmp/venv-spark40/bin/python \\
         --python 4.3=/tmp/venv-spark43/bin/python [--reps 2] [--out bench/results/compat_results.json]
+    python bench/tools/compat_bench.py --own-lib --python old=/tmp/venv-old/bin/python \\
+        --python new=/tmp/venv-new/bin/python --reps 4 --out /tmp/ab.json
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
+BENCH = Path(__file__).resolve().parents[1]
 SIZE = 1024
 TOPIC = "projects/bench/topics/compat"
 SUBSCRIPTION = "projects/bench/subscriptions/compat-src"
@@ -98,6 +106,8 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=6.0)
     ap.add_argument("--window", type=float, default=15.0)
     ap.add_argument("--lib", help="libpubsubgo.so for every child (default: the first interpreter's)")
+    ap.add_argument("--own-lib", action="store_true",
+                    help="each child loads the libpubsubgo.so installed beside its own interpreter (two wheels)")
     ap.add_argument("--out", default=str(BENCH / "results" / "compat_results.json"))
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -110,35 +120,43 @@ def main() -> None:
     pythons = [p.split("=", 1) for p in args.python]
     if len(pythons) < 2:
         raise SystemExit("give at least two --python LABEL=INTERPRETER")
-    lib = args.lib or subprocess.run(
-        [pythons[0][1], "-c", "import pubsub_go, pathlib; print(pathlib.Path(pubsub_go.__file__).parent / "
-                              "'_lib' / 'libpubsubgo.so')"], capture_output=True, text=True, check=True).stdout.strip()
-    build = Build.make(lib)
-    spec = json.dumps({k: str(getattr(build, k)) for k in ("dir", "loadserver", "goreceive", "gopublish", "lib")})
+    if args.own_lib and args.lib:
+        raise SystemExit("--own-lib and --lib exclude each other: --own-lib takes each interpreter's library")
+    libs = {label: installed_lib(py) for label, py in pythons} if args.own_lib else {}
+    build = Build.make(args.lib or libs.get(pythons[0][0]) or installed_lib(pythons[0][1]))
+    base_spec = {k: str(getattr(build, k)) for k in ("dir", "loadserver", "goreceive", "gopublish", "lib")}
+    specs = {label: json.dumps({**base_spec, "lib": libs.get(label, base_spec["lib"])}) for label, _ in pythons}
     results: dict[str, list[dict]] = {label: [] for label, _ in pythons}
     for rep in range(args.reps):
         order = pythons if rep % 2 == 0 else list(reversed(pythons))
         for label, py in order:
             out = tempfile.mktemp(suffix=".json")
-            r = subprocess.run([py, __file__, "--child", spec, "--out", out, "--warmup", str(args.warmup),
+            r = subprocess.run([py, __file__, "--child", specs[label], "--out", out, "--warmup", str(args.warmup),
                                 "--window", str(args.window)], capture_output=True, text=True, timeout=900)
             if r.returncode != 0:
                 raise SystemExit(f"{label} run {rep + 1} failed:\n{r.stderr[-4000:]}")
             res = json.loads(Path(out).read_text())
-            print(f"rep {rep + 1} PySpark {res['pyspark']}: sink {res['sink_msgs_per_sec']:,.0f} msgs/s, "
+            print(f"rep {rep + 1} {label} (PySpark {res['pyspark']}): sink {res['sink_msgs_per_sec']:,.0f} msgs/s, "
                   f"source {res['source_rows_per_sec']:,.0f} rows/s", flush=True)
             results[label].append(res)
     Path(args.out).write_text(json.dumps(results, indent=1))
     base = pythons[-1][0]
-    print("\n| PySpark | streaming sink msgs/s (median of runs) | source rows/s, default options | source vs "
-          f"{base} |\n|---|---|---|---|")
+    print("\n| run | PySpark | streaming sink msgs/s (median of runs) | source rows/s, default options | sink, source "
+          f"vs {base} |\n|---|---|---|---|---|")
     med = {label: (statistics.median(r["sink_msgs_per_sec"] for r in rs),
                    statistics.median(r["source_rows_per_sec"] for r in rs)) for label, rs in results.items()}
     for label, rs in results.items():
         sink = ", ".join(f"{r['sink_msgs_per_sec']:,.0f}" for r in rs)
         src = ", ".join(f"{r['source_rows_per_sec']:,.0f}" for r in rs)
-        print(f"| {rs[0]['pyspark']} | {med[label][0]:,.0f} ({sink}) | {med[label][1]:,.0f} ({src}) | "
-              f"{med[label][1] / med[base][1]:.2f}x |")
+        print(f"| {label} | {rs[0]['pyspark']} | {med[label][0]:,.0f} ({sink}) | {med[label][1]:,.0f} ({src}) | "
+              f"{med[label][0] / med[base][0]:.2f}x, {med[label][1] / med[base][1]:.2f}x |")
+
+
+def installed_lib(python: str) -> str:
+    """The libpubsubgo.so of the pubsub_go installed for this interpreter."""
+    return subprocess.run(
+        [python, "-c", "import pubsub_go, pathlib; print(pathlib.Path(pubsub_go.__file__).parent / "
+                       "'_lib' / 'libpubsubgo.so')"], capture_output=True, text=True, check=True).stdout.strip()
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ cores and msgs/s per core per run, then the medians and the per-round
 ratios to the first library. For a change to the Go receive path this is
 the figure that moves clearly; a Spark run adds the JVM's noise.
 
-    python bench/dataplane_ab.py --lib OLD.so --lib NEW.so [--rounds 4] [--payload 1024]
+    python bench/tools/dataplane_ab.py --lib OLD.so --lib NEW.so [--rounds 4] [--payload 1024]
                                  [--publish [--messages 1000000]]
 
 Build a library of a tree with
@@ -21,7 +21,7 @@ import statistics
 import sys
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
+BENCH = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(BENCH), str(BENCH / "peers"), str(BENCH.parent / "python")]
 
 from harness.dataplane import MAX_OUTSTANDING, MAX_OUTSTANDING_BYTES  # noqa: E402

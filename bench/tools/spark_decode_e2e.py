@@ -6,9 +6,9 @@ progress (bench/harness/sparkrun.measure). The modes run side by side:
 each round measures all three in turn on the same Spark session and server,
 so that load from other work on a shared machine falls on all of them; the
 figures are medians over the rounds, with their spread, and the ratios are
-taken per round. Run by bench/decode_bench.py, or alone:
+taken per round. Run by bench/tools/decode_bench.py, or alone:
 
-    python bench/spark_decode_e2e.py [--rounds 3] [--warmup 6] [--window 10] [--batch-size 1000 [10000 ...]]
+    python bench/tools/spark_decode_e2e.py [--rounds 3] [--warmup 6] [--window 10] [--batch-size 1000 [10000 ...]]
                                      [--modes MODE ...] [--cpu] [--lib PATH] [--option KEY=VALUE ...]
 
 --cpu also samples every process's CPU over each mode's window and prints
@@ -27,13 +27,14 @@ import threading
 import time
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
+BENCH = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(BENCH), str(BENCH / "peers"), str(BENCH.parent / "python")]
+
+from spark_cpu import cpu_by_process  # noqa: E402
 
 from harness.procs import Build, LoadServer, create  # noqa: E402
 from harness.spark_e2e import TUNED  # noqa: E402
 from harness.sparkrun import measure, session  # noqa: E402
-from spark_cpu import cpu_by_process  # noqa: E402
 
 DDL = "id BIGINT, name STRING, score DOUBLE, ok BOOLEAN, at TIMESTAMP"  # = jsonPayload in bench/loadserver
 MODES = ("raw", "schema mode", "raw + from_json")

@@ -11,7 +11,7 @@ per repetition so drifting machine load hits all alike. The budget is
 `maxWorkerMemoryBytes` (docs/source.md; the source derives its flow control
 from it); the bound checked is peak <= 1.25 x budget + 150 MiB.
 
-    python bench/spark_memory.py [--reps 3] [--sizes 100,1024,...] [--lib PATH]
+    python bench/tools/spark_memory.py [--reps 3] [--sizes 100,1024,...] [--lib PATH]
         [--option key=value ...]   extra source options (e.g. maxWorkerMemoryBytes=...)
 
 Prints one JSON line per run and a Markdown table (medians [min-max]).
@@ -27,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
+BENCH = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(BENCH), str(BENCH / "peers"), str(BENCH.parent / "python")]
 
 from harness.procs import Build, LoadServer, create, run_peer  # noqa: E402
