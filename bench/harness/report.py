@@ -5,6 +5,7 @@ results.json. Every figure is the median over the repeated runs with
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .stats import Spread, fmt, fmt_ratio, ratio
@@ -22,6 +23,8 @@ WRITE_NAMES = {"spark-sink": "pubsub-go Spark sink (writeStream)",
                "pubsub-go-publisher": "pubsub-go Publisher, no Spark", "google-python": "Google Python publisher",
                "google-go": "Google Go publisher"}
 
+
+BENCH = Path(__file__).resolve().parents[1]
 
 # The project's targets, checked in the headline. Issue 12 raised the
 # Spark-ceiling target from the PRD's 0.5x to 0.8x with tuned options and
@@ -349,6 +352,11 @@ def _short(cmd: str, build_dir: str) -> str:
     return cmd
 
 
+def _link(bench_file: str, page: Path) -> str:
+    """A link from the page to a file of bench/, wherever --out put the page."""
+    return os.path.relpath(BENCH / bench_file, page.resolve().parent)
+
+
 def write(res: dict, out: Path, pngs: dict[str, list[str]]) -> None:
     rep = Report(res)
     m = res["machine"]
@@ -363,11 +371,12 @@ def write(res: dict, out: Path, pngs: dict[str, list[str]]) -> None:
             f"{m['google-cloud-pubsub']}, grpcio {m['grpcio']}, {m['go']}, {m['java']}. Source: commit "
             f"{m['commit']}. Load server: bench/loadserver (synthetic messages at line rate, see README).", "",
             "What limits throughput, memory and latency, each with the command that shows it: "
-            "[findings.md](findings.md). Figures of the other benchmarks, each written by its own script "
-            "(bench/README.md): [decode](results/decode_results.md), "
-            "[Google's emulator](results/emulator_results.md), "
-            "[PySpark 4.0 beside 4.3](results/compat_results.md), [restart fix](results/restart_results.md), "
-            "latency ([plot](results/latency.png), `bench/tools/latency.py`).",
+            f"[findings.md]({_link('findings.md', out)}). Figures of the other benchmarks, each written by its "
+            f"own tool (bench/README.md): [decode]({_link('results/decode_results.md', out)}), "
+            f"[Google's emulator]({_link('results/emulator_results.md', out)}), "
+            f"[PySpark 4.0 beside 4.3]({_link('results/compat_results.md', out)}), "
+            f"[restart fix]({_link('results/restart_results.md', out)}), "
+            f"latency ([plot]({_link('results/latency.png', out)}), `bench/tools/latency.py`).",
             "")
     rep.headline()
     rep.dataplane(pngs.get("dataplane", []))
