@@ -23,7 +23,7 @@ if [ "${1:-}" = "--no-sdk" ]; then
 fi
 read -r -a zig <<< "${ZIG:-python3 -m ziglang}"
 # -flto: the SDK's append functions inline into the decoder's loop (a call
-# costs more in wasm than natively). Measured in bench/decode_results.md.
+# costs more in wasm than natively). Measured in bench/results/decode_results.md.
 opt=(-O2 -flto)
 if [ "$native" = 1 ]; then
   exec "${zig[@]}" cc "${opt[@]}" -I "$here/sdk-c" "${sdk[@]}" "$@" -o "$out"

@@ -123,7 +123,7 @@ static void put_u32(buf *b, uint32_t v) {
  * into linear memory is bounds-checked and struct fields cannot stay in
  * registers across byte stores (which may alias them), so fewer memory
  * touches per value is what makes the SDK fast there (measured in
- * bench/decode_results.md). */
+ * bench/results/decode_results.md). */
 struct pg_column {
   uint8_t type, width; /* width in bytes of fixed-width values (bool: 1) */
   uint32_t len, nulls, rows_cap;

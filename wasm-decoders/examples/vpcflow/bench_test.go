@@ -8,7 +8,7 @@ import (
 )
 
 // VpcLine is the benchmark record i, the same in every vpcflow benchmark
-// (Go and C, native and WebAssembly; bench/decode_bench.py).
+// (Go and C, native and WebAssembly; bench/tools/decode_bench.py).
 func vpcLine(i int) []byte {
 	return fmt.Appendf(nil, "2 123456789010 eni-%08x 172.31.%d.%d 10.0.%d.%d %d 443 6 %d %d %d %d ACCEPT OK",
 		i, i%256, i%200, i%100, i%250, 20000+i%40000, i%1000, i*37%100000, 1418530010+i, 1418530070+i)
