@@ -20,7 +20,7 @@ figures as JSON to --out and prints a Markdown table.
     python bench/tools/compat_bench.py --python 4.0=/tmp/venv-spark40/bin/python \\
         --python 4.3=/tmp/venv-spark43/bin/python [--reps 2] [--out bench/results/compat_results.json]
     python bench/tools/compat_bench.py --own-lib --python old=/tmp/venv-old/bin/python \\
-        --python new=/tmp/venv-new/bin/python --reps 4 --out /tmp/ab.json
+        --python new=/tmp/venv-new/bin/python --base old --reps 4 --out /tmp/ab.json
 """
 
 from __future__ import annotations
@@ -106,6 +106,7 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=6.0)
     ap.add_argument("--window", type=float, default=15.0)
     ap.add_argument("--lib", help="libpubsubgo.so for every child (default: the first interpreter's)")
+    ap.add_argument("--base", help="the label the ratios divide by (default: the last --python)")
     ap.add_argument("--own-lib", action="store_true",
                     help="each child loads the libpubsubgo.so installed beside its own interpreter (two wheels)")
     ap.add_argument("--out", default=str(BENCH / "results" / "compat_results.json"))
@@ -120,6 +121,8 @@ def main() -> None:
     pythons = [p.split("=", 1) for p in args.python]
     if len(pythons) < 2:
         raise SystemExit("give at least two --python LABEL=INTERPRETER")
+    if args.base and args.base not in dict(pythons):
+        raise SystemExit(f"--base {args.base}: not a label of --python ({', '.join(label for label, _ in pythons)})")
     if args.own_lib and args.lib:
         raise SystemExit("--own-lib and --lib exclude each other: --own-lib takes each interpreter's library")
     libs = {label: installed_lib(py) for label, py in pythons} if args.own_lib else {}
@@ -140,7 +143,7 @@ def main() -> None:
                   f"source {res['source_rows_per_sec']:,.0f} rows/s", flush=True)
             results[label].append(res)
     Path(args.out).write_text(json.dumps(results, indent=1))
-    base = pythons[-1][0]
+    base = args.base or pythons[-1][0]
     print("\n| run | PySpark | streaming sink msgs/s (median of runs) | source rows/s, default options | sink, source "
           f"vs {base} |\n|---|---|---|---|---|")
     med = {label: (statistics.median(r["sink_msgs_per_sec"] for r in rs),
