@@ -267,6 +267,10 @@ class PublisherConfig(ConnectionConfig):
     id_attribute: str = ""
     id_prefix: str = ""
     open_timeout_ms: int = 0
+    timestamp_attribute: str = ""
+    timestamp_column: str = ""
+    compression: str = ""
+    compression_bytes_threshold: int = 0
 
 
 class Publisher(_Handle):

@@ -3,6 +3,7 @@ package publisher
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,7 +37,14 @@ var Limits = map[string]clientopt.Limit{
 	"retry_max_ms":            {Default: 60_000, Min: 1, Max: 0},
 	"retry_timeout_ms":        {Default: 300_000, Min: 1, Max: 0},
 	"open_timeout_ms":         {Default: 30_000, Min: 1, Max: 0},
+	// The Go client's default (pubsub.DefaultPublishSettings): below it
+	// gzip costs more CPU than it saves bytes.
+	"compression_bytes_threshold": {Default: 240, Min: 1, Max: 0},
 }
+
+// Compressions are the values of Config.Compression: none, or gRPC's gzip
+// (the one compressor the service and its emulator accept).
+var Compressions = []string{"none", "gzip"}
 
 var topicPattern = regexp.MustCompile(`^projects/[^/]+/topics/[^/]+$`)
 
@@ -75,6 +83,18 @@ type Config struct {
 	IDPrefix    string `json:"id_prefix"`
 	// OpenTimeoutMs bounds the retries of the topic check in Open.
 	OpenTimeoutMs int `json:"open_timeout_ms"`
+	// TimestampAttribute, if set, names an attribute stamped on every
+	// message with the row's TimestampColumn (a timestamp column) as epoch
+	// milliseconds in decimal, the form Beam's PubsubIO writes and reads
+	// with withTimestampAttribute. It overrides a same-named attribute of
+	// the row.
+	TimestampAttribute string `json:"timestamp_attribute"`
+	TimestampColumn    string `json:"timestamp_column"`
+	// Compression is "gzip" to compress Publish requests of at least
+	// CompressionBytesThreshold encoded bytes, as the Go client's
+	// EnableCompression does; "" or "none" sends them as they are.
+	Compression               string `json:"compression"`
+	CompressionBytesThreshold int    `json:"compression_bytes_threshold"`
 }
 
 // Validate fills defaults and checks every field without touching the
@@ -99,6 +119,7 @@ func (c *Config) Validate() error {
 		clientopt.ApplyLimit(Limits, "retry_max_ms", &c.RetryMaxMs),
 		clientopt.ApplyLimit(Limits, "retry_timeout_ms", &c.RetryTimeoutMs),
 		clientopt.ApplyLimit(Limits, "open_timeout_ms", &c.OpenTimeoutMs),
+		clientopt.ApplyLimit(Limits, "compression_bytes_threshold", &c.CompressionBytesThreshold),
 	} {
 		if err != nil {
 			return invalid("%v", err)
@@ -113,6 +134,26 @@ func (c *Config) Validate() error {
 		}
 	} else if c.IDPrefix != "" {
 		return invalid("id_prefix is set but id_attribute is not: set id_attribute to stamp ids")
+	}
+	if (c.TimestampAttribute == "") != (c.TimestampColumn == "") {
+		return invalid("timestamp_attribute and timestamp_column go together: set both (the attribute to stamp and the timestamp column it takes) or neither")
+	}
+	if c.TimestampAttribute != "" {
+		if err := checkAttributeKey(c.TimestampAttribute); err != nil {
+			return invalid("timestamp_attribute: %v", err)
+		}
+		if c.TimestampAttribute == c.IDAttribute {
+			return invalid("timestamp_attribute and id_attribute are both %q: pick two names", c.TimestampAttribute)
+		}
+		if knownColumn(c.TimestampColumn) {
+			return invalid("timestamp_column %q is a message column; name a timestamp column of its own", c.TimestampColumn)
+		}
+	}
+	if c.Compression == "" {
+		c.Compression = "none"
+	}
+	if !slices.Contains(Compressions, c.Compression) {
+		return invalid("compression %q: accepted values are %s", c.Compression, strings.Join(Compressions, ", "))
 	}
 	return nil
 }

@@ -16,17 +16,19 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{
-		Options:               c.Options,
-		Topic:                 testTopic,
-		MaxBatchMessages:      1000,
-		MaxBatchBytes:         4 << 20,
-		LingerMs:              5,
-		MaxInFlightBytes:      128 << 20,
-		MaxConcurrentRequests: 8,
-		RetryInitialMs:        100,
-		RetryMaxMs:            60_000,
-		RetryTimeoutMs:        300_000,
-		OpenTimeoutMs:         30_000,
+		Options:                   c.Options,
+		Topic:                     testTopic,
+		MaxBatchMessages:          1000,
+		MaxBatchBytes:             4 << 20,
+		LingerMs:                  5,
+		MaxInFlightBytes:          128 << 20,
+		MaxConcurrentRequests:     8,
+		RetryInitialMs:            100,
+		RetryMaxMs:                60_000,
+		RetryTimeoutMs:            300_000,
+		OpenTimeoutMs:             30_000,
+		Compression:               "none",
+		CompressionBytesThreshold: 240,
 	}
 	if c != want {
 		t.Errorf("defaults:\n got %+v\nwant %+v", c, want)

@@ -59,14 +59,14 @@ type faultServer struct {
 	maxConc    int
 }
 
-func newFaultServer(t testing.TB) *faultServer {
+func newFaultServer(t testing.TB, opts ...grpc.ServerOption) *faultServer {
 	t.Helper()
 	f := &faultServer{fake: fakeServer(t), inflight: map[string]int{}, maxPerKey: map[string]int{}}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs := grpc.NewServer(grpc.MaxRecvMsgSize(16 << 20))
+	gs := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(16 << 20)}, opts...)...)
 	pubsubpb.RegisterPublisherServer(gs, f)
 	go gs.Serve(lis)
 	t.Cleanup(gs.Stop)

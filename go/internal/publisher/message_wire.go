@@ -32,6 +32,7 @@ type rowEncoder struct {
 	attrs []attr
 	key   string
 	id    []byte // scratch for a stamped id value
+	ts    []byte // scratch for a stamped timestamp
 }
 
 func (e *rowEncoder) reset(data []byte) {
@@ -76,6 +77,13 @@ func (e *rowEncoder) set(k, v string) {
 func (e *rowEncoder) stampID(name, prefix string, row int64) {
 	e.id = append(append(append(e.id[:0], prefix...), '-'), strconv.FormatInt(row, 10)...)
 	e.attrs = append(e.attrs, attr{name, string(e.id)})
+}
+
+// stampTimestamp sets attribute name to ms in decimal, replacing a
+// same-named attribute of the row.
+func (e *rowEncoder) stampTimestamp(name string, ms int64) {
+	e.ts = strconv.AppendInt(e.ts[:0], ms, 10)
+	e.set(name, string(e.ts))
 }
 
 // check applies the service's per-message rules so that a bad row fails

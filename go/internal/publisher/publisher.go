@@ -20,6 +20,7 @@ import (
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding/gzip"
 	"google.golang.org/grpc/status"
 )
 
@@ -67,6 +68,11 @@ const writeBufferBytes = 1 << 20
 // sendEntries makes a Publish call send the request's entries where they
 // lie (publishCodec).
 var sendEntries = gax.WithGRPCOptions(grpc.ForceCodecV2(publishCodec{}))
+
+// sendGzipped is sendEntries with the request gzip-compressed, for
+// Compression "gzip" above its threshold (the Go client's
+// EnableCompression/CompressionBytesThreshold do the same per request).
+var sendGzipped = gax.WithGRPCOptions(grpc.ForceCodecV2(publishCodec{}), grpc.UseCompressor(gzip.Name))
 
 // Open validates cfg, connects and checks that the topic exists.
 func Open(ctx context.Context, cfg Config) (*Publisher, error) {
@@ -153,6 +159,8 @@ func (p *Publisher) Publish(ctx context.Context, rec arrow.RecordBatch) error {
 		ordering:    p.cfg.EnableMessageOrdering,
 		idAttribute: p.cfg.IDAttribute,
 		idPrefix:    p.cfg.IDPrefix,
+		tsAttribute: p.cfg.TimestampAttribute,
+		tsColumn:    p.cfg.TimestampColumn,
 	}, p.nextRow)
 	if err != nil {
 		return err
@@ -262,9 +270,13 @@ func (p *Publisher) run(b *bundle) {
 	select {
 	case p.slots <- struct{}{}:
 		req := b.request(p.cfg.Topic)
+		send := sendEntries
+		if p.cfg.Compression == "gzip" && b.wire >= p.cfg.CompressionBytesThreshold {
+			send = sendGzipped
+		}
 		var n int
 		n, err = p.retry.Do(p.ctx, p.what, func(ctx context.Context) error {
-			_, err := p.client.Publish(ctx, req, sendEntries)
+			_, err := p.client.Publish(ctx, req, send)
 			return err
 		})
 		<-p.slots

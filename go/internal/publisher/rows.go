@@ -8,7 +8,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
-const acceptedColumns = "accepted columns: payload (binary|string, required), attributes (map<string,string>), ordering_key (string)"
+const acceptedColumns = "accepted columns: payload (binary|string, required), attributes (map<string,string>), ordering_key (string), and the timestamp_column (timestamp) when timestamp_attribute is set"
+
+// knownColumn reports whether name is one of the message's own columns.
+func knownColumn(name string) bool {
+	return name == "payload" || name == "attributes" || name == "ordering_key"
+}
 
 // outMsg is one message ready for batching: its entry in a
 // PublishRequest's messages field, already encoded, so a request is sent
@@ -27,6 +32,8 @@ type rowOptions struct {
 	ordering    bool
 	idAttribute string
 	idPrefix    string
+	tsAttribute string // stamped with tsColumn's value in epoch millis
+	tsColumn    string
 }
 
 // varBinary is the common read API of binary, string and their large
@@ -50,6 +57,9 @@ type columns struct {
 	attributes  *array.Map
 	keys, items stringArray // the attributes map's entries
 	orderingKey stringArray
+	timestamp   *array.Timestamp
+	tsPerMilli  int64 // timestamp units per millisecond (0: coarser than ms)
+	tsMilliPer  int64 // milliseconds per unit, for second timestamps
 }
 
 // toMessages validates rec and encodes every row as a message. Every byte
@@ -57,7 +67,7 @@ type columns struct {
 // released as soon as this returns. firstRow is the id number of row 0 for
 // id stamping. Nothing is returned unless every row is valid.
 func toMessages(rec arrow.RecordBatch, opt rowOptions, firstRow int64) ([]outMsg, error) {
-	cols, err := findColumns(rec)
+	cols, err := findColumns(rec, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +102,12 @@ func toMessages(rec arrow.RecordBatch, opt rowOptions, firstRow int64) ([]outMsg
 				e.key = k
 			}
 		}
+		if cols.timestamp != nil {
+			if cols.timestamp.IsNull(i) {
+				return nil, invalid("row %d: %s is null; timestamp_attribute %q needs every row's event time", i, opt.tsColumn, opt.tsAttribute)
+			}
+			e.stampTimestamp(opt.tsAttribute, cols.millis(i))
+		}
 		if opt.idAttribute != "" {
 			e.stampID(opt.idAttribute, opt.idPrefix, firstRow+int64(i))
 		}
@@ -106,7 +122,21 @@ func toMessages(rec arrow.RecordBatch, opt rowOptions, firstRow int64) ([]outMsg
 	return out, nil
 }
 
-func findColumns(rec arrow.RecordBatch) (columns, error) {
+// millis is row i's timestamp in epoch milliseconds, rounded down (as
+// Beam's Instant keeps event times).
+func (c columns) millis(i int) int64 {
+	v := int64(c.timestamp.Value(i))
+	if c.tsPerMilli == 0 {
+		return v * c.tsMilliPer
+	}
+	q := v / c.tsPerMilli
+	if v%c.tsPerMilli < 0 {
+		q--
+	}
+	return q
+}
+
+func findColumns(rec arrow.RecordBatch, opt rowOptions) (columns, error) {
 	var cols columns
 	seen := map[string]bool{}
 	for i, f := range rec.Schema().Fields() {
@@ -140,12 +170,31 @@ func findColumns(rec arrow.RecordBatch) (columns, error) {
 				return cols, invalid("column \"ordering_key\" has type %s; %s", f.Type, acceptedColumns)
 			}
 			cols.orderingKey = k
+		case opt.tsColumn:
+			ts, ok := col.(*array.Timestamp)
+			if !ok || opt.tsColumn == "" {
+				return cols, invalid("column %q has type %s; timestamp_attribute %q takes a timestamp column", f.Name, f.Type, opt.tsAttribute)
+			}
+			switch ts.DataType().(*arrow.TimestampType).Unit {
+			case arrow.Second:
+				cols.tsMilliPer = 1000
+			case arrow.Millisecond:
+				cols.tsPerMilli = 1
+			case arrow.Microsecond:
+				cols.tsPerMilli = 1000
+			case arrow.Nanosecond:
+				cols.tsPerMilli = 1_000_000
+			}
+			cols.timestamp = ts
 		default:
 			return cols, invalid("unexpected column %q; %s", f.Name, acceptedColumns)
 		}
 	}
 	if cols.payload == nil {
 		return cols, invalid("missing column \"payload\"; %s", acceptedColumns)
+	}
+	if opt.tsColumn != "" && cols.timestamp == nil {
+		return cols, invalid("missing column %q: timestamp_attribute %q takes the event time from it", opt.tsColumn, opt.tsAttribute)
 	}
 	return cols, nil
 }
@@ -174,6 +223,9 @@ func encodedBound(cols columns, n int, opt rowOptions) int {
 	}
 	if opt.idAttribute != "" {
 		bound += n * (3*framing + len(opt.idAttribute) + len(opt.idPrefix) + 1 + 20)
+	}
+	if opt.tsAttribute != "" {
+		bound += n * (3*framing + len(opt.tsAttribute) + 20)
 	}
 	return bound
 }
