@@ -152,9 +152,13 @@ def test_source_options_table_lists_exactly_the_accepted_options():
     assert sorted(set(SOURCE_TABLE) - accepted) == [], "in docs/source.md but not accepted"
 
 
+# The sink's input columns share its tables' form (docs/sink.md, Input columns).
+SINK_COLUMNS = {"payload", "attributes", "ordering_key", "topic", "event_time"}
+
+
 def test_sink_options_table_lists_exactly_the_accepted_options():
     assert sorted(set(SINK_OPTIONS) - set(SINK_TABLE)) == [], "accepted but not in docs/sink.md"
-    assert sorted(set(SINK_TABLE) - set(SINK_OPTIONS) - {"payload", "attributes", "ordering_key"}) == [], \
+    assert sorted(set(SINK_TABLE) - set(SINK_OPTIONS) - SINK_COLUMNS) == [], \
         "in docs/sink.md but not accepted"
 
 
@@ -183,6 +187,7 @@ SINK_FIELDS = {
     "retryTimeoutMs": "retry_timeout_ms",
     "publishTimeoutMs": "publish_timeout_ms",
     "publisherIdleMs": "publisher_idle_ms",
+    "compressionBytesThreshold": "compression_bytes_threshold",
 }
 
 

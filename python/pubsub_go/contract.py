@@ -72,3 +72,8 @@ def decode_error_column() -> str:
 
 def publisher_service_limit(name: str) -> int:
     return int(_doc()["publisher_service_limits"][name])
+
+
+def publisher_compressions() -> list[str]:
+    """The values of the publisher's compression (the sink's `compression` option)."""
+    return list(_doc()["publisher_compressions"])

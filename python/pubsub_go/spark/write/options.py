@@ -4,11 +4,12 @@ option (or column) and say what would be right."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pyspark.sql.types import BinaryType, MapType, StringType, StructType
+from pyspark.sql.types import BinaryType, MapType, StringType, StructType, TimestampNTZType, TimestampType
 
 from ... import contract
 from ...client import topic_path
@@ -31,14 +32,21 @@ if TYPE_CHECKING:
 DOCUMENTED = [
     "projectId", "topicId", *CONNECTION_OPTIONS, "batchMaxMessages", "batchMaxBytes", "lingerMs",
     "maxInFlightBytes", "enableMessageOrdering", "idAttribute", "publishTimeoutMs", "retryTimeoutMs",
-    "publisherIdleMs",
+    "publisherIdleMs", "timestampAttribute", "timestampColumn", "compression", "compressionBytesThreshold",
 ]
 KNOWN = {n.lower() for n in DOCUMENTED}
 SPARK_OWNED = {"checkpointlocation"}
 
+# The column that routes a row to its topic (a topic id or a full path).
+TOPIC_COLUMN = "topic"
+# The timestamp column timestampAttribute takes when timestampColumn is not given.
+DEFAULT_TIMESTAMP_COLUMN = "event_time"
+
 ACCEPTED_COLUMNS = (
     "accepted columns: payload (binary or string, required), "
-    "attributes (map<string,string>, optional), ordering_key (string, optional)"
+    "attributes (map<string,string>, optional), ordering_key (string, optional), "
+    f"{TOPIC_COLUMN} (string, optional: routes the row), "
+    "and with timestampAttribute its timestampColumn (timestamp)"
 )
 
 
@@ -46,7 +54,7 @@ ACCEPTED_COLUMNS = (
 class SinkOptions:
     """The validated sink options; picklable, shipped to every task."""
 
-    topic: str  # projects/P/topics/T
+    topic: str | None  # projects/P/topics/T; None: every row names its topic (the topic column)
     conn: ConnectionOptions
     batch_max_messages: int
     batch_max_bytes: int
@@ -57,9 +65,18 @@ class SinkOptions:
     publish_timeout_ms: int
     retry_timeout_ms: int
     publisher_idle_ms: int
+    timestamp_attribute: str | None = None
+    timestamp_column: str = DEFAULT_TIMESTAMP_COLUMN
+    compression: str = "none"
+    compression_bytes_threshold: int = 0
+    # The project of short topic ids in the topic column (projectId, else
+    # the default project); None: only full paths are accepted there.
+    project: str | None = None
 
     @staticmethod
-    def parse(options: Mapping[str, str]) -> SinkOptions:
+    def parse(options: Mapping[str, str], routed: bool = False) -> SinkOptions:
+        """routed: the input has a topic column, so topicId is optional
+        (the topic of rows whose column is null)."""
         opts = {str(k).lower(): v for k, v in options.items()}
         if opts.get("path"):
             raise OptionError("pubsub-go takes no path: call save() without one and set "
@@ -69,20 +86,33 @@ class SinkOptions:
             raise OptionError(f"unknown option(s) {unknown} for writing to pubsub-go; known options: "
                               f"{', '.join(DOCUMENTED)} (see docs/sink.md)")
         conn = connection_options(opts)
-        path = resource_path(opts, "topicId", "topic", topic_path, conn, why=" to write to pubsub-go")
+        path: str | None = None
+        if not routed or (opts.get("topicid") or "").strip():
+            path = resource_path(opts, "topicId", "topic", topic_path, conn,
+                                 why=" to write to pubsub-go (or a topic column that names each row's topic)")
+        project = (opts.get("projectid") or "").strip() or None
+        if routed and project is None:
+            # Not ADC's project (default_project): that would load the Go
+            # library on the driver, which the sink never does.
+            project = (path.split("/")[1] if path else None) or \
+                (os.environ.get("GOOGLE_CLOUD_PROJECT") or "").strip() or conn.project_from_credentials()
 
-        id_attr = (opts.get("idattribute") or "").strip() or None
-        if id_attr is not None:
-            if id_attr.startswith("goog"):
-                raise OptionError(f"option idAttribute={id_attr!r}: attribute keys starting with 'goog' are "
-                                  "reserved by Pub/Sub; pick another name, e.g. pubsub_go_id")
-            max_key = contract.publisher_service_limit("max_attribute_key_bytes")
-            if len(id_attr.encode()) > max_key:
-                raise OptionError(f"option idAttribute is {len(id_attr.encode())} bytes; attribute keys are "
-                                  f"limited to {max_key} bytes")
+        id_attr = _attribute_key(opts, "idAttribute", "pubsub_go_id")
+        ts_attr = _attribute_key(opts, "timestampAttribute", "event_time_ms")
+        if ts_attr is not None and ts_attr == id_attr:
+            raise OptionError(f"options idAttribute and timestampAttribute are both {ts_attr!r}: pick two names")
+        ts_column = (opts.get("timestampcolumn") or "").strip()
+        if ts_column and ts_attr is None:
+            raise OptionError("option timestampColumn is set but timestampAttribute is not: set timestampAttribute "
+                              "to the attribute that receives the column's event time")
+        compression = (opts.get("compression") or "none").strip().lower()
+        if compression not in contract.publisher_compressions():
+            raise OptionError(f"option compression={opts.get('compression')!r}: accepted values are "
+                              f"{', '.join(contract.publisher_compressions())}")
 
         return SinkOptions(
             topic=path,
+            project=project,
             conn=conn,
             batch_max_messages=go_int_option(opts, "batchMaxMessages", "publisher_config", "max_batch_messages",
                                              " (the service's limit of messages per Publish request)"),
@@ -98,13 +128,22 @@ class SinkOptions:
             # How long a worker keeps its publisher for the next task
             # (publisher_pool.py); 0 closes it after every task.
             publisher_idle_ms=int_option(opts, "publisherIdleMs", 60_000, 0, 3_600_000),
+            timestamp_attribute=ts_attr,
+            timestamp_column=ts_column or DEFAULT_TIMESTAMP_COLUMN,
+            compression=compression,
+            compression_bytes_threshold=go_int_option(opts, "compressionBytesThreshold", "publisher_config",
+                                                      "compression_bytes_threshold"),
         )
 
-    def publisher_config(self, id_prefix: str = "") -> PublisherConfig:
+    def publisher_config(self, id_prefix: str = "", topic: str | None = None) -> PublisherConfig:
+        """topic: the routed topic of a topic column's rows (default: topicId)."""
         from ...client import PublisherConfig
 
+        topic = topic or self.topic
+        if topic is None:
+            raise ValueError("no topic: the caller routes rows by their topic column")
         return PublisherConfig(
-            topic=self.topic,
+            topic=topic,
             **self.conn.client_kwargs(),
             max_batch_messages=self.batch_max_messages,
             max_batch_bytes=self.batch_max_bytes,
@@ -114,11 +153,51 @@ class SinkOptions:
             retry_timeout_ms=self.retry_timeout_ms,
             id_attribute=self.id_attribute or "",
             id_prefix=id_prefix if self.id_attribute else "",
+            timestamp_attribute=self.timestamp_attribute or "",
+            timestamp_column=self.timestamp_column if self.timestamp_attribute else "",
+            compression=self.compression,
+            compression_bytes_threshold=self.compression_bytes_threshold,
         )
 
+    @property
+    def destination(self) -> str:
+        """Where rows go, for messages and logs."""
+        if self.topic is None:
+            return f"the topics of the {TOPIC_COLUMN} column"
+        return self.topic
 
-def validate_sink_schema(schema: StructType) -> None:
+    def route(self, value: str | None) -> str:
+        """The full topic path of a topic column's value (a null takes topicId)."""
+        if value is None or not value.strip():
+            if self.topic is None:
+                raise OptionError(f"a row's {TOPIC_COLUMN} column is {'null' if value is None else 'empty'} and "
+                                  "option topicId is not set: give every row a topic, or set topicId for rows "
+                                  "without one")
+            return self.topic
+        try:
+            return topic_path(self.project, value.strip())
+        except ValueError as e:
+            raise OptionError(f"{TOPIC_COLUMN} column value {value!r}: {e}; use a topic id (with projectId) or "
+                              "projects/PROJECT/topics/ID") from None
+
+
+def _attribute_key(opts: Mapping[str, str], name: str, example: str) -> str | None:
+    """An option naming an attribute key, checked against the service's rules."""
+    key = (opts.get(name.lower()) or "").strip() or None
+    if key is not None:
+        if key.startswith("goog"):
+            raise OptionError(f"option {name}={key!r}: attribute keys starting with 'goog' are "
+                              f"reserved by Pub/Sub; pick another name, e.g. {example}")
+        max_key = contract.publisher_service_limit("max_attribute_key_bytes")
+        if len(key.encode()) > max_key:
+            raise OptionError(f"option {name} is {len(key.encode())} bytes; attribute keys are "
+                              f"limited to {max_key} bytes")
+    return key
+
+
+def validate_sink_schema(schema: StructType, opts: SinkOptions | None = None) -> None:
     """Raises OptionError naming every column that the sink cannot write."""
+    ts_column = opts.timestamp_column if opts is not None and opts.timestamp_attribute else None
     problems: list[str] = []
     seen: set[str] = set()
     for f in schema.fields:
@@ -138,13 +217,24 @@ def validate_sink_schema(schema: StructType) -> None:
         elif f.name == "ordering_key":
             if not isinstance(t, StringType):
                 problems.append(f"column 'ordering_key' has type {t.simpleString()}, expected string")
-        elif f.name.lower() in ("payload", "attributes", "ordering_key"):
+        elif f.name == TOPIC_COLUMN:
+            if not isinstance(t, StringType):
+                problems.append(f"column {TOPIC_COLUMN!r} has type {t.simpleString()}, expected string "
+                                "(a topic id or projects/P/topics/T)")
+        elif f.name == ts_column:
+            if not isinstance(t, (TimestampType, TimestampNTZType)):
+                problems.append(f"column {f.name!r} (timestampColumn) has type {t.simpleString()}, "
+                                "expected timestamp")
+        elif f.name.lower() in ("payload", "attributes", "ordering_key", TOPIC_COLUMN):
             problems.append(f"column {f.name!r} must be spelled {f.name.lower()!r} "
                             "(names are case-sensitive)")
         else:
             problems.append(f"unexpected column {f.name!r} ({f.dataType.simpleString()})")
     if "payload" not in seen:
         problems.insert(0, "missing column 'payload'")
+    if ts_column is not None and ts_column not in seen:
+        problems.append(f"missing column {ts_column!r}: timestampAttribute takes each row's event time from "
+                        "it (set timestampColumn to name another timestamp column)")
     if problems:
         raise OptionError(
             f"cannot write this input to pubsub-go: {'; '.join(problems)}. {ACCEPTED_COLUMNS}; "

@@ -36,9 +36,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pubsub_go.sink")
 
-# Different topics or options in one worker each keep one; beyond this the
-# least recently used is closed.
-MAX_IDLE = 4
+# Different topics or options in one worker each keep one (a sink routing
+# rows by a topic column keeps one per topic); beyond this the least
+# recently used is closed.
+MAX_IDLE = 8
 
 COUNTERS = ("published", "bytes", "retries")
 
@@ -61,14 +62,15 @@ class LentPublisher:
         self._base = base
         self.totals = base
         self.clean = True  # nothing published since the last successful flush
-        self._queue: queue.Queue[tuple[pa.RecordBatch, int] | None] = queue.Queue()
+        self._queue: queue.Queue[tuple[pa.RecordBatch, int, str] | None] = queue.Queue()
         self._idle = threading.Semaphore(1)  # released when the Go call of the last batch returned
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
 
-    def publish(self, batch: pa.RecordBatch, first_row: int) -> None:
-        """Hands batch (its first row is row first_row of the task) to the
-        publish thread once the previous batch's Go call returned."""
+    def publish(self, batch: pa.RecordBatch, first_row: int, rows_of: str = "this task") -> None:
+        """Hands batch (its first row is row first_row of rows_of, for
+        error messages) to the publish thread once the previous batch's Go
+        call returned."""
         self._raise_failure()
         self.clean = False
         if self._thread is None:
@@ -76,18 +78,18 @@ class LentPublisher:
             self._thread.start()
         self._idle.acquire()
         self._raise_failure()
-        self._queue.put((batch, first_row))
+        self._queue.put((batch, first_row, rows_of))
 
     def _run(self) -> None:
         while (item := self._queue.get()) is not None:
             if self._failure is not None:
                 self._idle.release()
                 continue  # drop what follows a failure; the task fails
-            batch, first_row = item
+            batch, first_row, rows_of = item
             try:
                 self.publisher.publish(batch)
             except BaseException as e:  # noqa: BLE001 - raised in the task's thread
-                self._failure = _locate(e, first_row)
+                self._failure = _locate(e, first_row, rows_of)
             finally:
                 del batch, item  # the pyarrow batch is freed before the next hand-off
                 self._idle.release()
@@ -118,14 +120,14 @@ class LentPublisher:
         return {k: self.totals[k] - self._base.get(k, 0) for k in COUNTERS}
 
 
-def _locate(e: BaseException, first_row: int) -> BaseException:
+def _locate(e: BaseException, first_row: int, rows_of: str) -> BaseException:
     """A bad row: Go numbers rows within the Arrow batch; say where that
     batch starts in the task."""
     from ...errors import InvalidArgumentError
 
     if isinstance(e, InvalidArgumentError):
-        located = InvalidArgumentError(e.code, f"{e.message} (the Arrow batch starts at row {first_row} of this "
-                                               "task)", e.kind)
+        located = InvalidArgumentError(e.code, f"{e.message} (the Arrow batch starts at row {first_row} of "
+                                               f"{rows_of})", e.kind)
         located.__cause__ = e
         return located
     return e

@@ -30,7 +30,7 @@ from pyspark.sql.types import StructType
 from ..compat import STREAM_ARROW_WRITER
 from ..optparse import OptionError
 from ..worker_gc import freeze_long_lived
-from .options import SinkOptions, check_ordering, validate_sink_schema
+from .options import TOPIC_COLUMN, SinkOptions, check_ordering, validate_sink_schema
 from .publisher_pool import POOL, LentPublisher
 
 if TYPE_CHECKING:
@@ -73,8 +73,8 @@ def make_writer(options: dict[str, str], schema: StructType, overwrite: bool,
             + ("outputMode('append')" if streaming else "mode('append')")
             + " (a Pub/Sub topic cannot be truncated or overwritten)"
         )
-    validate_sink_schema(schema)
-    opts = SinkOptions.parse(options)
+    opts = SinkOptions.parse(options, routed=TOPIC_COLUMN in schema.fieldNames())
+    validate_sink_schema(schema, opts)
     check_ordering(opts, schema)
     if streaming:
         if STREAM_ARROW_WRITER is None:  # PySpark 4.0: rows, gathered into Arrow batches here
@@ -114,21 +114,93 @@ def publish_partition(opts: SinkOptions, batches: Iterator[pa.RecordBatch], part
 
 
 def _publish_all(opts: SinkOptions, batches: Iterator[pa.RecordBatch], id_prefix: str) -> dict[str, Any]:
-    first_row = 0  # of the current Arrow batch, within the task
     with ExitStack() as stack:
-        pub: LentPublisher | None = None
+        router = _Router(opts, stack, id_prefix)
         for batch in batches:
             if batch.num_rows == 0:
                 continue
-            if pub is None:  # leased on the first row: empty partitions cost no connection
-                pub = stack.enter_context(POOL.lease(opts.publisher_config(id_prefix),
-                                                     opts.publisher_idle_ms / 1000))
-            pub.publish(batch, first_row)  # handed to Go while the next batch is read
-            first_row += batch.num_rows
+            router.publish(batch)
         # The commit message is built only after this returns: every
-        # message of the task is acknowledged. Only then does the lease
-        # keep the publisher for the next task; on any error it is closed.
-        return pub.flush(opts.publish_timeout_ms) if pub is not None else {}
+        # message of the task is acknowledged. Only then does a lease keep
+        # its publisher for the next task; on any error it is closed.
+        return router.flush()
+
+
+class _Router:
+    """One task's publishers, one per topic its rows go to, each leased
+    from the worker's pool on the topic's first row (empty partitions cost
+    no connection). Rows without a topic column go to topicId; with one,
+    each Arrow batch is split by topic, keeping the rows' order within each
+    topic (so ordering keys keep theirs), and each topic batches its own
+    requests. Every publisher a batch needs is opened, and so its topic
+    checked, before any row of the batch is handed over: a batch naming an
+    unknown topic fails with nothing of it published. Rows are numbered per
+    topic for idAttribute (`<prefix>-<n>`, n counting the topic's rows in
+    the task), which a retry reproduces as the task-wide numbering would."""
+
+    def __init__(self, opts: SinkOptions, stack: ExitStack, id_prefix: str) -> None:
+        self.opts, self.stack, self.id_prefix = opts, stack, id_prefix
+        self.pubs: dict[str, LentPublisher] = {}
+        self.rows: dict[str, int] = {}  # per topic: rows handed over in this task
+
+    def _lease(self, topic: str) -> LentPublisher:
+        if topic not in self.pubs:
+            self.pubs[topic] = self.stack.enter_context(
+                POOL.lease(self.opts.publisher_config(self.id_prefix, topic), self.opts.publisher_idle_ms / 1000))
+            self.rows[topic] = 0
+        return self.pubs[topic]
+
+    def _hand_over(self, topic: str, batch: pa.RecordBatch) -> None:
+        where = "this task" if len(self.pubs) == 1 else f"this task's rows for {topic}"
+        self.pubs[topic].publish(batch, self.rows[topic], where)  # handed to Go while the next batch is read
+        self.rows[topic] += batch.num_rows
+
+    def publish(self, batch: pa.RecordBatch) -> None:
+        if TOPIC_COLUMN not in batch.schema.names:
+            topic = self.opts.route(None)
+            self._lease(topic)
+            self._hand_over(topic, batch)
+            return
+        parts = _split_by_topic(self.opts, batch)
+        for topic, _ in parts:
+            self._lease(topic)
+        for topic, part in parts:
+            self._hand_over(topic, part)
+
+    def flush(self) -> dict[str, Any]:
+        totals: dict[str, int] = {}
+        for pub in self.pubs.values():
+            for k, v in pub.flush(self.opts.publish_timeout_ms).items():
+                totals[k] = totals.get(k, 0) + v
+        return totals
+
+
+def _split_by_topic(opts: SinkOptions, batch: pa.RecordBatch) -> list[tuple[str, pa.RecordBatch]]:
+    """The batch's rows grouped by the topic path their topic column
+    names (a null takes topicId), in first-appearance order, each group in
+    row order and without the topic column. One topic: the batch itself,
+    not copied."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    column = batch.column(TOPIC_COLUMN)
+    rest = batch.drop_columns([TOPIC_COLUMN])
+    encoded = pc.dictionary_encode(column)
+    values = encoded.dictionary.to_pylist()
+    paths: list[str] = []
+    group_of: list[int] = []  # dictionary index (and, last, null) -> group
+    for v in [*values, None]:
+        if v is None and encoded.indices.null_count == 0:
+            group_of.append(-1)
+            continue
+        path = opts.route(v)
+        if path not in paths:
+            paths.append(path)
+        group_of.append(paths.index(path))
+    if len(paths) == 1:
+        return [(paths[0], rest)]
+    groups = pc.take(pa.array(group_of, pa.int32()), encoded.indices.fill_null(len(values)))
+    return [(path, rest.filter(pc.equal(groups, g))) for g, path in enumerate(paths)]
 
 
 def _totals(messages: list[WriterCommitMessage | None]) -> tuple[int, int, int, int]:
@@ -151,17 +223,17 @@ class PubSubArrowWriter(DataSourceArrowWriter):
         part = ctx.partitionId() if ctx is not None else 0
         prefix = f"{self.write_id}-0-{part}"
         return publish_partition(self.opts, iterator, part, prefix,
-                                 f"partition {part} of write {self.write_id} to {self.opts.topic}")
+                                 f"partition {part} of write {self.write_id} to {self.opts.destination}")
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         tasks, n, size, retries = _totals(messages)
         log.info("pubsub-go sink: write %s to %s committed: %d messages, %d bytes, %d retries, %d tasks",
-                 self.write_id, self.opts.topic, n, size, retries, tasks)
+                 self.write_id, self.opts.destination, n, size, retries, tasks)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         tasks, n, _, _ = _totals(messages)
         log.warning("pubsub-go sink: write %s to %s aborted; %d messages of %d finished tasks were published "
-                    "and stay published: %s", self.write_id, self.opts.topic, n, tasks, AT_LEAST_ONCE)
+                    "and stay published: %s", self.write_id, self.opts.destination, n, tasks, AT_LEAST_ONCE)
 
 
 class _StreamWriterBase:
@@ -190,19 +262,19 @@ class _StreamWriterBase:
         prefix = self._id_prefix(ctx, part)
         batch = ctx.getLocalProperty(BATCH_ID_PROPERTY) if ctx is not None else None
         return publish_partition(self.opts, batches, part, prefix,
-                                 f"partition {part} of micro-batch {batch} to {self.opts.topic}")
+                                 f"partition {part} of micro-batch {batch} to {self.opts.destination}")
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         tasks, n, size, retries = _totals(messages)
         self.total_messages += n
         log.info("pubsub-go sink: micro-batch %d to %s committed: %d messages, %d bytes, %d retries, "
                  "%d tasks (%d messages since the query started)",
-                 batchId, self.opts.topic, n, size, retries, tasks, self.total_messages)
+                 batchId, self.opts.destination, n, size, retries, tasks, self.total_messages)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         tasks, n, _, _ = _totals(messages)
         log.warning("pubsub-go sink: micro-batch %d to %s aborted; %d messages of %d finished tasks were "
-                    "published and stay published: %s", batchId, self.opts.topic, n, tasks, AT_LEAST_ONCE)
+                    "published and stay published: %s", batchId, self.opts.destination, n, tasks, AT_LEAST_ONCE)
 
 
 # The Arrow base class where PySpark has it (4.1+); on 4.0 the stream
