@@ -43,6 +43,8 @@ class PubSubDataSource(DataSource):
         parsed = SourceOptions.parse(self.options)
         if parsed.decode is not None:
             return derive_schema(parsed.decode)
+        if parsed.derived is not None:
+            return parsed.derived.extend(RAW_SPARK_SCHEMA)
         return RAW_SPARK_SCHEMA
 
     def streamReader(self, schema: StructType) -> PubSubStreamReader:

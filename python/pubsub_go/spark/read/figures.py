@@ -19,11 +19,13 @@ BACKLOG_NOTE = ("not reported: Pub/Sub's API has no backlog figure; see Cloud Mo
 
 # Per-task counters summed into a batch's and the query's figures.
 SUMMED = ("pulled", "taken", "rows", "late", "dead_lettered", "duplicates", "nacked", "extended",
-          "redeliveries", "decode_errors", "bytes_pulled", "streams_restarted", "flow_full_ms", "streams_down_ms")
+          "redeliveries", "decode_errors", "bytes_pulled", "streams_restarted", "flow_full_ms", "streams_down_ms",
+          "event_time_errors")
 # Their names in the progress report, where they differ (camelCase, as Spark's).
 _METRIC_NAMES = {"dead_lettered": "deadLettered", "decode_errors": "decodeErrors", "bytes_pulled": "bytesPulled",
                  "streams_restarted": "streamsRestarted", "extended": "leaseExtensions",
-                 "flow_full_ms": "flowFullMs", "streams_down_ms": "streamsDownMs"}
+                 "flow_full_ms": "flowFullMs", "streams_down_ms": "streamsDownMs",
+                 "event_time_errors": "eventTimeErrors"}
 
 # How many batches before the latest keep their summary (only the latest are ever asked for).
 _KEPT = 8

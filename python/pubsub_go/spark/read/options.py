@@ -22,7 +22,7 @@ from ..optparse import (
     int_option,
     resource_path,
 )
-from . import start_position, subscription_lifecycle
+from . import attribute_columns, start_position, subscription_lifecycle
 
 __all__ = ["OptionError", "SourceOptions"]
 
@@ -35,7 +35,7 @@ DOCUMENTED = [
     "maxBytesPerPartition", "maxWorkerMemoryBytes", "subscriberIdleMs", "quietPeriodMs",
     "ackDeadlineSeconds", "commitLeaseSeconds", "format", "decoder", "avroSchema", "deadLetterTopicId",
     "onDecodeError", "errorColumn", "decoderOptions", "decoderTimeoutMs", "decoderMemoryLimitMB", "path",
-    *subscription_lifecycle.OPTIONS, *start_position.OPTIONS,
+    *subscription_lifecycle.OPTIONS, *start_position.OPTIONS, *attribute_columns.OPTIONS,
 ]
 CANONICAL = {name.lower(): name for name in DOCUMENTED}
 
@@ -275,6 +275,8 @@ class SourceOptions:
     drain_backlog: bool = False
     setup: subscription_lifecycle.SubscriptionSetup | None = None  # topicId: create the subscription; delete on stop
     start: start_position.StartPosition = start_position.StartPosition()  # seek on the first start
+    # attributeColumns / timestampAttribute: columns derived from attributes
+    derived: attribute_columns.AttributeColumns | None = None
     # Set when batchLogLocation was not given: the driver's host, where the
     # default (a local directory) is valid.
     batch_log_default_host: str | None = None
@@ -353,4 +355,16 @@ class SourceOptions:
             drain_backlog=bool_option(opts, "drainBacklog", False),
             setup=subscription_lifecycle.SubscriptionSetup.parse(opts, project_id, ack_deadline),
             start=start_position.StartPosition.parse(opts, project_id),
+            derived=_parse_derived(opts),
         )
+
+
+def _parse_derived(opts: Mapping[str, str]) -> attribute_columns.AttributeColumns | None:
+    from ...schema import RAW_SCHEMA
+
+    derived = attribute_columns.AttributeColumns.parse(opts, RAW_SCHEMA.names)
+    if derived is not None and ("format" in opts or "decoder" in opts):
+        raise OptionError("options attributeColumns and timestampAttribute apply to the raw schema; in schema "
+                          "mode (format/decoder) select them from the attributes map instead, e.g. "
+                          "attributes['source'] AS source")
+    return derived

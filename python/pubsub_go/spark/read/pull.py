@@ -51,6 +51,7 @@ class Tally:
     late: int = 0  # published after an AvailableNow query's start: left for later runs
     dead_lettered: int = 0  # undecodable, published to the dead-letter topic and acked
     duplicates: int = 0  # redeliveries of messages already recorded, dropped and acked
+    event_time_errors: int = 0  # timestampAttribute: rows whose attribute was missing or not a time
     drained: bool = False  # ended on positive evidence that the backlog is empty
     quiet_ms: int = 0  # the subscriber's quiet time when the task ended
     oldest_publish_us: int = 0  # publish time of the oldest row handed to Spark; 0: none
@@ -122,6 +123,9 @@ def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sche
                 tally.oldest_publish_us = min(tally.oldest_publish_us or oldest, oldest)
         if plan is not None:
             b = plan.project(b)
+        elif opts.derived is not None:
+            b, bad = opts.derived.add(b)
+            tally.event_time_errors += bad
         tally.rows += b.num_rows
         nbytes += b.nbytes
         yield b, a, ids

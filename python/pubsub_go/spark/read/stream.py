@@ -50,7 +50,7 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.plan: SchemaPlan | None = None
         if self.opts.decode is not None:
             self.plan = SchemaPlan.build(self.opts.decode, schema)
-        elif schema != RAW_SPARK_SCHEMA:
+        elif schema != (self.opts.derived.extend(RAW_SPARK_SCHEMA) if self.opts.derived else RAW_SPARK_SCHEMA):
             raise OptionError("a .schema(...) other than the raw schema needs schema mode: set option format "
                               "(json or avro) or decoder (a .wasm module) to decode payloads into it")
         self._driver: DriverState | None = None

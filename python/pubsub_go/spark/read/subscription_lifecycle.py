@@ -17,11 +17,12 @@ log = logging.getLogger("pubsub_go.lifecycle")
 
 # Options that only mean something when the source may create the subscription.
 CREATE_ONLY = ["filter", "messageRetentionSeconds", "subscriptionDeadLetterTopicId", "maxDeliveryAttempts",
-               "enableExactlyOnceDelivery"]
+               "enableExactlyOnceDelivery", "enableMessageOrdering", "retainAckedMessages"]
 OPTIONS = ["topicId", *CREATE_ONLY, "deleteSubscriptionOnStreamStop"]
 
 # Service limits (https://cloud.google.com/pubsub/docs/subscription-properties).
 MIN_RETENTION_S, MAX_RETENTION_S = 600, 31 * 24 * 3600
+DEFAULT_RETENTION_S = 7 * 24 * 3600  # the service's, when messageRetentionSeconds is not given
 MIN_ATTEMPTS, MAX_ATTEMPTS, DEFAULT_ATTEMPTS = 5, 100, 5
 
 
@@ -37,6 +38,11 @@ class SubscriptionSetup:
     max_delivery_attempts: int = DEFAULT_ATTEMPTS
     exactly_once: bool = False
     delete_on_stop: bool = False
+    # Ordering keys delivered in order (the topic's publishers must set them).
+    ordering: bool = False
+    # Acked messages kept for the retention window, so a seek to a time
+    # (startingTimestamp) can go back over them.
+    retain_acked: bool = False
 
     @staticmethod
     def parse(opts: Mapping[str, str], project: str | None, ack_deadline_seconds: int) -> SubscriptionSetup:
@@ -69,6 +75,8 @@ class SubscriptionSetup:
                                              MAX_ATTEMPTS),
             exactly_once=bool_option(opts, "enableExactlyOnceDelivery", False),
             delete_on_stop=bool_option(opts, "deleteSubscriptionOnStreamStop", False),
+            ordering=bool_option(opts, "enableMessageOrdering", False),
+            retain_acked=bool_option(opts, "retainAckedMessages", False),
         )
 
 
@@ -97,7 +105,9 @@ def ensure_subscription(subscription: str, setup: SubscriptionSetup | None, conn
               message_retention_seconds=setup.message_retention_seconds,
               dead_letter_topic=setup.dead_letter_topic,
               max_delivery_attempts=setup.max_delivery_attempts if setup.dead_letter_topic else 0,
-              enable_exactly_once_delivery=setup.exactly_once, **kw)
+              enable_exactly_once_delivery=setup.exactly_once, enable_message_ordering=setup.ordering,
+              retain_acked_seconds=(setup.message_retention_seconds or DEFAULT_RETENTION_S)
+              if setup.retain_acked else 0, **kw)
     except AlreadyExistsError:
         return False  # another query made it meanwhile
     except NotFoundError as e:

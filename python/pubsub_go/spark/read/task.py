@@ -128,6 +128,7 @@ def _record(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, batch_l
                  "blocked_ms": after.get("blocked_ms", 0),
                  "taken": tally.taken, "rows": tally.rows, "late": tally.late,
                  "dead_lettered": tally.dead_lettered, "duplicates": tally.duplicates,
+                 "event_time_errors": tally.event_time_errors,
                  "drained": tally.drained, "quiet_ms": tally.quiet_ms,
                  "oldest_publish_us": tally.oldest_publish_us}
         published = entry.publish(schema, stats)
