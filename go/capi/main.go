@@ -27,7 +27,7 @@ import (
 )
 
 // ABIVersion changes when pubsubgo.h does (Version is in version.go).
-const ABIVersion = 4
+const ABIVersion = 5
 
 // alloc is the C-memory allocator behind every exported batch (cgo rules:
 // C must not hold Go-heap pointers); one per process, so its cache of large
@@ -45,20 +45,6 @@ func pg_version(jsonOut **C.char, errOut *C.struct_PgError) C.int {
 		setString(jsonOut, string(b))
 		return err
 	})
-}
-
-//export pg_debug_panic
-func pg_debug_panic(errOut *C.struct_PgError) C.int {
-	return guard(errOut, func() error {
-		var m map[string]int
-		m["boom"] = 1 // a real runtime panic: assignment to entry in nil map
-		return nil
-	})
-}
-
-//export pg_debug_c_bytes
-func pg_debug_c_bytes() C.int64_t {
-	return C.int64_t(alloc.AllocatedBytes())
 }
 
 //export pg_admin

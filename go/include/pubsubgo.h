@@ -94,12 +94,6 @@ void pg_free(char* p);
 /* Library version, ABI version and Go version as JSON. */
 int pg_version(char** json_out, struct PgError* err);
 
-/* Test hook: panics inside Go; must come back as 13 INTERNAL. */
-int pg_debug_panic(struct PgError* err);
-
-/* Live C memory held by exported Arrow batches, in bytes (leak checks). */
-int64_t pg_debug_c_bytes(void);
-
 /* Build information -------------------------------------------------------- */
 
 /* What the library was built from, as JSON: {"version", "abi", "go", "os",
@@ -185,6 +179,7 @@ struct PgSubscriberStats {
   int64_t flow_full_ms;      /* flow control full (streams stop reading), in total */
   int64_t streams_down_ms;   /* at least one stream not in a live session, in total */
   int64_t blocked_ms;        /* unable to receive (either of the two) without a break, until now; 0 if able */
+  int64_t late;              /* of pulled: published after arrival_cutoff_us, released on arrival, never handed out */
 };
 
 /* Fills *out with the subscriber's counters. */

@@ -46,8 +46,9 @@ type Config struct {
 	// ack ids pulled elsewhere (the Spark driver acking on commit).
 	NoPull bool `json:"no_pull"`
 	// ArrivalCutoffUs, if set, is a publish time (microseconds since the
-	// epoch): messages published later do not count as arrivals in
-	// Stats.QuietMs (an AvailableNow query ignores them). 0: all count.
+	// epoch; an AvailableNow query's start): messages published later are
+	// released where they arrive, never handed out, and do not count as
+	// arrivals in Stats.QuietMs (cutoff.go; Stats.Late counts them). 0: none.
 	ArrivalCutoffUs int64 `json:"arrival_cutoff_us,omitempty"`
 	// Decoder, if set, decodes payloads in Next (schema mode, decoding.go).
 	// Ignored with NoPull.
@@ -101,6 +102,9 @@ func (c *Config) Validate() error {
 		if err != nil {
 			return err
 		}
+	}
+	if c.ArrivalCutoffUs < 0 {
+		return invalid("arrival_cutoff_us must be a publish time in microseconds since the epoch (or 0 for none), got %d", c.ArrivalCutoffUs)
 	}
 	if c.Decoder != nil && !c.NoPull {
 		return c.Decoder.validate()

@@ -19,20 +19,18 @@ import (
 // deadline passes. So after a stream ends the evidence window starts no
 // earlier than one ack deadline later.
 //
-// Messages published after a cut-off (Config.ArrivalCutoffUs, set by an
-// AvailableNow query to its start) do not count as arrivals: a live
-// publisher must not keep such a query from ever seeing its backlog end.
+// Messages published after an AvailableNow query's cut-off never get here
+// (publishCutoff drops them first), so they do not count as arrivals.
 type quietClock struct {
 	opened      time.Time
-	cutoffNanos int64         // 0: every arrival counts
 	ackDeadline time.Duration // of the streams: how long a lost message stays leased
 	lastArrival atomic.Int64  // unix nanos of the last counted arrival; 0: none
 	lastLoss    atomic.Int64  // unix nanos a stream last ended; 0: never
 	liveSince   []atomic.Int64
 }
 
-func newQuietClock(streams int, cutoffUs int64, ackDeadline time.Duration, now time.Time) *quietClock {
-	return &quietClock{opened: now, cutoffNanos: cutoffUs * 1000, ackDeadline: ackDeadline,
+func newQuietClock(streams int, ackDeadline time.Duration, now time.Time) *quietClock {
+	return &quietClock{opened: now, ackDeadline: ackDeadline,
 		liveSince: make([]atomic.Int64, streams)}
 }
 
@@ -43,12 +41,8 @@ func (q *quietClock) ended(now time.Time) {
 
 // arrived records received messages.
 func (q *quietClock) arrived(msgs []wire.Message, now time.Time) {
-	for i := range msgs {
-		m := &msgs[i]
-		if q.cutoffNanos == 0 || !m.HasPublishTime || m.PublishSeconds*1e9+int64(m.PublishNanos) <= q.cutoffNanos {
-			q.lastArrival.Store(now.UnixNano())
-			return
-		}
+	if len(msgs) > 0 {
+		q.lastArrival.Store(now.UnixNano())
 	}
 }
 

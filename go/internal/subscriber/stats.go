@@ -35,11 +35,14 @@ type Stats struct {
 	FlowFullMs    int64 `json:"flow_full_ms"`
 	StreamsDownMs int64 `json:"streams_down_ms"`
 	BlockedMs     int64 `json:"blocked_ms"`
+	// Late counts messages published after Config.ArrivalCutoffUs: of
+	// Pulled, released where they arrived, never held or handed out.
+	Late int64 `json:"late"`
 }
 
 type counters struct {
 	pulled, handedOut, acked, nacked, extended, redeliveries,
-	decodeErrors, bytesPulled, streamsRestarted, nackedOnClose, ackRejected, modackRejected atomic.Int64
+	decodeErrors, bytesPulled, streamsRestarted, nackedOnClose, ackRejected, modackRejected, late atomic.Int64
 }
 
 // countModack counts a modack's outcome: done into c (if any), rejections.
@@ -65,5 +68,6 @@ func (c *counters) snapshot(held int64) Stats {
 		NackedOnClose:    c.nackedOnClose.Load(),
 		AckRejected:      c.ackRejected.Load(),
 		ModackRejected:   c.modackRejected.Load(),
+		Late:             c.late.Load(),
 	}
 }

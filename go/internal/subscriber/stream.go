@@ -268,12 +268,14 @@ func (ka *keepAlive) run(ctx context.Context, closing, retire <-chan struct{}, c
 }
 
 // deliver records messages received at now, whose leases started at
-// leased or later, and buffers them.
+// leased or later, drops those published after the cut-off (cutoff.go) and
+// buffers the rest.
 func (s *Subscriber) deliver(msgs []wire.Message, now, leased time.Time) {
-	redelivered := s.seen.redeliveries(msgs)
+	s.stats.pulled.Add(int64(len(msgs)))
+	s.stats.redeliveries.Add(s.seen.redeliveries(msgs))
+	msgs, late, lateBytes := s.cutoff.drop(msgs)
+	s.stats.late.Add(late)
 	s.quiet.arrived(msgs, now)
 	total := s.res.add(msgs, leased, s.set.prefetchLease)
-	s.stats.pulled.Add(int64(len(msgs)))
-	s.stats.bytesPulled.Add(total)
-	s.stats.redeliveries.Add(redelivered)
+	s.stats.bytesPulled.Add(total + lateBytes)
 }

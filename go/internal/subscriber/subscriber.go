@@ -45,6 +45,7 @@ type Subscriber struct {
 	fc     *flowController
 	res    *reservoir
 	seen   *seenSet
+	cutoff publishCutoff // AvailableNow: drops what was published after the run's start
 	quiet  *quietClock
 	stall  *stallClock
 	dec    *decoding // schema mode; nil for raw batches
@@ -152,7 +153,8 @@ func open(ctx context.Context, cfg Config, mem memory.Allocator, tune func(*sett
 		fc:      fc,
 		res:     newReservoir(fc, mem, cfg.BatchSize),
 		seen:    newSeenSet(set.seenCapacity),
-		quiet:   newQuietClock(streamCount(&cfg), cfg.ArrivalCutoffUs, set.prefetchLease, opened),
+		cutoff:  publishCutoff{us: cfg.ArrivalCutoffUs},
+		quiet:   newQuietClock(streamCount(&cfg), set.prefetchLease, opened),
 		stall:   stall,
 		dec:     dec,
 		closing: make(chan struct{}),
