@@ -6,7 +6,10 @@
   * the library links nothing but glibc's own libraries (libc and its
     usual companions), so it loads anywhere that glibc does;
   * the built-in WASM decoders, the header cffi reads and the module that
-    registers the Spark data source are inside.
+    registers the Spark data source are inside;
+  * no test hook is in it: the library exports no pg_debug_* symbol and
+    the header declares none (they exist only in a library built with
+    `-tags pubsubgo_debug`, go/include/pubsubgo_debug.h).
 
 Usage: python scripts/check_wheel.py WHEEL...  (exit 1 naming each problem).
 Reads ELF with binutils' readelf, which handles every architecture.
@@ -29,6 +32,8 @@ DECODERS = ("pubsub_go/wasm/json.wasm", "pubsub_go/wasm/avro.wasm")
 # The top-level module through which PySpark registers format("pubsub-go") by itself.
 AUTO_REGISTER = "pyspark_pubsub_go.py"
 WASM_MAGIC = b"\0asm"
+# The prefix of the test hooks, which only a -tags pubsubgo_debug build exports.
+DEBUG_PREFIX = "pg_debug_"
 
 # glibc's own shared objects: a library that needs only these loads on any
 # glibc system of the tagged version (PEP 600 / auditwheel's policy for them).
@@ -45,6 +50,12 @@ def _readelf(args: list[str], path: Path) -> str:
     if out.returncode != 0:
         raise RuntimeError(f"readelf {' '.join(args)} {path} failed: {out.stderr.strip()}")
     return out.stdout
+
+
+def _defined_symbols(path: Path) -> str:
+    """The names of the symbols the library defines in its dynamic symbol table, one a line."""
+    rows = (line.split() for line in _readelf(["--dyn-syms"], path).splitlines())
+    return "\n".join(r[7] for r in rows if len(r) >= 8 and r[0].endswith(":") and r[6] != "UND")
 
 
 def platform_tag(wheel: Path) -> str:
@@ -71,6 +82,8 @@ def check(wheel: Path) -> tuple[list[str], dict]:
         for dec in DECODERS:
             if dec in names and not z.read(dec).startswith(WASM_MAGIC):
                 problems.append(f"{dec} is not a WebAssembly module (no \\0asm header)")
+        if HEADER in names and DEBUG_PREFIX.encode() in z.read(HEADER):
+            problems.append(f"{HEADER} declares test hooks ({DEBUG_PREFIX}*): they belong in pubsubgo_debug.h")
         if LIBRARY not in names:
             return problems, facts
         lib = Path(tmp) / "lib.so"
@@ -86,6 +99,10 @@ def check(wheel: Path) -> tuple[list[str], dict]:
         if extra:
             problems.append(f"the library needs shared libraries outside glibc: {', '.join(extra)} "
                             f"(allowed: {', '.join(sorted(GLIBC_LIBS))})")
+        hooks = sorted({m for m in re.findall(r"(\S*" + DEBUG_PREFIX + r"\w*)", _defined_symbols(lib))})
+        if hooks:
+            problems.append(f"the library exports test hooks: {', '.join(hooks)} (a -tags pubsubgo_debug build; "
+                            "the release library is built without it)")
         versions = {tuple(int(x) for x in v.split(".")) for v in
                     re.findall(r"GLIBC_(\d+(?:\.\d+)+)", _readelf(["-V"], lib))}
         newest = max(versions) if versions else (0,)

@@ -7,6 +7,7 @@ import datetime as dt
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -160,13 +161,42 @@ def test_malformed_config_names_the_key(emulator, extra, needle):
     assert e.value.kind == "invalid_argument" and e.value.code == 3
 
 
-def test_go_panic_becomes_a_python_exception():
-    from pubsub_go.client import debug_panic, version
+@pytest.fixture(scope="session")
+def debug_library(tmp_path_factory) -> Path:
+    """The test build of the library (tests/native_debug.py), once per session."""
+    import native_debug
 
-    with pytest.raises(pubsub_go.InternalError, match="panic") as e:
-        debug_panic()
-    assert e.value.kind == "panic" and e.value.code == 13
-    assert version()["abi"] == 4  # the process and the library are still fine
+    return native_debug.build(tmp_path_factory.mktemp("debug-lib"))
+
+
+def test_go_panic_becomes_a_python_exception(debug_library):
+    import native_debug
+
+    code = (
+        "import pubsub_go\n"
+        "from pubsub_go.client import version\n"
+        "from native_debug import debug_panic\n"
+        "try:\n"
+        "    debug_panic()\n"
+        "except pubsub_go.InternalError as e:\n"
+        "    print('raised', e.kind, e.code, 'panic' in str(e))\n"
+        "print('abi', version()['abi'])  # the process and the library are still fine\n"
+    )
+    out = native_debug.run(debug_library, code)
+    assert out.returncode == 0 and out.stdout.split("\n")[:2] == ["raised panic 13 True", "abi 5"], \
+        out.stdout + out.stderr
+
+
+def test_the_release_library_and_header_carry_no_test_hooks():
+    """pg_debug_* exist only in the -tags pubsubgo_debug build."""
+    from pubsub_go import _native
+
+    syms = subprocess.run(["nm", "-D", "--defined-only", str(_native.library_path())], capture_output=True,
+                          text=True, check=True).stdout
+    assert " pg_version" in syms and "pg_debug_" not in syms
+    assert "pg_debug_" not in _native._header_path().read_text()
+    with pytest.raises(AttributeError, match="pg_debug_panic"):
+        _native.lib().pg_debug_panic  # noqa: B018 - not even declared
 
 
 def test_import_does_not_load_the_go_runtime():
@@ -257,39 +287,51 @@ def test_embedded_emulator_serves_googles_client():
         proc.wait(timeout=30)
 
 
-def test_ten_thousand_batches_keep_rss_flat():
-    """Import and release 10,000 batches: no leak across the C boundary.
-    The load comes from bench/loadserver (the emulators are too slow)."""
-    import psutil
+def test_ten_thousand_batches_keep_rss_flat(debug_library):
+    """Import and release 10,000 batches: no leak across the C boundary
+    (live C memory back to 0, RSS flat), in a process that loads the test
+    build of the library for its C-memory count. The load comes from
+    bench/loadserver (the emulators are too slow)."""
+    import native_debug
 
-    from emulators import LoadServer
-    from pubsub_go.client import admin, debug_c_bytes
+    out = native_debug.run(debug_library, _TEN_THOUSAND_BATCHES, timeout=600)
+    assert out.returncode == 0 and "ok" in out.stdout.split(), out.stdout + out.stderr
 
-    server = LoadServer("--payload-bytes", "512", "--attributes", "2")
-    try:
-        admin("create_topic", emulator_host=server.host_port, topic="projects/m/topics/t")
-        admin("create_subscription", emulator_host=server.host_port, topic="projects/m/topics/t",
-              subscription="projects/m/subscriptions/s")
-        proc = psutil.Process()
-        with Subscriber(subscription="projects/m/subscriptions/s", emulator_host=server.host_port,
-                        max_outstanding_messages=2000) as sub:
-            rss_warm = 0
-            rows = 0
-            for i in range(10_000):
-                b, acks = sub.next_batch(max_rows=100, wait_ms=5000)
-                assert b.num_rows > 0, f"batch {i} came back empty"
-                rows += b.num_rows
-                sub.ack(acks)
-                del b, acks
-                if i == 1000:
-                    rss_warm = proc.memory_info().rss
-            rss_end = proc.memory_info().rss
-        assert debug_c_bytes() == 0, "exported Arrow buffers were not all released"
-        growth = (rss_end - rss_warm) / 2**20
-        assert growth < 32, f"RSS grew {growth:.1f} MiB over 9,000 batches ({rows} rows)"
-        assert server.stats()["acks"] >= rows
-    finally:
-        server.stop()
+
+_TEN_THOUSAND_BATCHES = """
+import psutil
+
+from emulators import LoadServer
+from native_debug import debug_c_bytes
+from pubsub_go.client import Subscriber, admin
+
+server = LoadServer("--payload-bytes", "512", "--attributes", "2")
+try:
+    admin("create_topic", emulator_host=server.host_port, topic="projects/m/topics/t")
+    admin("create_subscription", emulator_host=server.host_port, topic="projects/m/topics/t",
+          subscription="projects/m/subscriptions/s")
+    proc = psutil.Process()
+    with Subscriber(subscription="projects/m/subscriptions/s", emulator_host=server.host_port,
+                    max_outstanding_messages=2000) as sub:
+        rss_warm = 0
+        rows = 0
+        for i in range(10_000):
+            b, acks = sub.next_batch(max_rows=100, wait_ms=5000)
+            assert b.num_rows > 0, f"batch {i} came back empty"
+            rows += b.num_rows
+            sub.ack(acks)
+            del b, acks
+            if i == 1000:
+                rss_warm = proc.memory_info().rss
+        rss_end = proc.memory_info().rss
+    assert debug_c_bytes() == 0, "exported Arrow buffers were not all released"
+    growth = (rss_end - rss_warm) / 2**20
+    assert growth < 32, f"RSS grew {growth:.1f} MiB over 9,000 batches ({rows} rows)"
+    assert server.stats()["acks"] >= rows
+    print("ok")
+finally:
+    server.stop()
+"""
 
 
 def test_acks_on_an_exactly_once_subscription_report_their_results(emulator, google):

@@ -52,6 +52,39 @@ def test_large_payloads_are_pulled_in_batches_of_bounded_bytes(google, emulator,
     assert not over, f"batches over {cap} bytes (+ one row): {over}"
 
 
+def test_an_available_now_task_gets_only_what_was_published_before_its_cutoff(google, emulator, tmp_path,
+                                                                              monkeypatch):
+    """AvailableNow: the subscriber releases messages published after the
+    cut-off where they arrive (Go); the task's pulls never see them, and
+    its entry counts them as late (taken = rows + late + ...)."""
+    topic, sub = google.topic(ack_deadline=60)
+    before = google.publish(topic, [b"before-%d" % i for i in range(20)])
+    time.sleep(0.05)
+    cutoff_us = time.time_ns() // 1000
+    time.sleep(0.05)
+    google.publish(topic, [b"after-%d" % i for i in range(15)])
+    opts = SourceOptions.parse({"subscriptionId": sub, "emulatorHost": emulator.host_port,
+                                "batchLogLocation": str(tmp_path), "quietPeriodMs": "2000"})
+    log = BatchLog(str(tmp_path))
+    part = PubSubPartition(gen="g", batch=0, index=0, max_rows=1000, max_bytes=0, cutoff_us=cutoff_us)
+    seen: list[bytes] = []
+    real_pull = pull_module.Subscriber.pull
+
+    def spy(self, *a, **kw):
+        got = real_pull(self, *a, **kw)
+        seen.extend(got.batch.column("payload").to_pylist())
+        return got
+
+    monkeypatch.setattr(pull_module.Subscriber, "pull", spy)
+    got = [m for b in _pull_and_record(opts, part, log, None) for m in b.column("message_id").to_pylist()]
+    assert sorted(got) == sorted(before), "exactly the messages published before the cut-off"
+    assert not [p for p in seen if p.startswith(b"after")], "a late message reached Python"
+    stats = log.read("g", 0, 0).stats
+    assert stats["late"] >= 15 and stats["rows"] == 20, stats  # a late one may come back and be released again
+    assert stats["taken"] == stats["rows"] + stats["late"] + stats["dead_lettered"] + stats["duplicates"], stats
+    assert stats["drained"], stats
+
+
 def test_a_tasks_shorter_last_pull_does_not_shrink_the_next_tasks_batches(google, emulator, tmp_path):
     """A task's last pull asks for the rest of its row cap. The pooled
     subscriber keeps building batchSize-row batches after it: it once built

@@ -45,9 +45,9 @@ def _so(tmp_path: Path, *libs: str, source: str = "int pg_probe(void) { return 0
     return out.read_bytes()
 
 
-def _wheel(tmp_path: Path, tag: str, lib: bytes, drop: str = "") -> Path:
+def _wheel(tmp_path: Path, tag: str, lib: bytes, drop: str = "", header: bytes = b"/* header */\n") -> Path:
     whl = tmp_path / f"pubsub_go-0.1.0-py3-none-{tag}.whl"
-    files = {check_wheel.LIBRARY: lib, check_wheel.HEADER: b"/* header */\n",
+    files = {check_wheel.LIBRARY: lib, check_wheel.HEADER: header,
              check_wheel.CONTRACT: b"{}", check_wheel.AUTO_REGISTER: b"",
              **{d: WASM for d in check_wheel.DECODERS}}
     with zipfile.ZipFile(whl, "w") as z:
@@ -66,6 +66,29 @@ def test_a_glibc_only_wheel_passes(tmp_path):
 def test_a_dependency_outside_glibc_fails(tmp_path):
     problems, _ = check_wheel.check(_wheel(tmp_path, "linux_x86_64", _so(tmp_path, "stdc++")))
     assert any("outside glibc" in p and "libstdc++.so.6" in p for p in problems), problems
+
+
+def test_a_library_exporting_test_hooks_fails(tmp_path):
+    lib = _so(tmp_path, source="int pg_probe(void) { return 0; }\nlong pg_debug_c_bytes(void) { return 0; }\n")
+    problems, _ = check_wheel.check(_wheel(tmp_path, "linux_x86_64", lib))
+    assert any("exports test hooks: pg_debug_c_bytes" in p for p in problems), problems
+
+
+def test_a_header_declaring_test_hooks_fails(tmp_path):
+    header = b"int pg_version(char** json_out, struct PgError* err);\nint pg_debug_panic(struct PgError* err);\n"
+    problems, _ = check_wheel.check(_wheel(tmp_path, "linux_x86_64", _so(tmp_path), header=header))
+    assert problems == [f"{check_wheel.HEADER} declares test hooks (pg_debug_*): they belong in pubsubgo_debug.h"], \
+        problems
+
+
+def test_the_release_build_exports_no_test_hooks(tmp_path):
+    """The header and library setup.py builds: without -tags pubsubgo_debug,
+    no pg_debug_* (the library of the installed package is that build)."""
+    from pubsub_go._native import _header_path, library_path
+
+    assert check_wheel.DEBUG_PREFIX not in _header_path().read_text()
+    assert check_wheel.DEBUG_PREFIX not in check_wheel._defined_symbols(library_path())
+    assert "pg_version" in check_wheel._defined_symbols(library_path()).split()
 
 
 @pytest.mark.parametrize("lost", ["pubsub_go/wasm/json.wasm", "pubsub_go/wasm/avro.wasm"])

@@ -60,6 +60,15 @@ def ffi() -> cffi.FFI:
     return _ffi
 
 
+def declare(header: Path) -> None:
+    """Adds the declarations of another header of the library's: the test
+    hooks of go/include/pubsubgo_debug.h, which only a library built with
+    -tags pubsubgo_debug exports (tests/native_debug.py). The package's own
+    header never declares them, so the release library is never asked for
+    them."""
+    ffi().cdef(_cdef_source(header.read_text()))
+
+
 def is_loaded() -> bool:
     """True if the Go runtime is loaded in this process (used by tests)."""
     return _lib is not None and _loaded_pid == os.getpid()

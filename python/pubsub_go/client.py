@@ -140,7 +140,7 @@ class SubscriberConfig(ConnectionConfig):
     max_extension_seconds: int = 0
     open_timeout_ms: int = 0
     no_pull: bool = False  # open no stream: only ack, nack and modack ids pulled elsewhere
-    arrival_cutoff_us: int = 0  # messages published later do not count in stats()["quiet_ms"]
+    arrival_cutoff_us: int = 0  # messages published later are released on arrival (stats()["late"]), never handed out
     decoder: DecoderConfig | None = None  # schema mode: decode payloads in pull()
 
 
@@ -357,13 +357,3 @@ def version_info() -> dict[str, Any]:
     out = _native.ffi().new("char**")
     _native.call("pg_version_info", out)
     return json.loads(_native.take_string(out[0]))
-
-
-def debug_panic() -> None:
-    """Test hook: makes Go panic inside an exported call."""
-    _native.call("pg_debug_panic")
-
-
-def debug_c_bytes() -> int:
-    """Bytes of C memory currently held by exported Arrow batches."""
-    return int(_native.lib().pg_debug_c_bytes())

@@ -1,7 +1,9 @@
 """A task's pull loop: takes batches from its subscriber until a cap, the
-time budget or the end of the backlog ends the task, dropping what is not
-this batch's (late arrivals of an AvailableNow run, redeliveries of recorded
-messages) and applying onDecodeError.
+time budget or the end of the backlog ends the task, dropping redeliveries
+of recorded messages and applying onDecodeError. (Messages published after
+an AvailableNow run's start never get here: the subscriber releases them
+where they arrive, go/internal/subscriber/cutoff.go, and counts them in its
+stats' "late".)
 
 The end of the backlog needs positive evidence: the subscriber has been able
 to receive for quietPeriodMs with nothing arriving (docs/source.md, "End of
@@ -43,12 +45,11 @@ log = logging.getLogger("pubsub_go.source")
 @dataclass
 class Tally:
     """What a task did with the messages it took from its subscriber:
-    taken = rows + late + dead_lettered + duplicates (docs/source.md,
-    "Counters")."""
+    taken = rows + dead_lettered + duplicates (with the subscriber's "late",
+    the task's "taken" in docs/source.md, "Counters")."""
 
     taken: int = 0  # rows handed to the task by the subscriber
     rows: int = 0  # handed to Spark (and recorded)
-    late: int = 0  # published after an AvailableNow query's start: left for later runs
     dead_lettered: int = 0  # undecodable, published to the dead-letter topic and acked
     duplicates: int = 0  # redeliveries of messages already recorded, dropped and acked
     event_time_errors: int = 0  # timestampAttribute: rows whose attribute was missing or not a time
@@ -90,7 +91,6 @@ def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sche
     quietPeriodMs with nothing arriving (or the time budget runs out)."""
     nbytes = 0
     deadline = time.monotonic() + opts.max_batch_duration_ms / 1000
-    cutoff = pa.scalar(part.cutoff_us, pa.timestamp("us", tz="UTC")) if part.cutoff_us else None
     max_pull_bytes = max(1, opts.max_bytes_per_partition // PULL_BYTES_SHARE)
     row_bytes = _row_bytes_so_far(sub)
     next_stop_check = time.monotonic() + STOP_CHECK_S
@@ -111,7 +111,6 @@ def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sche
         tally.taken += b.num_rows
         if b.num_rows:
             row_bytes = max(1, b.nbytes // b.num_rows)
-            b, a = _drop_late(sub, b, a, cutoff, tally)
             b, a = _drop_recorded(sub, b, a, recorded, tally)
         if plan is not None and b.num_rows:
             b, a, dead = handle_decode_errors(sub, opts, plan, dlq, b, a)
@@ -185,23 +184,6 @@ def _row_bytes_so_far(sub: Subscriber) -> int:
     for earlier tasks), so a task's first pull is sized too; 0: none yet."""
     st = sub.stats()
     return st["bytes_pulled"] // st["pulled"] if st.get("pulled") else 0
-
-
-def _drop_late(sub: Subscriber, b: pa.RecordBatch, a: pa.Array, cutoff: pa.Scalar | None,
-               tally: Tally) -> tuple[pa.RecordBatch, pa.Array]:
-    """AvailableNow: messages published after the query started are not
-    this run's. They are released, not nacked: they keep their lease (at
-    most ackDeadlineSeconds) and come back after it, instead of bouncing
-    straight back into this run's streams as a nack storm."""
-    if cutoff is None:
-        return b, a
-    keep = pc.less_equal(b.column("publish_time"), cutoff)
-    late = a.filter(pc.invert(keep))
-    if not len(late):
-        return b, a
-    sub.release(late)
-    tally.late += len(late)
-    return b.filter(keep), a.filter(keep)
 
 
 def _drop_recorded(sub: Subscriber, b: pa.RecordBatch, a: pa.Array, recorded: RecordedIds,
