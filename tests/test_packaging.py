@@ -53,7 +53,7 @@ def test_version_command_reports_package_library_and_go_versions():
     info = json.loads(out.stdout)
     lib = info["library"]
     assert info["package"] == __version__ == lib["version"], info  # one version, stamped into the library
-    assert lib["go"].startswith("go1.") and lib["abi"] == 4, lib
+    assert lib["go"].startswith("go1.") and lib["abi"] == 5, lib
     assert lib["modules"]["arrow_go"].startswith("v18.") and lib["modules"]["wazero"].startswith("v1."), lib
 
 
