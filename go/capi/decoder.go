@@ -16,7 +16,6 @@ import (
 
 	"github.com/pubsub-go/pubsub-go/go/internal/decode"
 	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
-	"github.com/pubsub-go/pubsub-go/go/internal/subscriber"
 )
 
 // The decoder API: the same decoders schema mode runs (built-ins natively,
@@ -24,7 +23,7 @@ import (
 // pubsub_go.decode and the Spark driver's schema checks use it.
 
 type openDecoder struct {
-	cfg subscriber.DecoderConfig
+	cfg decode.DecoderConfig
 	dec *decode.Decoder
 }
 
@@ -88,7 +87,7 @@ func pg_decoder_decode(h C.uint64_t, payloads *C.struct_ArrowArray, payloadsSche
 		defer rec.Release()
 		defer errs.Release()
 		fields := append(append([]arrow.Field(nil), rec.Schema().Fields()...),
-			arrow.Field{Name: subscriber.DecodeErrorColumn, Type: arrow.BinaryTypes.String, Nullable: true})
+			arrow.Field{Name: decode.DecodeErrorColumn, Type: arrow.BinaryTypes.String, Nullable: true})
 		md := rec.Schema().Metadata()
 		out := array.NewRecordBatch(arrow.NewSchema(fields, &md), append(rec.Columns()[:len(rec.Columns()):len(rec.Columns())], errs), rec.NumRows())
 		defer out.Release()

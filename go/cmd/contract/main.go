@@ -1,8 +1,10 @@
 // Command contract writes the contract between the Python package and the
 // Go library, python/pubsub_go/_contract.json, from the Go side (the one
 // place these facts are written): the fields of the subscriber, decoder
-// and publisher configs (their JSON keys and types, and the defaults and
-// ranges of numeric ones), the gRPC code names, the error kinds, the raw
+// and publisher configs and of the connection part they share (their JSON
+// keys and types, which are secrets, and the defaults and ranges of
+// numeric ones, e.g. the decoder's memory cap and time limit), the
+// built-in decoder formats, the gRPC code names, the error kinds, the raw
 // schema and the decode error column. Python reads the file without
 // loading the library (which must load lazily, see _native.py), so the
 // Spark driver can validate options against it. Run from the repository
@@ -30,6 +32,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 
 	"github.com/pubsub-go/pubsub-go/go/internal/clientopt"
+	"github.com/pubsub-go/pubsub-go/go/internal/decode"
 	"github.com/pubsub-go/pubsub-go/go/internal/publisher"
 	"github.com/pubsub-go/pubsub-go/go/internal/rawbatch"
 	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
@@ -58,7 +61,8 @@ type Field struct {
 	Type    string `json:"type"` // str, int, bool, dict (of strings), or the name of a nested config
 	Default *int64 `json:"default,omitempty"`
 	Min     *int64 `json:"min,omitempty"`
-	Max     *int64 `json:"max,omitempty"` // absent: no upper bound
+	Max     *int64 `json:"max,omitempty"`    // absent: no upper bound
+	Secret  bool   `json:"secret,omitempty"` // never shown (repr, logs, errors)
 }
 
 // Generate is the contract as indented JSON.
@@ -67,11 +71,15 @@ func Generate() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec, err := fields(reflect.TypeFor[subscriber.DecoderConfig](), "decoder.", subscriber.Limits)
+	dec, err := fields(reflect.TypeFor[decode.DecoderConfig](), "decoder.", decode.Limits)
 	if err != nil {
 		return nil, err
 	}
 	pub, err := fields(reflect.TypeFor[publisher.Config](), "", publisher.Limits)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := fields(reflect.TypeFor[clientopt.Options](), "", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -93,10 +101,12 @@ func Generate() ([]byte, error) {
 		"subscriber_config":      sub,
 		"decoder_config":         dec,
 		"publisher_config":       pub,
+		"connection_config":      conn,
+		"builtin_formats":        decode.Builtins(),
 		"code_names":             codeNames,
 		"error_kinds":            kinds,
 		"raw_schema_ipc":         base64.StdEncoding.EncodeToString(raw.Bytes()),
-		"decode_error_column":    subscriber.DecodeErrorColumn,
+		"decode_error_column":    decode.DecodeErrorColumn,
 		"publisher_compressions": publisher.Compressions,
 		"publisher_service_limits": map[string]int{
 			"max_attribute_key_bytes": publisher.MaxAttributeKeyBytes,
@@ -136,7 +146,7 @@ func fields(t reflect.Type, prefix string, limits map[string]clientopt.Limit) ([
 			if !f.IsExported() || name == "" || name == "-" {
 				continue
 			}
-			fd := Field{Name: name}
+			fd := Field{Name: name, Secret: f.Type == reflect.TypeFor[clientopt.Secret]()}
 			switch k := f.Type.Kind(); {
 			case k == reflect.String:
 				fd.Type = "str"

@@ -113,15 +113,13 @@ func BenchmarkDecodeAvroNative(b *testing.B) {
 // WithCloseOnContextDone (the fallback) instead of the loop counter (a
 // memory cap of their own: the module cache keeps one build per cap).
 func BenchmarkDecodeJSONWasmCloseOnDone(b *testing.B) {
-	closeOnDoneForTests = true
-	defer func() { closeOnDoneForTests = false }()
-	benchDecode(b, Spec{WasmPath: guestModule(b, "cmd/json"), Schema: benchSchema, MemoryLimitMB: 255}, benchJSON)
+	benchDecode(b, Spec{WasmPath: guestModule(b, "cmd/json"), Schema: benchSchema, MemoryLimitMB: 255,
+		engine: engineOptions{closeOnDone: true}}, benchJSON)
 }
 
 func BenchmarkDecodeAvroWasmCloseOnDone(b *testing.B) {
-	closeOnDoneForTests = true
-	defer func() { closeOnDoneForTests = false }()
-	spec := Spec{WasmPath: guestModule(b, "cmd/avro"), Schema: benchSchema, Options: map[string]string{"avro_schema": benchAvroSchema}, MemoryLimitMB: 255}
+	spec := Spec{WasmPath: guestModule(b, "cmd/avro"), Schema: benchSchema, Options: map[string]string{"avro_schema": benchAvroSchema}, MemoryLimitMB: 255,
+		engine: engineOptions{closeOnDone: true}}
 	benchDecode(b, spec, benchAvro)
 }
 
@@ -143,15 +141,13 @@ func BenchmarkVpcflowCWasm(b *testing.B) {
 
 // What the time limit costs: the C example without any.
 func BenchmarkVpcflowCWasmNoTimeLimit(b *testing.B) {
-	noTimeLimitForBench = true
-	defer func() { noTimeLimitForBench = false }()
-	benchDecode(b, Spec{WasmPath: guestModule(b, "examples/vpcflow-c/vpcflow.c"), MemoryLimitMB: 254}, vpcLine)
+	benchDecode(b, Spec{WasmPath: guestModule(b, "examples/vpcflow-c/vpcflow.c"), MemoryLimitMB: 254,
+		engine: engineOptions{noTimeLimit: true}}, vpcLine)
 }
 
 // The C example with the time limit enforced by WithCloseOnContextDone
 // instead of the loop counter.
 func BenchmarkVpcflowCWasmCloseOnDone(b *testing.B) {
-	closeOnDoneForTests = true
-	defer func() { closeOnDoneForTests = false }()
-	benchDecode(b, Spec{WasmPath: guestModule(b, "examples/vpcflow-c/vpcflow.c"), MemoryLimitMB: 253}, vpcLine)
+	benchDecode(b, Spec{WasmPath: guestModule(b, "examples/vpcflow-c/vpcflow.c"), MemoryLimitMB: 253,
+		engine: engineOptions{closeOnDone: true}}, vpcLine)
 }

@@ -35,6 +35,7 @@ const ErrorColumn = "__error"
 const (
 	DefaultMemoryLimitMB = 256
 	DefaultTimeout       = 10 * time.Second
+	maxMemoryLimitMB     = 4096 // all a 32-bit WebAssembly memory can address
 )
 
 // Spec describes a decoder.
@@ -61,6 +62,8 @@ type Spec struct {
 	Timeout time.Duration
 	// MaxInstances bounds concurrent instances (default GOMAXPROCS).
 	MaxInstances int
+
+	engine engineOptions // set by this package's tests and benchmarks only
 }
 
 // Decoder decodes batches of payloads. It is safe for concurrent use: each
@@ -114,8 +117,8 @@ func NewDecoder(ctx context.Context, spec Spec, alloc memory.Allocator) (*Decode
 	if mb <= 0 {
 		mb = DefaultMemoryLimitMB
 	}
-	if mb > 4096 {
-		return nil, fmt.Errorf("decode: MemoryLimitMB %d exceeds the 4096 MiB of 32-bit WebAssembly", mb)
+	if mb > maxMemoryLimitMB {
+		return nil, fmt.Errorf("decode: MemoryLimitMB %d exceeds the %d MiB of 32-bit WebAssembly", mb, maxMemoryLimitMB)
 	}
 	d.limit = uint64(mb) << 20
 	if d.timeout <= 0 {
@@ -165,7 +168,7 @@ func NewDecoder(ctx context.Context, spec Spec, alloc memory.Allocator) (*Decode
 		rec.Release()
 		errs.Release()
 	} else {
-		if d.mod, err = compiled(ctx, wasm, uint32(d.limit/65536)); err != nil {
+		if d.mod, err = compiled(ctx, wasm, uint32(d.limit/65536), spec.engine); err != nil {
 			return nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
 		}
 		probe := array.NewBinaryBuilder(memory.DefaultAllocator, arrow.BinaryTypes.Binary)

@@ -63,15 +63,13 @@ func TestRunawayLoopHitsTimeLimit(t *testing.T) {
 	// The interrupt check added to every loop (interrupt.go), and the
 	// fallback for modules it cannot rewrite (wazero's close on context done).
 	t.Run("instrumented", func(t *testing.T) { testRunawayLoop(t, false) })
-	t.Run("fallback", func(t *testing.T) {
-		closeOnDoneForTests = true
-		defer func() { closeOnDoneForTests = false }()
-		testRunawayLoop(t, true)
-	})
+	t.Run("fallback", func(t *testing.T) { testRunawayLoop(t, true) })
 }
 
 func testRunawayLoop(t *testing.T, fallback bool) {
-	d := newHostile(t, func(s *Spec) { s.Timeout = 300 * time.Millisecond; s.MemoryLimitMB = 64 + btoi(fallback) })
+	d := newHostile(t, func(s *Spec) {
+		s.Timeout, s.MemoryLimitMB, s.engine.closeOnDone = 300*time.Millisecond, 64+btoi(fallback), fallback
+	})
 	if d.mod.instrumented == fallback {
 		t.Fatalf("instrumented = %v", d.mod.instrumented)
 	}

@@ -68,7 +68,7 @@ func TestInstrumentBranchTableToFunctionLabel(t *testing.T) {
 	if n := bytes.Count(out, []byte{0x20, 1, 0x24, 0}); n != 2 {
 		t.Fatalf("%d stores of the counter in %x, want 2", n, out)
 	}
-	m, err := compiled(context.Background(), wasm, 250)
+	m, err := compiled(context.Background(), wasm, 250, engineOptions{})
 	if err != nil || !m.instrumented {
 		t.Fatalf("compiled: %v (instrumented %v)", err, m.instrumented)
 	}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/pubsub-go/pubsub-go/go/internal/decode"
 	"github.com/pubsub-go/pubsub-go/go/internal/wire"
 )
 
@@ -41,10 +42,10 @@ func BenchmarkNextDecoded(b *testing.B) {
 		{Name: "ok", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
 		{Name: "at", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
 	}, nil)
-	benchmarkNext(b, &DecoderConfig{Format: "json", Schema: schemaB64(b, target)}, payload)
+	benchmarkNext(b, &decode.DecoderConfig{Format: "json", Schema: schemaB64(b, target)}, payload)
 }
 
-func benchmarkNext(b *testing.B, dec *DecoderConfig, payload []byte) {
+func benchmarkNext(b *testing.B, dec *decode.DecoderConfig, payload []byte) {
 	srv := newServer(b)
 	cfg := testConfig(srv)
 	cfg.Decoder = dec

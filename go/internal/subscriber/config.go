@@ -52,11 +52,11 @@ type Config struct {
 	ArrivalCutoffUs int64 `json:"arrival_cutoff_us,omitempty"`
 	// Decoder, if set, decodes payloads in Next (schema mode, decoding.go).
 	// Ignored with NoPull.
-	Decoder *DecoderConfig `json:"decoder,omitempty"`
+	Decoder *decode.DecoderConfig `json:"decoder,omitempty"`
 }
 
-// Limits are the defaults and ranges of the numeric fields of Config and
-// DecoderConfig, by JSON key: the one place they are written. Validate
+// Limits are the defaults and ranges of the numeric fields of Config (the
+// decoder's: decode.Limits), by JSON key: the one place they are written. Validate
 // applies them; cmd/contract hands them to Python (the Spark options).
 var Limits = map[string]clientopt.Limit{
 	"streams":                  {Default: 1, Min: 1, Max: 64},
@@ -67,8 +67,6 @@ var Limits = map[string]clientopt.Limit{
 	"ack_deadline_seconds":     {Default: 60, Min: 10, Max: 600},
 	"max_extension_seconds":    {Default: 3600, Min: 1, Max: 7 * 24 * 3600},
 	"open_timeout_ms":          {Default: 30000, Min: 1, Max: 3_600_000},
-	"decoder.memory_limit_mb":  {Default: decode.DefaultMemoryLimitMB, Min: 1, Max: 4096},
-	"decoder.timeout_ms":       {Default: int64(decode.DefaultTimeout / time.Millisecond), Min: 1, Max: 3_600_000},
 }
 
 // minStreamAckDeadline is the shortest stream ack deadline Pub/Sub
@@ -107,7 +105,7 @@ func (c *Config) Validate() error {
 		return invalid("arrival_cutoff_us must be a publish time in microseconds since the epoch (or 0 for none), got %d", c.ArrivalCutoffUs)
 	}
 	if c.Decoder != nil && !c.NoPull {
-		return c.Decoder.validate()
+		return c.Decoder.Validate()
 	}
 	return nil
 }

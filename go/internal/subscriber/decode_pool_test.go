@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/pubsub-go/pubsub-go/go/internal/decode"
 	"github.com/pubsub-go/pubsub-go/go/internal/rawbatch"
 	"github.com/pubsub-go/pubsub-go/go/internal/wire"
 )
@@ -67,7 +68,7 @@ func headState(r *reservoir) int {
 func TestTakeHandsOutLotsDecodedAhead(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	dec, err := newDecoding(context.Background(), &DecoderConfig{Format: "json", Schema: schemaB64(t, eventSchema)}, mem)
+	dec, err := newDecoding(context.Background(), &decode.DecoderConfig{Format: "json", Schema: schemaB64(t, eventSchema)}, mem)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func TestNextWaitingForADecodeEndsAtClose(t *testing.T) {
 	srv := newServer(t)
 	srv.Publish(testTopic, []byte("loop"), nil)
 	cfg := testConfig(srv)
-	cfg.Decoder = &DecoderConfig{Wasm: guestModule(t, "internal/testguests/hostile"), Format: "hostile", TimeoutMs: 30000}
+	cfg.Decoder = &decode.DecoderConfig{Wasm: guestModule(t, "internal/testguests/hostile"), Format: "hostile", TimeoutMs: 30000}
 	s := openTest(t, cfg, fast)
 	waitFor(t, 10*time.Second, "the message to arrive", func() bool {
 		_, buffered := s.res.len()

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/pubsub-go/pubsub-go/go/internal/decode"
 	"github.com/pubsub-go/pubsub-go/go/internal/rawbatch"
 	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
@@ -95,14 +96,14 @@ func schemaB64(t testing.TB, s *arrow.Schema) string {
 func TestDecodedBatchHasDecodedRawAndErrorColumns(t *testing.T) {
 	// The built-in decoder natively (format only), and its .wasm build.
 	t.Run("native", func(t *testing.T) {
-		testDecodedBatch(t, &DecoderConfig{Format: "json", Schema: schemaB64(t, eventSchema)})
+		testDecodedBatch(t, &decode.DecoderConfig{Format: "json", Schema: schemaB64(t, eventSchema)})
 	})
 	t.Run("wasm", func(t *testing.T) {
-		testDecodedBatch(t, &DecoderConfig{Wasm: guestModule(t, "cmd/json"), Format: "json", Schema: schemaB64(t, eventSchema)})
+		testDecodedBatch(t, &decode.DecoderConfig{Wasm: guestModule(t, "cmd/json"), Format: "json", Schema: schemaB64(t, eventSchema)})
 	})
 }
 
-func testDecodedBatch(t *testing.T, dc *DecoderConfig) {
+func testDecodedBatch(t *testing.T, dc *decode.DecoderConfig) {
 	srv := newServer(t)
 	good := srv.Publish(testTopic, []byte(`{"id": 7, "tags": ["a", "b"]}`), map[string]string{"k": "v"})
 	bad := srv.Publish(testTopic, []byte(`{"id": "seven"`), nil)
@@ -123,7 +124,7 @@ func testDecodedBatch(t *testing.T, dc *DecoderConfig) {
 		}
 		sc := rec.Schema()
 		if !sc.Field(0).Equal(eventSchema.Field(0)) || !sc.Field(1).Equal(eventSchema.Field(1)) ||
-			sc.Field(2).Name != "message_id" || sc.Field(int(rec.NumCols())-1).Name != DecodeErrorColumn {
+			sc.Field(2).Name != "message_id" || sc.Field(int(rec.NumCols())-1).Name != decode.DecodeErrorColumn {
 			t.Fatalf("schema %v", sc)
 		}
 		ids := rec.Column(2).(*array.String)
@@ -168,7 +169,7 @@ func TestRunawayDecoderFailsTheBatchAndNacksIt(t *testing.T) {
 	srv := newServer(t)
 	id := srv.Publish(testTopic, []byte("loop"), nil)
 	cfg := testConfig(srv)
-	cfg.Decoder = &DecoderConfig{Wasm: guestModule(t, "internal/testguests/hostile"), Format: "hostile", TimeoutMs: 300}
+	cfg.Decoder = &decode.DecoderConfig{Wasm: guestModule(t, "internal/testguests/hostile"), Format: "hostile", TimeoutMs: 300}
 	s := openTest(t, cfg, fast)
 
 	var err error
@@ -241,21 +242,21 @@ func TestDecoderConfigErrorsNameTheKey(t *testing.T) {
 	clash := arrow.NewSchema([]arrow.Field{{Name: "payload", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
 	cases := []struct {
 		name string
-		dc   DecoderConfig
+		dc   decode.DecoderConfig
 		code codes.Code
 		want []string
 	}{
-		{"no wasm", DecoderConfig{}, codes.InvalidArgument, []string{"decoder.wasm", "decoder.format", "built-in"}},
-		{"not a built-in", DecoderConfig{Format: "csv"}, codes.InvalidArgument, []string{"decoder.format", `"csv"`, "json, avro"}},
-		{"built-in rejects", DecoderConfig{Format: "json"}, codes.InvalidArgument, []string{"starting the decoder", "built-in json", "schema"}},
-		{"missing wasm", DecoderConfig{Wasm: "/nonexistent/x.wasm"}, codes.InvalidArgument, []string{"decoder.wasm", "/nonexistent/x.wasm"}},
-		{"not base64", DecoderConfig{Wasm: wasm, Schema: "%%"}, codes.InvalidArgument, []string{"decoder.schema", "base64"}},
-		{"not a schema", DecoderConfig{Wasm: wasm, Schema: "AAAA"}, codes.InvalidArgument, []string{"decoder.schema", "Arrow IPC"}},
-		{"clash", DecoderConfig{Wasm: wasm, Schema: schemaB64(t, clash)}, codes.InvalidArgument, []string{"decoder.schema", `"payload"`}},
-		{"memory", DecoderConfig{Wasm: wasm, MemoryLimitMB: 5000}, codes.InvalidArgument, []string{"decoder.memory_limit_mb"}},
-		{"timeout", DecoderConfig{Wasm: wasm, TimeoutMs: -1}, codes.InvalidArgument, []string{"decoder.timeout_ms"}},
-		{"module rejects", DecoderConfig{Wasm: wasm, Format: "json"}, codes.InvalidArgument, []string{"starting the decoder", "json decoder"}},
-		{"unknown option", DecoderConfig{Wasm: wasm, Schema: schemaB64(t, eventSchema), Options: map[string]string{"nope": "1"}}, codes.InvalidArgument, []string{"nope"}},
+		{"no wasm", decode.DecoderConfig{}, codes.InvalidArgument, []string{"decoder.wasm", "decoder.format", "built-in"}},
+		{"not a built-in", decode.DecoderConfig{Format: "csv"}, codes.InvalidArgument, []string{"decoder.format", `"csv"`, "avro, json"}},
+		{"built-in rejects", decode.DecoderConfig{Format: "json"}, codes.InvalidArgument, []string{"starting the decoder", "built-in json", "schema"}},
+		{"missing wasm", decode.DecoderConfig{Wasm: "/nonexistent/x.wasm"}, codes.InvalidArgument, []string{"decoder.wasm", "/nonexistent/x.wasm"}},
+		{"not base64", decode.DecoderConfig{Wasm: wasm, Schema: "%%"}, codes.InvalidArgument, []string{"decoder.schema", "base64"}},
+		{"not a schema", decode.DecoderConfig{Wasm: wasm, Schema: "AAAA"}, codes.InvalidArgument, []string{"decoder.schema", "Arrow IPC"}},
+		{"clash", decode.DecoderConfig{Wasm: wasm, Schema: schemaB64(t, clash)}, codes.InvalidArgument, []string{"decoder.schema", `"payload"`}},
+		{"memory", decode.DecoderConfig{Wasm: wasm, MemoryLimitMB: 5000}, codes.InvalidArgument, []string{"decoder.memory_limit_mb"}},
+		{"timeout", decode.DecoderConfig{Wasm: wasm, TimeoutMs: -1}, codes.InvalidArgument, []string{"decoder.timeout_ms"}},
+		{"module rejects", decode.DecoderConfig{Wasm: wasm, Format: "json"}, codes.InvalidArgument, []string{"starting the decoder", "json decoder"}},
+		{"unknown option", decode.DecoderConfig{Wasm: wasm, Schema: schemaB64(t, eventSchema), Options: map[string]string{"nope": "1"}}, codes.InvalidArgument, []string{"nope"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

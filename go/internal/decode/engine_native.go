@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -23,11 +24,25 @@ import (
 // Module), so both give identical batches and errors. The sandbox exists
 // for modules users bring.
 
-// Builtins are the formats Spec.Builtin accepts.
+// builtins are the formats Spec.Builtin accepts: the one list of them
+// (cmd/contract hands it to Python).
 var builtins = map[string]sdk.Factory{"json": jsondec.New, "avro": avrodec.New}
 
 // IsBuiltin reports whether format names a built-in decoder.
 func IsBuiltin(format string) bool { return builtins[format] != nil }
+
+// Builtins are the built-in formats, sorted.
+func Builtins() []string {
+	out := make([]string, 0, len(builtins))
+	for f := range builtins {
+		out = append(out, f)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// builtinList is Builtins joined with sep, for messages.
+func builtinList(sep string) string { return strings.Join(Builtins(), sep) }
 
 // nativePool keeps initialised modules for reuse: a Module holds column
 // builders whose memory is reused from batch to batch.
@@ -40,7 +55,7 @@ type nativePool struct {
 func newNativePool(format string, config []byte, n int) (*nativePool, error) {
 	f := builtins[format]
 	if f == nil {
-		return nil, fmt.Errorf("%w: no built-in decoder %q (built-ins: json, avro)", ErrDecoder, format)
+		return nil, fmt.Errorf("%w: no built-in decoder %q (built-ins: %s)", ErrDecoder, format, builtinList(", "))
 	}
 	return &nativePool{factory: f, config: config, idle: make(chan *sdk.Module, n)}, nil
 }

@@ -38,36 +38,40 @@ type compiledModule struct {
 	instrumented bool // has the interrupt global (interrupt.go)
 }
 
-// closeOnDoneForTests forces the fallback (to measure and test it);
-// noTimeLimitForBench compiles modules without any time limit, to measure
-// what the limit costs. Both change the module cache's key: use a memory
-// cap of their own.
-var closeOnDoneForTests, noTimeLimitForBench = false, false
+// engineOptions change how a module is compiled; only this package's
+// tests and benchmarks set them (Spec.engine). closeOnDone forces the
+// fallback (to measure and test it); noTimeLimit compiles modules without
+// any time limit, to measure what the limit costs. Both are part of the
+// module cache's key.
+type engineOptions struct {
+	closeOnDone, noTimeLimit bool
+}
 
 type moduleKey struct {
 	sum   [sha256.Size]byte
 	pages uint32
+	opts  engineOptions
 }
 
 // compiled returns wasm compiled for a memory cap of pages: instrumented
 // with the interrupt check when possible, else in a runtime that closes
 // modules when their context is done.
-func compiled(ctx context.Context, wasm []byte, pages uint32) (compiledModule, error) {
-	key := moduleKey{sha256.Sum256(wasm), pages}
+func compiled(ctx context.Context, wasm []byte, pages uint32, opts engineOptions) (compiledModule, error) {
+	key := moduleKey{sha256.Sum256(wasm), pages, opts}
 	engines.Lock()
 	defer engines.Unlock()
 	if m, ok := engines.modules[key]; ok {
 		return m, nil
 	}
 	code, err := instrument(wasm)
-	if closeOnDoneForTests {
+	if opts.closeOnDone {
 		err = errNotRewritable
 	}
 	rkey := runtimeKey{pages: pages, close: err != nil}
 	if err != nil {
 		code = wasm
 	}
-	if noTimeLimitForBench {
+	if opts.noTimeLimit {
 		code, rkey.close = wasm, false
 	}
 	rt, ok := engines.runtimes[rkey]
