@@ -2,15 +2,18 @@
 generated from Go by `go run ./go/cmd/contract`; go/cmd/contract's
 TestContractIsCurrent fails while it is stale): the Python configs mirror
 the Go structs field for field, every error kind maps to an exception, the
-Spark options take the library's defaults and ranges from it, and the raw
-schema and decode error column agree."""
+Spark options take the library's defaults and ranges from it, the raw
+schema and decode error column agree, and no Python source restates the
+built-in formats, the decoder limits or the connection fields."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import subprocess
 import sys
 import typing
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -46,6 +49,102 @@ def test_python_restates_no_library_default(cls):
     for f in dataclasses.fields(cls):
         if f.default is not dataclasses.MISSING and isinstance(f.default, int) and not isinstance(f.default, bool):
             assert f.default == 0, f"{cls.__name__}.{f.name} restates a default ({f.default})"
+
+
+# Python's sources: nothing there may restate what the contract carries.
+PACKAGE = Path(__file__).resolve().parents[1] / "python" / "pubsub_go"
+
+
+def _restatements(source: str) -> list[str]:
+    """What a Python source restates of the contract, as "line N: what":
+    a literal list of the built-in decoder formats; three or more connection
+    fields listed (a literal sequence, dict keys, class fields, a function's
+    parameters); the decoder's default memory cap or time limit as a number
+    bound to a name about them."""
+    formats = set(contract.builtin_formats())
+    conn = {f.name for f in contract.connection_fields()}
+    mem = contract.limit("decoder_config", "memory_limit_mb").default
+    ms = contract.limit("decoder_config", "timeout_ms").default
+    # The time limit in ms, or in seconds as a float (an int of seconds is
+    # too common a timeout elsewhere, e.g. a thread join's, to tell apart).
+    limits = {"memory_limit": {mem}, "timeout": {ms, float(ms / 1000)}}
+    found = []
+
+    def strings(nodes: list[ast.expr | None]) -> set[str]:
+        return {n.value for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+
+    def bound(name: str, value: ast.expr | None, line: int) -> None:
+        if isinstance(value, ast.Constant) and isinstance(value.value, (int, float)) \
+                and not isinstance(value.value, bool):
+            for word, values in limits.items():
+                v = value.value
+                if word in name.lower() and any(v == w and type(v) is type(w) for w in values):
+                    found.append(f"line {line}: {name} = {value.value} (the decoder's default {word})")
+
+    for node in ast.walk(ast.parse(source)):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            items = strings(list(node.elts))
+            if formats <= items and len(items) == len(node.elts):
+                found.append(f"line {line}: the built-in formats {sorted(items)}")
+            if len(items & conn) >= 3:
+                found.append(f"line {line}: connection fields {sorted(items & conn)}")
+        elif isinstance(node, ast.Dict) and len(strings(node.keys) & conn) >= 3:
+            found.append(f"line {line}: connection fields as keys {sorted(strings(node.keys) & conn)}")
+        elif isinstance(node, ast.ClassDef):
+            names = {s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
+            if len(names & conn) >= 3:
+                found.append(f"line {line}: class {node.name} declares connection fields {sorted(names & conn)}")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            params = a.posonlyargs + a.args + a.kwonlyargs
+            if len({p.arg for p in params} & conn) >= 3:
+                found.append(f"line {line}: {node.name}() takes connection fields as parameters")
+            for p, d in zip(a.posonlyargs + a.args, [None] * (len(a.posonlyargs + a.args) - len(a.defaults))
+                            + list(a.defaults), strict=True):
+                bound(p.arg, d, line)
+            for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True):
+                bound(p.arg, d, line)
+        elif isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    bound(t.id, node.value, line)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            bound(node.target.id, node.value, line)
+        elif isinstance(node, ast.keyword) and node.arg:
+            bound(node.arg, node.value, line)
+    return found
+
+
+def test_python_restates_no_format_limit_or_connection_field():
+    """The built-in formats, the decoder's memory cap and time limit and the
+    connection fields come from the contract (contract.builtin_formats,
+    contract.limit, contract.connection_fields), never a Python literal."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if hits := _restatements(path.read_text()):
+            found[str(path.relative_to(PACKAGE))] = hits
+    assert found == {}, f"Python restates what _contract.json carries: {found}"
+
+
+def test_the_restatement_check_finds_each_kind():
+    """The check above can fail: each kind of restatement is found."""
+    fmts, conn = contract.builtin_formats(), [f.name for f in contract.connection_fields()]
+    mem = contract.limit("decoder_config", "memory_limit_mb").default
+    ms = contract.limit("decoder_config", "timeout_ms").default
+    sample = "\n".join([
+        f"FORMATS = {tuple(reversed(fmts))!r}",
+        f"KEYS = {conn[:3]!r}",
+        "d = {" + ", ".join(f"{k!r}: 1" for k in conn[:3]) + "}",
+        "class C:\n" + "".join(f"    {k}: str = ''\n" for k in conn[:3]),
+        f"def admin(op, *, {', '.join(f'{k}=None' for k in conn[:3])}): pass",
+        f"def dec(x, memory_limit_mb: int = {mem}, *, timeout: float = {ms / 1000}): pass",
+        f"DEFAULT_TIMEOUT_MS = {ms}",
+        f"f(timeout_ms={ms})",
+    ])
+    hits = _restatements(sample)
+    assert len(hits) == 9, hits
+    assert _restatements("FORMATS = tuple(contract.builtin_formats())\nmax_wait_ms = 10\nt.join(timeout=10)\n") == []
 
 
 def test_every_error_kind_has_an_exception_class():

@@ -75,6 +75,36 @@ def test_bad_arguments_are_named():
         pubsub_go.decode(pa.array([1, 2]), format="json", schema=SCHEMA)
 
 
+def test_bad_format_names_the_builtins_from_the_contract():
+    from pubsub_go import contract
+
+    with pytest.raises(InvalidArgumentError) as e:
+        pubsub_go.decode(pa.array([b""]), format="xml")
+    assert all(f in str(e.value) for f in contract.builtin_formats()), str(e.value)
+
+
+def test_public_decode_stays_the_function_when_its_module_is_imported():
+    """The public function lives in decode_api.py, not decode.py: importing
+    a submodule named decode would make pubsub_go.decode that module."""
+    import pubsub_go.decode_api
+
+    assert pubsub_go.decode is pubsub_go.decode_api.decode and callable(pubsub_go.decode)
+
+
+def test_old_wasmtime_host_path_is_deprecated_but_works():
+    import importlib
+    import sys
+
+    import pubsub_go.wasm_authoring as tool
+    from pubsub_go import contract
+
+    sys.modules.pop("pubsub_go.decoders", None)
+    with pytest.warns(DeprecationWarning, match="pubsub_go.wasm_authoring"):
+        old = importlib.import_module("pubsub_go.decoders")
+    assert old.Decoder is tool.Decoder and old.DecoderError is tool.DecoderError
+    assert tool.BUILTINS == tuple(contract.builtin_formats())
+
+
 def test_hostile_modules_are_stopped_and_the_process_carries_on(hostile_wasm):
     dec = str(hostile_wasm)
     start = time.monotonic()

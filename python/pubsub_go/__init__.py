@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from .client import Emulator, Publisher, Subscriber
-    from .native_decoder import decode
+    from .decode_api import decode
 
 
 def __getattr__(name: str) -> Any:
@@ -48,7 +48,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(client, name)
     if name == "decode":
-        from .native_decoder import decode
+        from .decode_api import decode
 
         return decode
     raise AttributeError(name)

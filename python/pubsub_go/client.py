@@ -8,13 +8,17 @@ from __future__ import annotations
 import json
 import os
 import threading
-from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
 import pyarrow as pa
 
 from . import _native
+from .configs import ConnectionConfig, DecoderConfig, PublisherConfig, SubscriberConfig
 from .errors import closed_error
+
+# The configs are in configs.py; their names stay importable from here.
+__all__ = ["ConnectionConfig", "DecoderConfig", "Emulator", "Publisher", "PublisherConfig", "Pulled", "Subscriber",
+           "SubscriberConfig", "admin", "subscription_path", "topic_path", "version", "version_info"]
 
 
 def _full_name(kind: str, project: str | None, name: str) -> str:
@@ -37,14 +41,6 @@ def subscription_path(project: str | None, subscription: str) -> str:
 
 def topic_path(project: str | None, topic: str) -> str:
     return _full_name("topics", project, topic)
-
-
-def _config_json(cfg: Any) -> str:
-    """A config dataclass as the library's JSON (the field names are its
-    keys): zero values are left out, so the library applies its default."""
-    def dense(d: dict[str, Any]) -> dict[str, Any]:
-        return {k: dense(v) if isinstance(v, dict) and k != "options" else v for k, v in d.items() if v}
-    return json.dumps(dense(asdict(cfg)))
 
 
 class _Handle:
@@ -86,62 +82,6 @@ class _Handle:
 
 def _ptr(cdata: Any) -> int:
     return int(_native.ffi().cast("uintptr_t", cdata))
-
-
-# The configs mirror the Go structs field for field, under their JSON keys
-# (tests/test_contract.py holds them to _contract.json). 0, "" and None
-# mean the library's default: defaults and ranges live in Go (contract.py).
-
-
-@dataclass
-class DecoderConfig:
-    """Mirrors go/internal/subscriber.DecoderConfig: schema mode's decoder."""
-
-    wasm: str = ""  # a decoder module; empty: format names a built-in decoder
-    format: str = ""  # json, avro, or the module's name in messages
-    schema: str = ""  # the target: base64 of an Arrow IPC schema; empty: the decoder's own
-    options: dict[str, str] = field(default_factory=dict)
-    memory_limit_mb: int = 0
-    timeout_ms: int = 0
-
-    def to_json(self) -> str:
-        return _config_json(self)
-
-
-@dataclass(kw_only=True)
-class ConnectionConfig:
-    """Mirrors go/internal/clientopt.Options, which Go's subscriber and
-    publisher configs embed: where Pub/Sub is and how to authenticate.
-    Keyword-only, so that the configs built on it keep their required
-    field (subscription, topic) first in the constructor."""
-
-    emulator_host: str | None = None
-    endpoint: str | None = None
-    credentials_file: str | None = None  # a credentials JSON file
-    credentials_json: str | None = field(default=None, repr=False)  # the same inline: a secret, never in repr
-    impersonate_service_account: str | None = None
-    iam_credentials_endpoint: str | None = None
-
-    def to_json(self) -> str:
-        return _config_json(self)
-
-
-@dataclass
-class SubscriberConfig(ConnectionConfig):
-    """Mirrors go/internal/subscriber.Config."""
-
-    subscription: str
-    streams: int = 0
-    max_outstanding_messages: int = 0
-    max_outstanding_bytes: int = 0
-    batch_size: int = 0
-    max_wait_ms: int = 0
-    ack_deadline_seconds: int = 0
-    max_extension_seconds: int = 0
-    open_timeout_ms: int = 0
-    no_pull: bool = False  # open no stream: only ack, nack and modack ids pulled elsewhere
-    arrival_cutoff_us: int = 0  # messages published later are released on arrival (stats()["late"]), never handed out
-    decoder: DecoderConfig | None = None  # schema mode: decode payloads in pull()
 
 
 class Pulled(NamedTuple):
@@ -250,29 +190,6 @@ class Subscriber(_Handle):
         return {name: getattr(out, name) for name, _ in f.typeof("struct PgSubscriberStats").fields}
 
 
-@dataclass
-class PublisherConfig(ConnectionConfig):
-    """Mirrors go/internal/publisher.Config."""
-
-    topic: str
-    max_batch_messages: int = 0
-    max_batch_bytes: int = 0
-    linger_ms: int = 0
-    max_in_flight_bytes: int = 0
-    max_concurrent_requests: int = 0
-    enable_message_ordering: bool = False
-    retry_initial_ms: int = 0
-    retry_max_ms: int = 0
-    retry_timeout_ms: int = 0
-    id_attribute: str = ""
-    id_prefix: str = ""
-    open_timeout_ms: int = 0
-    timestamp_attribute: str = ""
-    timestamp_column: str = ""
-    compression: str = ""
-    compression_bytes_threshold: int = 0
-
-
 class Publisher(_Handle):
     """Publishes Arrow record batches (`payload` binary/string, optional
     `attributes` map<string,string> and `ordering_key` string).
@@ -329,18 +246,13 @@ class Emulator:
         self.stop()
 
 
-def admin(op: str, *, emulator_host: str | None = None, endpoint: str | None = None,
-          credentials_file: str | None = None, credentials_json: str | None = None,
-          impersonate_service_account: str | None = None, iam_credentials_endpoint: str | None = None,
-          **params: Any) -> dict[str, Any]:
+def admin(op: str, **params: Any) -> dict[str, Any]:
     """Runs one admin op (create_topic, create_subscription, get_subscription,
     delete_topic, delete_subscription, seek, default_project; see
-    docs/c-api.md) through the native library. The connection keywords are
-    those of the configs."""
-    conn = {"emulator_host": emulator_host, "endpoint": endpoint, "credentials_file": credentials_file,
-            "credentials_json": credentials_json, "impersonate_service_account": impersonate_service_account,
-            "iam_credentials_endpoint": iam_credentials_endpoint}
-    req = {"op": op, **{k: v for k, v in {**conn, **params}.items() if v}}
+    docs/c-api.md) through the native library. Its keywords are the op's
+    parameters and the connection fields of the configs (ConnectionConfig);
+    None and empty values are left out."""
+    req = {"op": op, **{k: v for k, v in params.items() if v}}
     out = _native.ffi().new("char**")
     _native.call("pg_admin", json.dumps(req).encode(), out)
     return json.loads(_native.take_string(out[0]) or "{}")

@@ -5,7 +5,7 @@ messages (go/internal/rawbatch.Schema); the Spark layer derives its Spark
 schema from it. The three error columns each have one name here:
 
 - DECODE_ERROR_COLUMN: the column the Go subscriber adds beside the decoded
-  columns, null where a row decoded (go/internal/subscriber.DecodeErrorColumn);
+  columns, null where a row decoded (go/internal/decode.DecodeErrorColumn);
 - MODULE_ERROR_COLUMN: the last column of a WASM decoder module's output
   batch (the module ABI, go/internal/decode.ErrorColumn);
 - DEFAULT_ERROR_COLUMN: the user-facing column of onDecodeError=column when

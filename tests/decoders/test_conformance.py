@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 from vectorlib import all_vectors, load, payloads, rows, schema_of
 
-from pubsub_go.decoders import Decoder
 from pubsub_go.schema import MODULE_ERROR_COLUMN
+from pubsub_go.wasm_authoring import Decoder
 
 ROOT = Path(__file__).resolve().parents[2]
 

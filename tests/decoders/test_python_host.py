@@ -1,4 +1,4 @@
-"""The wasmtime host (pubsub_go.decoders): API, inputs, and the sandbox."""
+"""The wasmtime host (pubsub_go.wasm_authoring): API, inputs, and the sandbox."""
 
 import json
 import subprocess
@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 import wasmtime
 
-from pubsub_go.decoders import (
+from pubsub_go.wasm_authoring import (
     Decoder,
     DecoderCrash,
     DecoderError,
@@ -213,7 +213,7 @@ def test_does_not_load_the_native_library(builtin_wasm):
     """The Python host runs modules itself: the Go library stays unloaded."""
     code = (
         "import sys, pyarrow as pa\n"
-        "from pubsub_go.decoders import Decoder\n"
+        "from pubsub_go.wasm_authoring import Decoder\n"
         f"d = Decoder({str(builtin_wasm / 'json.wasm')!r}, pa.schema([('a', pa.int64())]))\n"
         "assert d.decode([b'{\"a\": 1}'])[0].column(0).to_pylist() == [1]\n"
         "maps = open('/proc/self/maps').read()\n"

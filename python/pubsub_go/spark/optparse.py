@@ -8,7 +8,7 @@ import json
 import logging
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field, fields, make_dataclass
 
 from .. import contract
 
@@ -58,34 +58,35 @@ CONNECTION_OPTIONS = ["emulatorHost", "endpoint", "credentials", "credentialsFil
                       "impersonateServiceAccount", "iamCredentialsEndpoint"]
 
 
-@dataclass(frozen=True)
-class ConnectionOptions:
-    """Where Pub/Sub is and how to authenticate; picklable, shipped to every
-    task. The credentials JSON is a secret: it is left out of repr() (and so
-    of any error or log line that formats these options)."""
-
-    emulator_host: str | None = None
-    endpoint: str | None = None
-    credentials_json: str | None = field(default=None, repr=False)
-    impersonate_service_account: str | None = None
-    iam_credentials_endpoint: str | None = None
-
+class _ConnectionMethods:
     def client_kwargs(self) -> dict[str, str | None]:
         """Keyword arguments for SubscriberConfig/PublisherConfig/admin()."""
-        return {"emulator_host": self.emulator_host, "endpoint": self.endpoint,
-                "credentials_json": self.credentials_json,
-                "impersonate_service_account": self.impersonate_service_account,
-                "iam_credentials_endpoint": self.iam_credentials_endpoint}
+        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
 
     def project_from_credentials(self) -> str | None:
-        if not self.credentials_json:
+        creds = getattr(self, "credentials_json", None)
+        if not creds:
             return None
         try:
-            doc = json.loads(self.credentials_json)
+            doc = json.loads(creds)
         except ValueError:
             return None
         p = doc.get("project_id") or doc.get("quota_project_id") if isinstance(doc, dict) else None
         return p if isinstance(p, str) and p else None
+
+
+# Where Pub/Sub is and how to authenticate; picklable, shipped to every
+# task. Its fields are the library's connection fields (the contract), less
+# credentials_file: the parser reads that file into credentials_json, so a
+# task needs no file. A secret (the credentials JSON) is left out of repr()
+# (and so of any error or log line that formats these options).
+ConnectionOptions = make_dataclass(
+    "ConnectionOptions",
+    [(f.name, str | None, field(default=None, repr=not f.secret))
+     for f in contract.connection_fields() if f.name != "credentials_file"],
+    bases=(_ConnectionMethods,), frozen=True,
+    namespace={"__module__": __name__, "__doc__": "Where Pub/Sub is and how to authenticate (the contract's "
+                                                  "connection fields, credentials read into credentials_json)."})
 
 
 def _credentials_json(raw: str, name: str) -> str:

@@ -141,7 +141,7 @@ def missing_batch_log_message(why: str) -> str:
             "only works with master local[...]")
 
 
-FORMATS = ("json", "avro")
+FORMATS = tuple(contract.builtin_formats())  # the built-in decoders (go/internal/decode)
 ON_DECODE_ERROR = ("deadletter", "fail", "column")
 # Options that only mean something in schema mode (format or decoder set).
 SCHEMA_MODE_ONLY = ["avroSchema", "onDecodeError", "errorColumn", "deadLetterTopicId", "decoderOptions",

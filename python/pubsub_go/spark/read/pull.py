@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 from ...client import Subscriber
 from ...errors import PubSubError
 from .batchlog import RecordedIds
-from .decode_errors import DeadLetters, handle_decode_errors
+from .on_decode_error import DeadLetters, handle_decode_errors
 from .options import SourceOptions
 from .partition import PubSubPartition
 from .schema_plan import SchemaPlan, limit_hint

@@ -8,7 +8,7 @@ payload: those form the decoder's target schema. The subscriber decodes
 each batch ahead of `Next` (go/internal/subscriber/decode_pool.go) and
 returns decoded columns + raw columns + DECODE_ERROR_COLUMN; this module
 picks the output columns from that batch without copying. What happens to
-rows that failed to decode: decode_errors.py.
+rows that failed to decode: on_decode_error.py.
 """
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
-from ...client import DecoderConfig
+from ...configs import DecoderConfig
+from ...decode_api import decoder_config
 from ...errors import PubSubError
-from ...native_decoder import decoder_config
 from ...schema import DECODE_ERROR_COLUMN, RAW_SCHEMA
 from ..optparse import OptionError
 from .options import DecodeOptions
 
 if TYPE_CHECKING:
-    from ...native_decoder import NativeDecoder
+    from ...decode_api import NativeDecoder
 
 # The raw schema as Spark sees it: the source's schema without schema mode.
 RAW_SPARK_SCHEMA: StructType = from_arrow_schema(RAW_SCHEMA)
@@ -84,7 +84,7 @@ class SchemaPlan:
         return SchemaPlan(decode=dec, output=_arrow(schema), target=_arrow(StructType(decoded)))
 
     def decoder_config(self) -> DecoderConfig:
-        """The subscriber config's `decoder` (go/internal/subscriber.DecoderConfig)."""
+        """The subscriber config's `decoder` (go/internal/decode.DecoderConfig)."""
         return _decoder_config(self.decode, self.target)
 
     def project(self, batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -105,14 +105,14 @@ class SchemaPlan:
 
 
 def _decoder_config(dec: DecodeOptions, target: pa.Schema | None) -> DecoderConfig:
-    """go/internal/subscriber.DecoderConfig: a built-in format runs natively
+    """go/internal/decode.DecoderConfig: a built-in format runs natively
     (no module), a user's module in the sandbox."""
     return decoder_config(None if dec.decoder_path else dec.format, target, dec.decoder_path,
                           dec.module_options(), timeout_ms=dec.timeout_ms, memory_limit_mb=dec.memory_limit_mb)
 
 
 def _open_on_driver(dec: DecodeOptions, target: pa.Schema | None) -> NativeDecoder:
-    from ...native_decoder import NativeDecoder
+    from ...decode_api import NativeDecoder
 
     return NativeDecoder(_decoder_config(dec, target))
 

@@ -21,7 +21,7 @@ from ...errors import PubSubError
 from ..worker_gc import freeze_long_lived
 from . import faults
 from .batchlog import BatchLog
-from .decode_errors import DeadLetters
+from .on_decode_error import DeadLetters
 from .options import SourceOptions
 from .partition import PubSubPartition
 from .pull import PULL_BYTES_SHARE, Tally, pull

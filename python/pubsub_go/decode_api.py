@@ -1,4 +1,4 @@
-"""Decoding payloads on the native data plane: ``pubsub_go.decode``.
+"""The public ``pubsub_go.decode``: decoding payloads on the native data plane.
 
 The same decoders schema mode runs, on any array of payloads: the built-in
 ``json`` and ``avro`` decoders natively in Go, a user's WebAssembly module
@@ -7,8 +7,10 @@ files, network or environment). Usable in ``mapInArrow`` to decode a
 column of payloads read from files, Kafka or the ``pubsub-go`` source's raw
 mode (docs/decode.md). The library loads on first use, as everywhere.
 
-``pubsub_go.decoders`` (wasmtime, no native library) stays the decoder
-author's tool to try a module on sample payloads.
+``pubsub_go.wasm_authoring`` (wasmtime, no native library) is the decoder
+author's tool to try a module on sample payloads. (Not named decode.py: a
+submodule of that name would replace the function ``pubsub_go.decode``
+once imported.)
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from typing import Any
 import pyarrow as pa
 
 from . import _native, contract
-from .client import DecoderConfig, _Handle, _ptr
+from .client import _Handle, _ptr
+from .configs import DecoderConfig
 from .errors import InvalidArgumentError
 from .schema import DECODE_ERROR_COLUMN
 
@@ -32,7 +35,7 @@ __all__ = ["DECODE_ERROR_COLUMN", "DEFAULT_MEMORY_LIMIT_MB", "DEFAULT_TIMEOUT_MS
 
 DEFAULT_TIMEOUT_MS = contract.limit("decoder_config", "timeout_ms").default
 DEFAULT_MEMORY_LIMIT_MB = contract.limit("decoder_config", "memory_limit_mb").default
-BUILTIN_FORMATS = ("json", "avro")
+BUILTIN_FORMATS = tuple(contract.builtin_formats())
 ON_ERROR = ("column", "null", "raise")
 
 
@@ -54,12 +57,13 @@ def _arrow_schema(schema: Any) -> pa.Schema | None:
 def decoder_config(format: str | None = None, schema: pa.Schema | None = None, decoder: str | None = None,
                    options: Mapping[str, Any] | None = None, *, timeout_ms: int = DEFAULT_TIMEOUT_MS,
                    memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB) -> DecoderConfig:
-    """The library's decoder config (go/internal/subscriber.DecoderConfig)."""
+    """The library's decoder config (go/internal/decode.DecoderConfig)."""
+    builtins = " or ".join(BUILTIN_FORMATS)
     if (format is None) == (decoder is None):
-        raise InvalidArgumentError.new("give exactly one of format (a built-in decoder: json or avro) and decoder "
+        raise InvalidArgumentError.new(f"give exactly one of format (a built-in decoder: {builtins}) and decoder "
                                        "(the path of a .wasm decoder module)")
     if format is not None and format not in BUILTIN_FORMATS:
-        raise InvalidArgumentError.new(f"format={format!r} is not a built-in decoder; expected json or avro "
+        raise InvalidArgumentError.new(f"format={format!r} is not a built-in decoder; expected {builtins} "
                                        "(or decoder=<path to a .wasm module> for other formats)")
     opts = {}
     for k, v in (options or {}).items():
