@@ -111,7 +111,8 @@ func BenchmarkDecodeAvroNative(b *testing.B) {
 
 // The same modules with the time limit enforced by wazero's
 // WithCloseOnContextDone (the fallback) instead of the loop counter (a
-// memory cap of their own: the module cache keeps one build per cap).
+// build of their own: the engine options are part of the module cache's
+// key, and so is the memory cap).
 func BenchmarkDecodeJSONWasmCloseOnDone(b *testing.B) {
 	benchDecode(b, Spec{WasmPath: guestModule(b, "cmd/json"), Schema: benchSchema, MemoryLimitMB: 255,
 		engine: engineOptions{closeOnDone: true}}, benchJSON)
