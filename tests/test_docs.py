@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import re
 import subprocess
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
+from pubsub_go.spark.aliases import DATABRICKS_CREDENTIALS, SINK_ALIASES, SOURCE_ALIASES
+from pubsub_go.spark.durations import UNITS, parse_duration
 from pubsub_go.spark.optparse import OptionError
 from pubsub_go.spark.read.options import DOCUMENTED as SOURCE_OPTIONS
 from pubsub_go.spark.read.options import SourceOptions
@@ -128,12 +131,26 @@ def test_readme_layout_names_every_top_level_directory():
     assert missing == [], f"README's layout table does not name {missing}"
 
 
-def _option_table(doc: str) -> dict[str, str]:
-    """option name -> its row's default and meaning cells, from every table of doc."""
-    rows = {}
+def _tables(doc: str, header: str) -> list[list[str]]:
+    """The rows (as cells) of every table of doc whose first header cell is `header`."""
+    rows, current = [], None
     for line in (ROOT / "docs" / doc).read_text().splitlines():
+        if not line.strip().startswith("|"):
+            current = None
+            continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) < 3 or not cells[0].startswith("`"):
+        if current is None:
+            current = cells[0]
+        elif current == header and not set(cells[0]) <= set("-: "):  # not the |---| line
+            rows.append(cells)
+    return rows
+
+
+def _option_table(doc: str) -> dict[str, str]:
+    """option name -> its row's default and meaning cells, from every options table of doc."""
+    rows = {}
+    for cells in _tables(doc, "option"):
+        if not cells[0].startswith("`"):
             continue
         for name in re.findall(r"`(\w+)`", cells[0]):
             rows[name] = " | ".join(cells[1:])
@@ -154,6 +171,36 @@ def test_source_options_table_lists_exactly_the_accepted_options():
 
 # The sink's input columns share its tables' form (docs/sink.md, Input columns).
 SINK_COLUMNS = {"payload", "attributes", "ordering_key", "topic", "event_time"}
+
+
+def _alias_table(doc: str) -> dict[str, str]:
+    """alias -> the option it sets, from the alias tables of doc."""
+    return {name: cells[2].strip("`") for cells in _tables(doc, "alias")
+            for name in re.findall(r"`([\w.]+)`", cells[0])}
+
+
+@pytest.mark.parametrize("doc,aliases", [("source.md", SOURCE_ALIASES), ("sink.md", SINK_ALIASES)])
+def test_alias_tables_list_exactly_the_accepted_aliases(doc, aliases):
+    documented = _alias_table(doc)
+    accepted = {a.name: a.ours for a in aliases}
+    accepted.update({n: "credentialsJson" for n in DATABRICKS_CREDENTIALS})
+    assert documented == accepted, f"docs/{doc}'s alias table and spark/aliases.py differ"
+    notes = {a.name: a.note or "–" for a in aliases}
+    for cells in _tables(doc, "alias"):
+        name = re.findall(r"`([\w.]+)`", cells[0])[0]
+        if name in notes:
+            assert cells[3] == notes[name], f"docs/{doc}: the note of {name} is not spark/aliases.py's"
+
+
+def test_duration_table_lists_exactly_the_parser_units():
+    documented = {name: row[0] for row in _tables("source.md", "unit") for name in re.findall(r"`(\w+)`", row[1])}
+    assert set(documented) == set(UNITS), "docs/source.md's Durations table and spark/durations.py differ"
+    per_unit = {"microseconds": Fraction(1, 1000), "milliseconds": 1, "seconds": 1000, "minutes": 60_000,
+                "hours": 3_600_000, "days": 86_400_000}
+    for name, unit in documented.items():
+        assert UNITS[name] == per_unit[unit], f"{name} is documented as {unit}"
+        # What the docs promise, through the parser itself.
+        assert parse_duration(f"2000 {name}", "ms") == 2000 * per_unit[unit]
 
 
 def test_sink_options_table_lists_exactly_the_accepted_options():

@@ -69,6 +69,7 @@ def register(spark: SparkSession) -> None:
         # options. A Connect client has no SparkContext (nor the server's
         # master): there the check is left to the options' own defaults.
         spark.sparkContext.environment[SPARK_MASTER_ENV] = spark.sparkContext.master
+    _redact_private_key(spark)
     try:
         spark.dataSource.register(PubSubDataSource)
     except Exception as e:
@@ -76,6 +77,25 @@ def register(spark: SparkSession) -> None:
         # (pyspark_pubsub_go) already registered: that is this same source.
         if "DATA_SOURCE_ALREADY_EXISTS" not in str(e):
             raise
+
+
+# Option keys Spark must redact in the query plan besides its own
+# (spark.redaction.regex covers "credential", not Databricks' privateKey).
+REDACTED_OPTIONS = "privatekey"
+
+
+def _redact_private_key(spark: SparkSession) -> None:
+    """Adds privateKey (docs/source.md, "Option names from other connectors")
+    to the session's spark.sql.redaction.options.regex, keeping what is there."""
+    key = "spark.sql.redaction.options.regex"
+    try:
+        current = spark.conf.get(key) or ""
+        if REDACTED_OPTIONS not in current.lower():
+            spark.conf.set(key, f"{current}|(?i){REDACTED_OPTIONS}" if current else f"(?i){REDACTED_OPTIONS}")
+    except Exception as e:  # a server that refuses the setting: the docs say how to set it
+        import logging
+
+        logging.getLogger("pubsub_go").warning("could not add privateKey to %s: %s", key, e)
 
 
 def drain(query: Any, timeout_s: float | None = None) -> None:

@@ -27,6 +27,8 @@ class BatchOffset:
     max_rows: int | None = None  # admission control: maxRecordsPerTrigger
     max_bytes: int | None = None  # admission control: maxBytesPerTrigger
     cutoff_us: int | None = None  # AvailableNow: only messages published at or before this
+    min_rows: int | None = None  # admission control: minRecordsPerTrigger
+    wait_until_ms: int | None = None  # ... waited for until this time (epoch ms), maxTriggerDelay
 
     @staticmethod
     def initial() -> BatchOffset:
@@ -43,6 +45,9 @@ class BatchOffset:
             out["maxBytes"] = self.max_bytes
         if self.cutoff_us is not None:
             out["cutoffUs"] = self.cutoff_us
+        if self.min_rows is not None:
+            out["minRows"] = self.min_rows
+            out["waitUntilMs"] = self.wait_until_ms
         return out
 
     @staticmethod
@@ -51,4 +56,5 @@ class BatchOffset:
             return int(obj[key]) if obj.get(key) is not None else None
 
         return BatchOffset(gen=str(obj["gen"]), batch=int(obj["batch"]), run=obj.get("run"),
-                           max_rows=opt("maxRows"), max_bytes=opt("maxBytes"), cutoff_us=opt("cutoffUs"))
+                           max_rows=opt("maxRows"), max_bytes=opt("maxBytes"), cutoff_us=opt("cutoffUs"),
+                           min_rows=opt("minRows"), wait_until_ms=opt("waitUntilMs"))

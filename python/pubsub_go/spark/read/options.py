@@ -3,15 +3,15 @@ moves, with errors that name the option and what would be right."""
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ... import contract
-from ...client import subscription_path, topic_path
-from ...schema import DEFAULT_ERROR_COLUMN
+from ...client import subscription_path
+from .. import aliases
+from ..durations import SECONDS, duration_option
 from ..optparse import (
     CONNECTION_OPTIONS,
     ConnectionOptions,
@@ -22,22 +22,24 @@ from ..optparse import (
     int_option,
     resource_path,
 )
-from . import attribute_columns, start_position, subscription_lifecycle
+from . import admission, attribute_columns, start_position, subscription_lifecycle
+from .admission import TriggerLimits
+from .decode_options import SCHEMA_MODE_ONLY, DecodeOptions, parse_decode
 
-__all__ = ["OptionError", "SourceOptions"]
+__all__ = ["DecodeOptions", "OptionError", "SourceOptions"]
 
 # Every option the source understands, as documented (Spark lower-cases keys).
 DOCUMENTED = [
     "projectId", "subscriptionId", *CONNECTION_OPTIONS, "numPartitions", "parallelism",
-    "batchSize", "maxWaitTimeMs", "maxRecordsPerTrigger", "maxBytesPerTrigger", "maxRecordsPerPartition",
+    "batchSize", "maxWaitTimeMs", *admission.OPTIONS, "maxRecordsPerPartition",
     "maxBatchDurationMs", "drainBacklog", "ackOnCommit", "batchLogLocation", "streamsPerPartition",
     "maxOutstandingMessages",
     "maxBytesPerPartition", "maxWorkerMemoryBytes", "subscriberIdleMs", "quietPeriodMs",
-    "ackDeadlineSeconds", "commitLeaseSeconds", "format", "decoder", "avroSchema", "deadLetterTopicId",
-    "onDecodeError", "errorColumn", "decoderOptions", "decoderTimeoutMs", "decoderMemoryLimitMB", "path",
+    "ackDeadlineSeconds", "commitLeaseSeconds", "format", "decoder", *SCHEMA_MODE_ONLY, "path",
     *subscription_lifecycle.OPTIONS, *start_position.OPTIONS, *attribute_columns.OPTIONS,
 ]
 CANONICAL = {name.lower(): name for name in DOCUMENTED}
+ALIASES = aliases.SOURCE_ALIASES
 
 # maxWorkerMemoryBytes: what one query's subscriber may make an executor's
 # Python worker hold. Its default keeps a worker under 512 MB (bound
@@ -51,6 +53,7 @@ DEFAULT_WORKER_MEMORY = 256 << 20
 MIN_WORKER_MEMORY = 16 << 20
 FLOW_CONTROL_SHARE = 4  # maxBytesPerPartition defaults to maxWorkerMemoryBytes / this
 KNOWN = set(CANONICAL)
+ALIAS_NAMES = aliases.alias_names(ALIASES)
 
 
 # maxRecordsPerPartition: rows per task; it bounds memory (a task's
@@ -77,7 +80,7 @@ MAX_WAIT_MS = 20
 
 def _max_wait_ms(opts: Mapping[str, str]) -> int:
     lim = contract.limit("subscriber_config", "max_wait_ms")
-    return int_option(opts, "maxWaitTimeMs", MAX_WAIT_MS, lim.min, lim.max)
+    return duration_option(opts, "maxWaitTimeMs", MAX_WAIT_MS, lim.min, lim.max)
 
 
 # batchSize: rows per pull, so per Arrow batch handed to Spark. Every batch
@@ -108,13 +111,16 @@ def _max_bytes_per_partition(opts: Mapping[str, str]) -> int:
     return int_option(opts, "maxBytesPerPartition", budget // FLOW_CONTROL_SHARE, lim.min, lim.max)
 
 
-def unknown_option_message(unknown: list[str], documented: list[str], fmt: str = "pubsub-go") -> str:
+def unknown_option_message(unknown: list[str], documented: list[str], fmt: str = "pubsub-go",
+                           also: list[str] | None = None) -> str:
+    """also: other names accepted (aliases), suggested too but not listed."""
     import difflib
 
+    names = {n.lower(): n for n in [*(also or []), *documented]}
     parts = []
     for u in unknown:
-        close = difflib.get_close_matches(u, [d.lower() for d in documented], n=1, cutoff=0.75)
-        hint = f" (did you mean {CANONICAL.get(close[0], close[0])}?)" if close else ""
+        close = difflib.get_close_matches(u, list(names), n=1, cutoff=0.75)
+        hint = f" (did you mean {names[close[0]]}?)" if close else ""
         parts.append(f"{u!r}{hint}")
     return (f"unknown option(s) {', '.join(parts)} for format {fmt}; "
             f"accepted options: {', '.join(documented)}")
@@ -141,113 +147,6 @@ def missing_batch_log_message(why: str) -> str:
             "only works with master local[...]")
 
 
-FORMATS = tuple(contract.builtin_formats())  # the built-in decoders (go/internal/decode)
-ON_DECODE_ERROR = ("deadletter", "fail", "column")
-# Options that only mean something in schema mode (format or decoder set).
-SCHEMA_MODE_ONLY = ["avroSchema", "onDecodeError", "errorColumn", "deadLetterTopicId", "decoderOptions",
-                    "decoderTimeoutMs", "decoderMemoryLimitMB"]
-
-
-@dataclass(frozen=True)
-class DecodeOptions:
-    """Schema mode: payloads are decoded in the Go data plane (docs/source.md)."""
-
-    format: str  # "json", "avro", or "custom" for a user module
-    decoder_path: str | None  # the user module; None: a built-in format, run natively in Go
-    avro_schema: str | None
-    decoder_options: dict[str, str] = field(default_factory=dict)
-    on_error: str = "fail"  # one of ON_DECODE_ERROR
-    dead_letter_topic: str | None = None  # projects/P/topics/T
-    error_column: str | None = None  # column mode only
-    timeout_ms: int = field(default_factory=lambda: contract.limit("decoder_config", "timeout_ms").default)
-    memory_limit_mb: int = field(default_factory=lambda: contract.limit("decoder_config", "memory_limit_mb").default)
-
-    def module_options(self) -> dict[str, str]:
-        out = dict(self.decoder_options)
-        if self.avro_schema is not None:
-            out["avro_schema"] = self.avro_schema
-        return out
-
-
-def _parse_decode(opts: Mapping[str, str], project: str) -> DecodeOptions | None:
-    fmt = (opts.get("format") or "").strip().lower() or None
-    module = opts.get("decoder") or None
-    if fmt is None and module is None:
-        stray = [n for n in SCHEMA_MODE_ONLY if n.lower() in opts]
-        if stray:
-            raise OptionError(f"option {stray[0]} only applies to schema mode: set option format "
-                              f"({' or '.join(FORMATS)}) or decoder (a .wasm module), and a .schema(...)")
-        return None
-    if fmt is not None and module is not None:
-        raise OptionError("options format and decoder are exclusive: format picks a built-in decoder, "
-                          "decoder gives your own module")
-    if fmt is not None and fmt not in FORMATS:
-        raise OptionError(f"option format={opts.get('format')!r} is not supported; expected "
-                          f"{' or '.join(FORMATS)} (or option decoder=<path to a .wasm module> for other formats)")
-    if module is not None:
-        module = os.path.abspath(module)
-        if not os.path.isfile(module):
-            raise OptionError(f"option decoder={opts.get('decoder')!r}: no such file; expected the path of a "
-                              "decoder module (.wasm), present at the same path on every executor")
-    avro = opts.get("avroschema")
-    if fmt == "avro":
-        if not avro:
-            raise OptionError("option avroSchema is required with format=avro: the writer's Avro schema as "
-                              'JSON text, e.g. {"type": "record", "name": "E", "fields": [...]}')
-        try:
-            parsed = json.loads(avro)
-        except ValueError as e:
-            raise OptionError(f"option avroSchema is not valid JSON: {e}") from None
-        if not isinstance(parsed, dict) or parsed.get("type") != "record":
-            raise OptionError('option avroSchema must be an Avro record schema ({"type": "record", ...})')
-    elif avro:
-        raise OptionError("option avroSchema only applies to format=avro")
-    dec_opts: dict[str, str] = {}
-    raw = opts.get("decoderoptions")
-    if raw:
-        try:
-            parsed = json.loads(raw)
-        except ValueError as e:
-            raise OptionError(f"option decoderOptions is not valid JSON: {e}") from None
-        if not isinstance(parsed, dict) or not all(isinstance(v, (str, int, float, bool)) for v in parsed.values()):
-            raise OptionError('option decoderOptions must be a JSON object of strings, e.g. {"timezone": "+02:00"}')
-        dec_opts = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in parsed.items()}
-        if "avro_schema" in dec_opts:
-            raise OptionError("give the Avro schema as option avroSchema, not in decoderOptions")
-    dlq = opts.get("deadlettertopicid") or None
-    on_error = (opts.get("ondecodeerror") or "").strip().lower() or ("deadletter" if dlq else "fail")
-    if on_error not in ON_DECODE_ERROR:
-        raise OptionError(f"option onDecodeError={opts.get('ondecodeerror')!r} is not one of "
-                          f"{', '.join(ON_DECODE_ERROR)}")
-    if on_error == "deadletter" and not dlq:
-        raise OptionError("onDecodeError=deadletter needs option deadLetterTopicId: the topic that receives "
-                          "payloads that fail to decode")
-    if dlq and on_error != "deadletter":
-        raise OptionError(f"option deadLetterTopicId is only used with onDecodeError=deadletter, "
-                          f"not {on_error}")
-    if dlq:
-        try:
-            dlq = topic_path(project, dlq)
-        except ValueError as e:
-            raise OptionError(f"option deadLetterTopicId: {e}") from None
-    err_col = opts.get("errorcolumn") or None
-    if err_col and on_error != "column":
-        raise OptionError(f"option errorColumn only applies to onDecodeError=column, not {on_error}")
-    if on_error == "column":
-        err_col = err_col or DEFAULT_ERROR_COLUMN
-    return DecodeOptions(
-        format=fmt or "custom",
-        decoder_path=module,
-        avro_schema=avro if fmt == "avro" else None,
-        decoder_options=dec_opts,
-        on_error=on_error,
-        dead_letter_topic=dlq,
-        error_column=err_col,
-        timeout_ms=go_int_option(opts, "decoderTimeoutMs", "decoder_config", "timeout_ms"),
-        memory_limit_mb=go_int_option(opts, "decoderMemoryLimitMB", "decoder_config", "memory_limit_mb"),
-    )
-
-
 @dataclass(frozen=True)
 class SourceOptions:
     subscription: str  # projects/P/subscriptions/S
@@ -255,8 +154,7 @@ class SourceOptions:
     num_partitions: int
     batch_size: int
     max_wait_ms: int
-    max_records_per_trigger: int  # 0: no limit
-    max_bytes_per_trigger: int  # 0: no limit
+    limits: TriggerLimits  # admission control (admission.py)
     max_records_per_partition: int
     max_batch_duration_ms: int
     ack_on_commit: bool
@@ -303,10 +201,17 @@ class SourceOptions:
 
     @staticmethod
     def parse(options: Mapping[str, str]) -> SourceOptions:
-        opts = {str(k).lower(): v for k, v in options.items()}
-        unknown = sorted(set(opts) - KNOWN)
+        opts = aliases.resolve(options, ALIASES, CANONICAL)  # refuses what has no meaning here first
+        unknown = sorted({str(k).lower() for k in options} - KNOWN - {a.lower() for a in ALIAS_NAMES})
         if unknown:
-            raise OptionError(unknown_option_message(unknown, DOCUMENTED))
+            raise OptionError(unknown_option_message(unknown, DOCUMENTED, also=ALIAS_NAMES))
+        try:
+            return SourceOptions._parse(opts)
+        except OptionError as e:
+            raise aliases.as_given(e, opts) from None
+
+    @staticmethod
+    def _parse(opts: Mapping[str, str]) -> SourceOptions:
         conn = connection_options(opts)
         sub_path = resource_path(opts, "subscriptionId", "subscription", subscription_path, conn)
         if "numpartitions" in opts and "parallelism" in opts and opts["numpartitions"] != opts["parallelism"]:
@@ -325,19 +230,20 @@ class SourceOptions:
         # the message is redelivered within this time. The default is the
         # shortest the library (and Pub/Sub) allows.
         ack_limit = contract.limit("subscriber_config", "ack_deadline_seconds")
-        ack_deadline = int_option(opts, "ackDeadlineSeconds", ack_limit.min, ack_limit.min, ack_limit.max)
+        ack_deadline = duration_option(opts, "ackDeadlineSeconds", ack_limit.min, ack_limit.min, ack_limit.max,
+                                       SECONDS)
         out_msgs = contract.limit("subscriber_config", "max_outstanding_messages")
         project_id = sub_path.split("/")[1]
+        rows_per_partition = int_option(opts, "maxRecordsPerPartition", MAX_RECORDS_PER_PARTITION, 1)
         return SourceOptions(
             subscription=sub_path,
             conn=conn,
             num_partitions=num_parts,
             batch_size=_batch_size(opts),
             max_wait_ms=_max_wait_ms(opts),
-            max_records_per_trigger=int_option(opts, "maxRecordsPerTrigger", 0, 1),
-            max_bytes_per_trigger=int_option(opts, "maxBytesPerTrigger", 0, 1),
-            max_records_per_partition=int_option(opts, "maxRecordsPerPartition", MAX_RECORDS_PER_PARTITION, 1),
-            max_batch_duration_ms=int_option(opts, "maxBatchDurationMs", 10_000, 1, 3_600_000),
+            limits=TriggerLimits.parse(opts, num_parts, rows_per_partition),
+            max_records_per_partition=rows_per_partition,
+            max_batch_duration_ms=duration_option(opts, "maxBatchDurationMs", 10_000, 1, 3_600_000),
             ack_on_commit=bool_option(opts, "ackOnCommit", True),
             batch_log_path=str(opts.get("batchloglocation") or log_default),
             batch_log_default_host=None if opts.get("batchloglocation") else socket.gethostname(),
@@ -346,12 +252,12 @@ class SourceOptions:
             max_outstanding_messages=int_option(opts, "maxOutstandingMessages", 0, 0, out_msgs.max),
             max_bytes_per_partition=_max_bytes_per_partition(opts),
             ack_deadline_seconds=ack_deadline,
-            commit_lease_seconds=int_option(opts, "commitLeaseSeconds", 600, 10, 600),
+            commit_lease_seconds=duration_option(opts, "commitLeaseSeconds", 600, 10, 600, SECONDS),
             # None: the default, which depends on the trigger (idle_ms()).
-            subscriber_idle_ms=(int_option(opts, "subscriberIdleMs", 0, 0, 3_600_000)
+            subscriber_idle_ms=(duration_option(opts, "subscriberIdleMs", 0, 0, 3_600_000)
                                 if "subscriberidlems" in opts else None),
-            quiet_period_ms=int_option(opts, "quietPeriodMs", DEFAULT_QUIET_PERIOD_MS, 100, 3_600_000),
-            decode=_parse_decode(opts, sub_path.split("/")[1]),
+            quiet_period_ms=duration_option(opts, "quietPeriodMs", DEFAULT_QUIET_PERIOD_MS, 100, 3_600_000),
+            decode=parse_decode(opts, project_id),
             drain_backlog=bool_option(opts, "drainBacklog", False),
             setup=subscription_lifecycle.SubscriptionSetup.parse(opts, project_id, ack_deadline),
             start=start_position.StartPosition.parse(opts, project_id),

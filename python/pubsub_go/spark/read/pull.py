@@ -91,6 +91,13 @@ def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sche
     quietPeriodMs with nothing arriving (or the time budget runs out)."""
     nbytes = 0
     deadline = time.monotonic() + opts.max_batch_duration_ms / 1000
+    if part.min_rows:  # minRecordsPerTrigger: may wait past the budget, up to maxTriggerDelay
+        deadline = max(deadline, time.monotonic() + (part.wait_until_ms - time.time() * 1000) / 1000)
+
+    def short() -> bool:
+        """Still waiting for minRecordsPerTrigger's share (admission.py)."""
+        return tally.rows < part.min_rows and time.time() * 1000 < part.wait_until_ms
+
     max_pull_bytes = max(1, opts.max_bytes_per_partition // PULL_BYTES_SHARE)
     row_bytes = _row_bytes_so_far(sub)
     next_stop_check = time.monotonic() + STOP_CHECK_S
@@ -100,6 +107,8 @@ def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sche
             return
         if row_bytes:
             want = min(want, max(1, max_pull_bytes // row_bytes))
+            if part.max_bytes:  # maxBytesPerTrigger's share: do not overshoot it by a whole pull
+                want = min(want, max(1, (part.max_bytes - nbytes) // row_bytes))
         try:
             got = sub.pull(max_rows=want, wait_ms=opts.max_wait_ms)
         except PubSubError as e:
@@ -132,7 +141,7 @@ def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sche
             st = sub.stats()
             quiet = int(st.get("quiet_ms", 0))
             tally.quiet_ms = quiet
-            if quiet >= opts.quiet_period_ms:
+            if quiet >= opts.quiet_period_ms and not short():
                 tally.drained = True
                 return
             if not b.num_rows and _stalled(st, part):
@@ -144,7 +153,7 @@ def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sche
                 if stopped():
                     tally.stopped = True
                     return
-            if tally.rows and not part.cutoff_us:
+            if tally.rows and not part.cutoff_us and not short():
                 # Streaming: hand over what there is (latency); the next batch
                 # waits for more. AvailableNow reads on until the backlog is
                 # drained or the task's budget is spent (throughput: a bursty

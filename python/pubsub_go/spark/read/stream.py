@@ -29,6 +29,7 @@ from ..compat import (
     SupportsTriggerAvailableNow,
 )
 from ..optparse import OptionError
+from .admission import share
 from .driver import DriverState
 from .offsets import BatchOffset
 from .options import SourceOptions
@@ -83,11 +84,23 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return BatchOffset.initial().to_json()
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        if self.opts.max_records_per_trigger:
-            return ReadMaxRows(self.opts.max_records_per_trigger)
-        if self.opts.max_bytes_per_trigger:
-            return ReadMaxBytes(self.opts.max_bytes_per_trigger)
+        # One ReadLimit is all Spark takes from a Python source; with both
+        # caps set the source applies the other one itself (_caps).
+        lim = self.opts.limits
+        if lim.max_rows:
+            return ReadMaxRows(lim.max_rows)
+        if lim.max_bytes:
+            return ReadMaxBytes(lim.max_bytes)
         return ReadAllAvailable()
+
+    def _caps(self, limit: ReadLimit | None) -> tuple[int | None, int | None]:
+        """(max rows, max bytes) of the next micro-batch. Both caps apply
+        together (the stricter wins per task), unless Spark overrides the
+        default limit with ReadAllAvailable (Trigger.Once)."""
+        lim = self.opts.limits
+        if ADMISSION_CONTROL and isinstance(limit, ReadAllAvailable) and (lim.max_rows or lim.max_bytes):
+            return None, None
+        return lim.max_rows or None, lim.max_bytes or None
 
     def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
         """PySpark 4.2+ passes start and limit; 4.0/4.1 pass neither (see
@@ -97,12 +110,7 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if start is None:
             return self._latest_without_start(st)
         begin = BatchOffset.from_json(start)
-        if isinstance(limit, ReadMaxRows):
-            max_rows, max_bytes = int(limit.max_rows), None
-        elif isinstance(limit, ReadMaxBytes):
-            max_rows, max_bytes = None, int(limit.max_bytes)
-        else:
-            max_rows = max_bytes = None
+        max_rows, max_bytes = self._caps(limit)
         end = self._next(st, begin, max_rows, max_bytes)
         return start if end is None else end.to_json()
 
@@ -123,9 +131,12 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             # the next call probes Pub/Sub again with a new batch.
             st.idle_reported = begin.batch
             return None
+        lim = self.opts.limits
+        wait = bool(lim.min_rows) and not st.cutoff_us  # AvailableNow/drainBacklog read what is there
         end = BatchOffset(
             gen=begin.gen, batch=begin.batch + 1, run=st.run_id, max_rows=max_rows, max_bytes=max_bytes,
-            cutoff_us=st.cutoff_us or None,
+            cutoff_us=st.cutoff_us or None, min_rows=lim.min_rows if wait else None,
+            wait_until_ms=time.time_ns() // 1_000_000 + lim.max_delay_ms if wait else None,
         )
         st.latest = end
         return end
@@ -141,8 +152,7 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         begin = self._known_end
         if begin is None:
             begin = BatchOffset.initial()
-        max_rows = self.opts.max_records_per_trigger or None
-        max_bytes = None if max_rows else (self.opts.max_bytes_per_trigger or None)
+        max_rows, max_bytes = self._caps(None)
         end = self._next(st, begin, max_rows, max_bytes)
         if end is None:
             self._known_end = begin
@@ -168,7 +178,7 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         parts = []
         for i in range(n):
             if last.max_rows is not None:
-                rows = last.max_rows // n + (1 if i < last.max_rows % n else 0)
+                rows = share(last.max_rows, n, i)
                 if rows == 0:
                     continue  # fewer rows allowed than partitions
             else:
@@ -176,6 +186,8 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             parts.append(PubSubInputPartition(PubSubPartition(
                 gen=last.gen, batch=last.batch, index=i, max_rows=rows,
                 max_bytes=(max_bytes // n or 1) if max_bytes else 0, cutoff_us=last.cutoff_us or 0,
+                min_rows=min(rows, share(last.min_rows, n, i)) if last.min_rows else 0,
+                wait_until_ms=last.wait_until_ms or 0,
             )))
         return parts
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...client import topic_path
+from ..durations import SECONDS, duration_option
 from ..optparse import ConnectionOptions, OptionError, bool_option, int_option
 
 log = logging.getLogger("pubsub_go.lifecycle")
@@ -68,8 +69,8 @@ class SubscriptionSetup:
             topic=topic,
             ack_deadline_seconds=ack_deadline_seconds,
             filter=(opts.get("filter") or "").strip() or None,
-            message_retention_seconds=int_option(opts, "messageRetentionSeconds", 0, MIN_RETENTION_S,
-                                                 MAX_RETENTION_S, " (10 minutes to 31 days)"),
+            message_retention_seconds=duration_option(opts, "messageRetentionSeconds", 0, MIN_RETENTION_S,
+                                                      MAX_RETENTION_S, SECONDS, " (10 minutes to 31 days)"),
             dead_letter_topic=dlq,
             max_delivery_attempts=int_option(opts, "maxDeliveryAttempts", DEFAULT_ATTEMPTS, MIN_ATTEMPTS,
                                              MAX_ATTEMPTS),

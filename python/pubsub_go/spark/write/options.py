@@ -13,6 +13,8 @@ from pyspark.sql.types import BinaryType, MapType, StringType, StructType, Times
 
 from ... import contract
 from ...client import topic_path
+from .. import aliases
+from ..durations import duration_option, go_duration_option
 from ..optparse import (
     CONNECTION_OPTIONS,
     ConnectionOptions,
@@ -20,7 +22,6 @@ from ..optparse import (
     bool_option,
     connection_options,
     go_int_option,
-    int_option,
     resource_path,
 )
 
@@ -35,6 +36,8 @@ DOCUMENTED = [
     "publisherIdleMs", "timestampAttribute", "timestampColumn", "compression", "compressionBytesThreshold",
 ]
 KNOWN = {n.lower() for n in DOCUMENTED}
+ALIASES = aliases.SINK_ALIASES
+ALIAS_NAMES = {n.lower() for n in aliases.alias_names(ALIASES)}
 SPARK_OWNED = {"checkpointlocation"}
 
 # The column that routes a row to its topic (a topic id or a full path).
@@ -77,11 +80,18 @@ class SinkOptions:
     def parse(options: Mapping[str, str], routed: bool = False) -> SinkOptions:
         """routed: the input has a topic column, so topicId is optional
         (the topic of rows whose column is null)."""
-        opts = {str(k).lower(): v for k, v in options.items()}
+        opts = aliases.resolve(options, ALIASES, {n.lower(): n for n in DOCUMENTED})
+        try:
+            return SinkOptions._parse(options, opts, routed)
+        except OptionError as e:
+            raise aliases.as_given(e, opts) from None
+
+    @staticmethod
+    def _parse(options: Mapping[str, str], opts: Mapping[str, str], routed: bool) -> SinkOptions:
         if opts.get("path"):
             raise OptionError("pubsub-go takes no path: call save() without one and set "
                               ".option('topicId', ...) (with projectId, or a full projects/P/topics/T)")
-        unknown = sorted(set(opts) - KNOWN - SPARK_OWNED - {"path"})
+        unknown = sorted({str(k).lower() for k in options} - KNOWN - ALIAS_NAMES - SPARK_OWNED - {"path"})
         if unknown:
             raise OptionError(f"unknown option(s) {unknown} for writing to pubsub-go; known options: "
                               f"{', '.join(DOCUMENTED)} (see docs/sink.md)")
@@ -119,15 +129,15 @@ class SinkOptions:
             batch_max_bytes=go_int_option(opts, "batchMaxBytes", "publisher_config", "max_batch_bytes",
                                           " (a Publish request must stay under the 10 MB limit, with room for "
                                           "overhead)"),
-            linger_ms=go_int_option(opts, "lingerMs", "publisher_config", "linger_ms"),
+            linger_ms=go_duration_option(opts, "lingerMs", "publisher_config", "linger_ms"),
             max_in_flight_bytes=go_int_option(opts, "maxInFlightBytes", "publisher_config", "max_in_flight_bytes"),
             enable_message_ordering=bool_option(opts, "enableMessageOrdering", False),
             id_attribute=id_attr,
-            publish_timeout_ms=int_option(opts, "publishTimeoutMs", 600_000, 1),
-            retry_timeout_ms=go_int_option(opts, "retryTimeoutMs", "publisher_config", "retry_timeout_ms"),
+            publish_timeout_ms=duration_option(opts, "publishTimeoutMs", 600_000, 1),
+            retry_timeout_ms=go_duration_option(opts, "retryTimeoutMs", "publisher_config", "retry_timeout_ms"),
             # How long a worker keeps its publisher for the next task
             # (publisher_pool.py); 0 closes it after every task.
-            publisher_idle_ms=int_option(opts, "publisherIdleMs", 60_000, 0, 3_600_000),
+            publisher_idle_ms=duration_option(opts, "publisherIdleMs", 60_000, 0, 3_600_000),
             timestamp_attribute=ts_attr,
             timestamp_column=ts_column or DEFAULT_TIMESTAMP_COLUMN,
             compression=compression,

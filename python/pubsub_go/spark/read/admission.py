@@ -1,0 +1,64 @@
+"""Admission control: how much one micro-batch takes, and how long it may
+wait for enough (docs/source.md, "Admission control").
+
+- maxRecordsPerTrigger and maxBytesPerTrigger: caps per micro-batch. Both
+  set, the stricter wins: every task stops at its share of either, so the
+  batch stays within both (Spark's composite read limit; a Python source
+  gets one ReadLimit from Spark at most, so the source applies both itself
+  on every PySpark).
+- minRecordsPerTrigger with maxTriggerDelay, as Kafka's source defines them:
+  a micro-batch waits until it has that many rows, but no longer than
+  maxTriggerDelay. Kafka skips the trigger while too little is available
+  and counts the delay from the last batch it ran; a Pub/Sub source cannot
+  count a backlog without pulling it, so here the batch's tasks keep
+  pulling until each has its share of the rows, for at most maxTriggerDelay
+  from the batch's planning (right after the previous batch ended, under
+  the default trigger). Not under AvailableNow or drainBacklog, which read
+  what is there and stop."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..durations import duration_option
+from ..optparse import OptionError, int_option
+
+OPTIONS = ["maxRecordsPerTrigger", "maxBytesPerTrigger", "minRecordsPerTrigger", "maxTriggerDelay"]
+# Kafka's default for maxTriggerDelay.
+DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60_000
+MAX_TRIGGER_DELAY_MS = 24 * 3_600_000
+
+
+@dataclass(frozen=True)
+class TriggerLimits:
+    max_rows: int = 0  # maxRecordsPerTrigger; 0: no limit
+    max_bytes: int = 0  # maxBytesPerTrigger; 0: no limit
+    min_rows: int = 0  # minRecordsPerTrigger; 0: none
+    max_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS  # maxTriggerDelay
+
+    @staticmethod
+    def parse(opts: Mapping[str, str], num_partitions: int, rows_per_partition: int) -> TriggerLimits:
+        lim = TriggerLimits(
+            max_rows=int_option(opts, "maxRecordsPerTrigger", 0, 1),
+            max_bytes=int_option(opts, "maxBytesPerTrigger", 0, 1),
+            min_rows=int_option(opts, "minRecordsPerTrigger", 0, 1),
+            max_delay_ms=duration_option(opts, "maxTriggerDelay", DEFAULT_MAX_TRIGGER_DELAY_MS, 0,
+                                         MAX_TRIGGER_DELAY_MS),
+        )
+        if "maxtriggerdelay" in opts and not lim.min_rows:
+            raise OptionError("option maxTriggerDelay only applies with minRecordsPerTrigger (alias "
+                              "minOffsetsPerTrigger): how long a micro-batch may wait for that many rows")
+        if lim.min_rows and lim.max_rows and lim.min_rows > lim.max_rows:
+            raise OptionError(f"option minRecordsPerTrigger={lim.min_rows} exceeds maxRecordsPerTrigger="
+                              f"{lim.max_rows}; expected at most that")
+        if lim.min_rows and not lim.max_rows and share(lim.min_rows, num_partitions, 0) > rows_per_partition:
+            raise OptionError(f"option minRecordsPerTrigger={lim.min_rows} over {num_partitions} tasks exceeds "
+                              f"maxRecordsPerPartition={rows_per_partition} per task; raise that or set "
+                              "maxRecordsPerTrigger")
+        return lim
+
+
+def share(total: int, n: int, i: int) -> int:
+    """Task i's share of a per-batch figure split over n tasks."""
+    return total // n + (1 if i < total % n else 0)

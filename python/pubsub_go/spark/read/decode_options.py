@@ -1,0 +1,122 @@
+"""Schema-mode options (format or decoder set): which decoder runs in the
+Go data plane and what happens to a payload that fails to decode
+(docs/source.md, "Schema mode")."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ... import contract
+from ...client import topic_path
+from ...schema import DEFAULT_ERROR_COLUMN
+from ..durations import go_duration_option
+from ..optparse import OptionError, go_int_option
+
+FORMATS = tuple(contract.builtin_formats())  # the built-in decoders (go/internal/decode)
+ON_DECODE_ERROR = ("deadletter", "fail", "column")
+# Options that only mean something in schema mode (format or decoder set).
+SCHEMA_MODE_ONLY = ["avroSchema", "onDecodeError", "errorColumn", "deadLetterTopicId", "decoderOptions",
+                    "decoderTimeoutMs", "decoderMemoryLimitMB"]
+
+
+@dataclass(frozen=True)
+class DecodeOptions:
+    """Schema mode: payloads are decoded in the Go data plane (docs/source.md)."""
+
+    format: str  # "json", "avro", or "custom" for a user module
+    decoder_path: str | None  # the user module; None: a built-in format, run natively in Go
+    avro_schema: str | None
+    decoder_options: dict[str, str] = field(default_factory=dict)
+    on_error: str = "fail"  # one of ON_DECODE_ERROR
+    dead_letter_topic: str | None = None  # projects/P/topics/T
+    error_column: str | None = None  # column mode only
+    timeout_ms: int = field(default_factory=lambda: contract.limit("decoder_config", "timeout_ms").default)
+    memory_limit_mb: int = field(default_factory=lambda: contract.limit("decoder_config", "memory_limit_mb").default)
+
+    def module_options(self) -> dict[str, str]:
+        out = dict(self.decoder_options)
+        if self.avro_schema is not None:
+            out["avro_schema"] = self.avro_schema
+        return out
+
+
+def parse_decode(opts: Mapping[str, str], project: str) -> DecodeOptions | None:
+    fmt = (opts.get("format") or "").strip().lower() or None
+    module = opts.get("decoder") or None
+    if fmt is None and module is None:
+        stray = [n for n in SCHEMA_MODE_ONLY if n.lower() in opts]
+        if stray:
+            raise OptionError(f"option {stray[0]} only applies to schema mode: set option format "
+                              f"({' or '.join(FORMATS)}) or decoder (a .wasm module), and a .schema(...)")
+        return None
+    if fmt is not None and module is not None:
+        raise OptionError("options format and decoder are exclusive: format picks a built-in decoder, "
+                          "decoder gives your own module")
+    if fmt is not None and fmt not in FORMATS:
+        raise OptionError(f"option format={opts.get('format')!r} is not supported; expected "
+                          f"{' or '.join(FORMATS)} (or option decoder=<path to a .wasm module> for other formats)")
+    if module is not None:
+        module = os.path.abspath(module)
+        if not os.path.isfile(module):
+            raise OptionError(f"option decoder={opts.get('decoder')!r}: no such file; expected the path of a "
+                              "decoder module (.wasm), present at the same path on every executor")
+    avro = opts.get("avroschema")
+    if fmt == "avro":
+        if not avro:
+            raise OptionError("option avroSchema is required with format=avro: the writer's Avro schema as "
+                              'JSON text, e.g. {"type": "record", "name": "E", "fields": [...]}')
+        try:
+            parsed = json.loads(avro)
+        except ValueError as e:
+            raise OptionError(f"option avroSchema is not valid JSON: {e}") from None
+        if not isinstance(parsed, dict) or parsed.get("type") != "record":
+            raise OptionError('option avroSchema must be an Avro record schema ({"type": "record", ...})')
+    elif avro:
+        raise OptionError("option avroSchema only applies to format=avro")
+    dec_opts: dict[str, str] = {}
+    raw = opts.get("decoderoptions")
+    if raw:
+        try:
+            parsed = json.loads(raw)
+        except ValueError as e:
+            raise OptionError(f"option decoderOptions is not valid JSON: {e}") from None
+        if not isinstance(parsed, dict) or not all(isinstance(v, (str, int, float, bool)) for v in parsed.values()):
+            raise OptionError('option decoderOptions must be a JSON object of strings, e.g. {"timezone": "+02:00"}')
+        dec_opts = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in parsed.items()}
+        if "avro_schema" in dec_opts:
+            raise OptionError("give the Avro schema as option avroSchema, not in decoderOptions")
+    dlq = opts.get("deadlettertopicid") or None
+    on_error = (opts.get("ondecodeerror") or "").strip().lower() or ("deadletter" if dlq else "fail")
+    if on_error not in ON_DECODE_ERROR:
+        raise OptionError(f"option onDecodeError={opts.get('ondecodeerror')!r} is not one of "
+                          f"{', '.join(ON_DECODE_ERROR)}")
+    if on_error == "deadletter" and not dlq:
+        raise OptionError("onDecodeError=deadletter needs option deadLetterTopicId: the topic that receives "
+                          "payloads that fail to decode")
+    if dlq and on_error != "deadletter":
+        raise OptionError(f"option deadLetterTopicId is only used with onDecodeError=deadletter, "
+                          f"not {on_error}")
+    if dlq:
+        try:
+            dlq = topic_path(project, dlq)
+        except ValueError as e:
+            raise OptionError(f"option deadLetterTopicId: {e}") from None
+    err_col = opts.get("errorcolumn") or None
+    if err_col and on_error != "column":
+        raise OptionError(f"option errorColumn only applies to onDecodeError=column, not {on_error}")
+    if on_error == "column":
+        err_col = err_col or DEFAULT_ERROR_COLUMN
+    return DecodeOptions(
+        format=fmt or "custom",
+        decoder_path=module,
+        avro_schema=avro if fmt == "avro" else None,
+        decoder_options=dec_opts,
+        on_error=on_error,
+        dead_letter_topic=dlq,
+        error_column=err_col,
+        timeout_ms=go_duration_option(opts, "decoderTimeoutMs", "decoder_config", "timeout_ms"),
+        memory_limit_mb=go_int_option(opts, "decoderMemoryLimitMB", "decoder_config", "memory_limit_mb"),
+    )
