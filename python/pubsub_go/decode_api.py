@@ -42,6 +42,10 @@ ON_ERROR = ("column", "null", "raise")
 def _arrow_schema(schema: Any) -> pa.Schema | None:
     if schema is None or isinstance(schema, pa.Schema):
         return schema
+    if isinstance(schema, str):  # DDL text, as from_json takes it
+        from .ddl import parse_ddl
+
+        schema = parse_ddl(schema)
     try:
         from pyspark.sql.types import StructType
     except ImportError:  # pragma: no cover - pyspark is a dependency of the Spark source only
@@ -50,7 +54,7 @@ def _arrow_schema(schema: Any) -> pa.Schema | None:
         from ._spark_version import spark_to_arrow_schema
 
         return spark_to_arrow_schema(schema)
-    raise InvalidArgumentError.new("schema must be a pyarrow.Schema or a pyspark StructType, "
+    raise InvalidArgumentError.new("schema must be a pyarrow.Schema, a pyspark StructType or DDL text, "
                                    f"got {type(schema).__name__}")
 
 
@@ -137,7 +141,8 @@ def decode(payloads: pa.Array | pa.ChunkedArray, format: str | None = None, sche
     it when not given). decoder: instead, the path of a ``.wasm`` decoder
     module (docs/writing-a-decoder.md), run in a sandbox with a memory cap
     (``memory_limit_mb``) and a time limit per batch (``timeout_ms``).
-    schema: the target, a ``pyarrow.Schema`` or a Spark ``StructType``.
+    schema: the target, a ``pyarrow.Schema``, a Spark ``StructType`` or DDL
+    text as ``from_json`` takes it (``"id BIGINT, tags ARRAY<STRING>"``).
     options: decoder options (``avro_schema``, ``timezone``...).
 
     on_error: what a payload that fails to decode gives: ``"column"``
