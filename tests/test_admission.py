@@ -109,8 +109,12 @@ def test_min_records_waits_no_longer_than_max_trigger_delay(spark, google, emula
     the next micro-batch waits: it takes them without waiting out the delay."""
     topic, sub = google.topic(ack_deadline=30)
     google.publish(topic, [b"a%d" % i for i in range(30)])
+    # subscriberIdleMs=0: each task's subscriber closes with it, so the next
+    # batch's task (maybe in the other worker) is the only one receiving;
+    # a pooled idle subscriber in the other worker would hold its share of
+    # the 150 until it expires (docs/source.md, Admission control).
     df = _stream(spark, emulator, sub, tmp_path, numPartitions=1, minRecordsPerTrigger=100,
-                 maxTriggerDelay="6s")
+                 maxTriggerDelay="6s", subscriberIdleMs=0)
 
     def publish_later() -> None:
         time.sleep(1)  # the next micro-batch is waiting by then

@@ -25,6 +25,8 @@ COVERED_BY_FULL_SUITE = {
         "tests/test_restart_in_one_app.py, and the hard stop in tests/test_source.py",
     "test_streaming_and_batch_writes": "tests/test_sink.py, streaming and batch writes",
     "test_schema_mode_json": "tests/test_schema_mode.py, test_json_columns_equal_spark_from_json",
+    "test_the_stricter_of_two_trigger_limits_bounds_every_micro_batch":
+        "tests/test_admission.py, test_the_stricter_of_two_trigger_limits_wins",
 }
 
 

@@ -167,6 +167,20 @@ def test_admission_control_caps_every_micro_batch(spark, google, emulator, tmp_p
     assert figures["rows"] >= 1_600, figures  # the batches finished before the last one was planned
 
 
+def test_the_stricter_of_two_trigger_limits_bounds_every_micro_batch(spark, google, emulator, tmp_path):
+    """maxRecordsPerTrigger and maxBytesPerTrigger together: the bytes cap is
+    the stricter here (400 rows of 100 B payloads are over 40 KB with their
+    metadata), so no micro-batch reaches 400 rows. On 4.0/4.1 the source
+    applies both caps itself (Spark passes it no limit)."""
+    topic, sub = google.topic(ack_deadline=10)
+    publish_n(google, topic, 1_000)
+    q = to_parquet(source(spark, emulator, sub, tmp_path, maxRecordsPerTrigger=400, maxBytesPerTrigger=40_000,
+                          batchSize=50, drainBacklog="true"), str(tmp_path / "out"), str(tmp_path / "ckpt"))
+    pubsub_go.drain(q, timeout_s=300)
+    rows = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
+    assert sum(rows) == 1_000 and max(rows) < 400, rows
+
+
 def test_schema_mode_json(spark, google, emulator, tmp_path):
     topic, sub = google.topic(ack_deadline=10)
     google.publish(topic, [json.dumps({"id": i, "name": f"n{i}"}).encode() for i in range(500)])
