@@ -49,6 +49,8 @@ def test_rows_without_an_event_time_are_counted() -> None:
     ({"attributeColumns": "a,a"}, "'a' is named twice"),
     ({"attributeColumns": "a b"}, "not a usable column name"),
     ({"attributeColumns": "a", "format": "json"}, "apply to the raw schema"),
+    ({"idAttributeWindowSeconds": "60"}, "idAttributeWindowSeconds needs idAttribute"),
+    ({"idAttribute": "uid", "idAttributeWindowSeconds": "0"}, "idAttributeWindowSeconds=0 is out of range"),
 ])
 def test_bad_options_name_the_option(options: dict[str, str], expected: str) -> None:
     with pytest.raises(OptionError, match=expected):
@@ -99,3 +101,33 @@ def test_attribute_columns_and_event_time(spark, google, tmp_path) -> None:
     assert rows["m1"].event_time == datetime(2025, 12, 31, 23, 0, 1, 500000)
     assert rows["m2"].event_time is None and rows["m3"].event_time is None
     assert rows["m0"].attributes["ts"] == "1767225601234"  # the map keeps every attribute
+
+
+def _run_available_now(spark, google, sub: str, tmp_path, **options: str) -> None:
+    r = (spark.readStream.format("pubsub-go").option("subscriptionId", sub)
+         .option("emulatorHost", google.host_port).option("batchLogLocation", str(tmp_path / "log"))
+         .option("numPartitions", "1"))
+    for k, v in options.items():
+        r = r.option(k, v)
+    q = (r.load().selectExpr("attributes['uid'] AS uid", "message_id").writeStream.format("parquet")
+         .option("path", str(tmp_path / "out")).option("checkpointLocation", str(tmp_path / "chk"))
+         .trigger(availableNow=True).start())
+    assert q.awaitTermination(180), "AvailableNow query did not stop on its own"
+    assert q.exception() is None
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(400)
+def test_id_attribute_drops_republished_ids_across_a_restart(spark, google, tmp_path) -> None:
+    topic, sub = google.topic(ack_deadline=30)
+    uids = [{"uid": str(i)} for i in range(1000)]
+    google.publish(topic, [b"first"] * 1000, attributes=uids)
+    _run_available_now(spark, google, sub, tmp_path, idAttribute="uid")
+    # The publisher retries all 1,000 (new message ids, same uids) and adds 100.
+    google.publish(topic, [b"again"] * 1000 + [b"new"] * 100,
+                   attributes=uids + [{"uid": str(i)} for i in range(1000, 1100)])
+    _run_available_now(spark, google, sub, tmp_path, idAttribute="uid")  # restarted from its checkpoint
+    out = spark.read.parquet(str(tmp_path / "out"))
+    assert out.count() == 1100
+    assert sorted(int(r.uid) for r in out.select("uid").collect()) == list(range(1100))
+    assert google.pull_all(sub, max_wait=2) == []  # the dropped copies were acked

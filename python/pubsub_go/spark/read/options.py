@@ -22,7 +22,7 @@ from ..optparse import (
     int_option,
     resource_path,
 )
-from . import admission, attribute_columns, start_position, subscription_lifecycle
+from . import admission, attribute_columns, id_window, start_position, subscription_lifecycle
 from .admission import TriggerLimits
 from .decode_options import SCHEMA_MODE_ONLY, DecodeOptions, parse_decode
 
@@ -37,6 +37,7 @@ DOCUMENTED = [
     "maxBytesPerPartition", "maxWorkerMemoryBytes", "subscriberIdleMs", "quietPeriodMs",
     "ackDeadlineSeconds", "commitLeaseSeconds", "format", "decoder", *SCHEMA_MODE_ONLY, "path",
     *subscription_lifecycle.OPTIONS, *start_position.OPTIONS, *attribute_columns.OPTIONS,
+    *id_window.OPTIONS,
 ]
 CANONICAL = {name.lower(): name for name in DOCUMENTED}
 ALIASES = aliases.SOURCE_ALIASES
@@ -175,6 +176,7 @@ class SourceOptions:
     start: start_position.StartPosition = start_position.StartPosition()  # seek on the first start
     # attributeColumns / timestampAttribute: columns derived from attributes
     derived: attribute_columns.AttributeColumns | None = None
+    id_window: id_window.IdWindowOptions | None = None  # idAttribute: drop ids delivered within the window
     # Set when batchLogLocation was not given: the driver's host, where the
     # default (a local directory) is valid.
     batch_log_default_host: str | None = None
@@ -262,6 +264,7 @@ class SourceOptions:
             setup=subscription_lifecycle.SubscriptionSetup.parse(opts, project_id, ack_deadline),
             start=start_position.StartPosition.parse(opts, project_id),
             derived=_parse_derived(opts),
+            id_window=id_window.IdWindowOptions.parse(opts),
         )
 
 

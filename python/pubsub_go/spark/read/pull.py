@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 from ...client import Subscriber
 from ...errors import PubSubError
 from .batchlog import RecordedIds
+from .id_window import IdFilter
 from .on_decode_error import DeadLetters, handle_decode_errors
 from .options import SourceOptions
 from .partition import PubSubPartition
@@ -77,7 +78,7 @@ STALL_BOUND_MS = 15_000
 
 def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: SchemaPlan | None,
           dlq: DeadLetters | None, recorded: RecordedIds, tally: Tally,
-          stopped: Callable[[], bool] = lambda: False
+          stopped: Callable[[], bool] = lambda: False, id_filter: IdFilter | None = None
           ) -> Iterator[tuple[pa.RecordBatch, pa.Array, pa.Array]]:
     """Yields (batch, ack ids, message ids) until a cap, the time budget,
     (streaming) a wait that ran out after rows were taken, or positive
@@ -121,6 +122,8 @@ def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sche
         if b.num_rows:
             row_bytes = max(1, b.nbytes // b.num_rows)
             b, a = _drop_recorded(sub, b, a, recorded, tally)
+            if id_filter is not None:
+                b, a = _drop_seen_ids(sub, b, a, id_filter, tally)
         if plan is not None and b.num_rows:
             b, a, dead = handle_decode_errors(sub, opts, plan, dlq, b, a)
             tally.dead_lettered += dead
@@ -211,4 +214,20 @@ def _drop_recorded(sub: Subscriber, b: pa.RecordBatch, a: pa.Array, recorded: Re
         log.warning("acking %d redelivered duplicates failed: %s", len(dups), e)
     tally.duplicates += len(dups)
     keep = pc.invert(dup)
+    return b.filter(keep), a.filter(keep)
+
+
+def _drop_seen_ids(sub: Subscriber, b: pa.RecordBatch, a: pa.Array, ids: IdFilter,
+                   tally: Tally) -> tuple[pa.RecordBatch, pa.Array]:
+    """idAttribute: drops (and acks) messages whose id was delivered within
+    the window (id_window.py); counted as duplicates."""
+    keep = ids.keep(b.column("attributes"))
+    if keep is None:
+        return b, a
+    dups = a.filter(pc.invert(keep))
+    try:
+        sub.ack(dups)
+    except PubSubError as e:  # they come back and are dropped again
+        log.warning("acking %d messages with an idAttribute already delivered failed: %s", len(dups), e)
+    tally.duplicates += len(dups)
     return b.filter(keep), a.filter(keep)

@@ -21,6 +21,7 @@ from ...errors import PubSubError
 from ..worker_gc import freeze_long_lived
 from . import faults
 from .batchlog import BatchLog
+from .id_window import IdFilter
 from .on_decode_error import DeadLetters
 from .options import SourceOptions
 from .partition import PubSubPartition
@@ -109,14 +110,15 @@ def _record(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, batch_l
     entry = batch_log.writer(part.gen, part.batch, part.index,
                              max(1, opts.max_bytes_per_partition // PULL_BYTES_SHARE))
     recorded = batch_log.recorded_message_ids(part.gen)
+    id_filter = IdFilter(opts.id_window, opts.batch_log_location) if opts.id_window is not None else None
     acks: list[pa.Array] = []
     published = False
     try:
         schema: pa.Schema | None = plan.output if plan else None
-        for b, a, ids in pull(sub, opts, part, plan, dlq, recorded, tally, stopped):
+        for b, a, msg_ids in pull(sub, opts, part, plan, dlq, recorded, tally, stopped, id_filter):
             schema = b.schema
             if b.num_rows:
-                entry.write(b, a, ids)
+                entry.write(b, a, msg_ids)
                 acks.append(a)
                 yield b
         assert schema is not None
@@ -133,6 +135,8 @@ def _record(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, batch_l
                  "drained": tally.drained, "quiet_ms": tally.quiet_ms,
                  "oldest_publish_us": tally.oldest_publish_us}
         published = entry.publish(schema, stats)
+        if published and id_filter is not None:
+            id_filter.record(part.gen, part.batch, part.index)
         if not published:
             raise LostRaceError(f"batch {part.batch} partition {part.index} was recorded by another attempt "
                                 "first; failing this attempt so that Spark keeps that version")
