@@ -23,6 +23,7 @@ BASE = {"subscriptionId": "projects/p/subscriptions/s", "emulatorHost": "127.0.0
     ({"minRecordsPerTrigger": "500", "maxRecordsPerTrigger": "100"}, "exceeds maxRecordsPerTrigger=100"),
     ({"minRecordsPerTrigger": "1000", "maxRecordsPerPartition": "100"}, "exceeds maxRecordsPerPartition=100"),
     ({"minRecordsPerTrigger": "0"}, "minRecordsPerTrigger=0 is out of range"),
+    ({"minBytesPerTrigger": "5000", "maxBytesPerTrigger": "1000"}, "exceeds maxBytesPerTrigger=1000"),
 ])
 def test_inconsistent_limits_are_refused(opts, expected, monkeypatch):
     monkeypatch.delenv("PUBSUB_GO_SPARK_MASTER", raising=False)
@@ -36,6 +37,8 @@ def test_limits_parse_with_kafka_defaults(monkeypatch):
     assert (lim.min_rows, lim.max_delay_ms) == (10, 15 * 60_000)  # Kafka's 15m
     lim = SourceOptions.parse({**BASE, "minRecordsPerTrigger": "10", "maxTriggerDelay": "2 minutes"}).limits
     assert lim.max_delay_ms == 120_000
+    lim = SourceOptions.parse({**BASE, "minBytesPerTrigger": "1000", "maxTriggerDelay": "3s"}).limits
+    assert (lim.min_bytes, lim.min_rows, lim.max_delay_ms) == (1000, 0, 3000)
 
 
 @pytest.fixture(scope="module")
@@ -135,3 +138,17 @@ def test_min_records_waits_no_longer_than_max_trigger_delay(spark, google, emula
     assert rows[1] >= 100, (rows, took)  # the next batch had its minimum...
     assert took[1] < 5_500, (rows, took)  # ...before the delay ran out
     assert sum(rows) == 180, rows
+
+
+@pytest.mark.spark
+def test_min_bytes_waits_no_longer_than_max_trigger_delay(spark, google, emulator, tmp_path):
+    """minBytesPerTrigger=100 KB with about 22 KB available: the micro-batch
+    waits the 4 s maxTriggerDelay, then takes what there is."""
+    topic, sub = google.topic(ack_deadline=30)
+    google.publish(topic, [b"%04d" % i + b"x" * 1020 for i in range(20)])
+    df = _stream(spark, emulator, sub, tmp_path, numPartitions=1, minBytesPerTrigger=100_000,
+                 maxTriggerDelay="4s", subscriberIdleMs=0)
+    progress = _batches(spark, df, tmp_path, lambda n: n >= 20)
+    rows = [p["numInputRows"] for p in progress]
+    took = [p["durationMs"]["triggerExecution"] for p in progress]
+    assert rows == [20] and 3_500 <= took[0] <= 4_000 + 10_000, (rows, took)

@@ -6,7 +6,8 @@ wait for enough (docs/source.md, "Admission control").
   batch stays within both (Spark's composite read limit; a Python source
   gets one ReadLimit from Spark at most, so the source applies both itself
   on every PySpark).
-- minRecordsPerTrigger with maxTriggerDelay, as Kafka's source defines them:
+- minRecordsPerTrigger (or its twin in bytes, minBytesPerTrigger) with
+  maxTriggerDelay, as Kafka's source defines them:
   a micro-batch waits until it has that many rows, but no longer than
   maxTriggerDelay. Kafka skips the trigger while too little is available
   and counts the delay from the last batch it ran; a Pub/Sub source cannot
@@ -24,7 +25,8 @@ from dataclasses import dataclass
 from ..durations import duration_option
 from ..optparse import OptionError, int_option
 
-OPTIONS = ["maxRecordsPerTrigger", "maxBytesPerTrigger", "minRecordsPerTrigger", "maxTriggerDelay"]
+OPTIONS = ["maxRecordsPerTrigger", "maxBytesPerTrigger", "minRecordsPerTrigger", "minBytesPerTrigger",
+           "maxTriggerDelay"]
 # Kafka's default for maxTriggerDelay.
 DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60_000
 MAX_TRIGGER_DELAY_MS = 24 * 3_600_000
@@ -35,6 +37,7 @@ class TriggerLimits:
     max_rows: int = 0  # maxRecordsPerTrigger; 0: no limit
     max_bytes: int = 0  # maxBytesPerTrigger; 0: no limit
     min_rows: int = 0  # minRecordsPerTrigger; 0: none
+    min_bytes: int = 0  # minBytesPerTrigger, its twin in bytes; 0: none
     max_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS  # maxTriggerDelay
 
     @staticmethod
@@ -43,12 +46,17 @@ class TriggerLimits:
             max_rows=int_option(opts, "maxRecordsPerTrigger", 0, 1),
             max_bytes=int_option(opts, "maxBytesPerTrigger", 0, 1),
             min_rows=int_option(opts, "minRecordsPerTrigger", 0, 1),
+            min_bytes=int_option(opts, "minBytesPerTrigger", 0, 1),
             max_delay_ms=duration_option(opts, "maxTriggerDelay", DEFAULT_MAX_TRIGGER_DELAY_MS, 0,
                                          MAX_TRIGGER_DELAY_MS),
         )
-        if "maxtriggerdelay" in opts and not lim.min_rows:
+        if "maxtriggerdelay" in opts and not (lim.min_rows or lim.min_bytes):
             raise OptionError("option maxTriggerDelay only applies with minRecordsPerTrigger (alias "
-                              "minOffsetsPerTrigger): how long a micro-batch may wait for that many rows")
+                              "minOffsetsPerTrigger) or minBytesPerTrigger: how long a micro-batch may wait "
+                              "for that much data")
+        if lim.min_bytes and lim.max_bytes and lim.min_bytes > lim.max_bytes:
+            raise OptionError(f"option minBytesPerTrigger={lim.min_bytes} exceeds maxBytesPerTrigger="
+                              f"{lim.max_bytes}; expected at most that")
         if lim.min_rows and lim.max_rows and lim.min_rows > lim.max_rows:
             raise OptionError(f"option minRecordsPerTrigger={lim.min_rows} exceeds maxRecordsPerTrigger="
                               f"{lim.max_rows}; expected at most that")

@@ -28,6 +28,7 @@ class BatchOffset:
     max_bytes: int | None = None  # admission control: maxBytesPerTrigger
     cutoff_us: int | None = None  # AvailableNow: only messages published at or before this
     min_rows: int | None = None  # admission control: minRecordsPerTrigger
+    min_bytes: int | None = None  # ... minBytesPerTrigger
     wait_until_ms: int | None = None  # ... waited for until this time (epoch ms), maxTriggerDelay
 
     @staticmethod
@@ -47,6 +48,9 @@ class BatchOffset:
             out["cutoffUs"] = self.cutoff_us
         if self.min_rows is not None:
             out["minRows"] = self.min_rows
+        if self.min_bytes is not None:
+            out["minBytes"] = self.min_bytes
+        if self.wait_until_ms is not None:
             out["waitUntilMs"] = self.wait_until_ms
         return out
 
@@ -57,4 +61,5 @@ class BatchOffset:
 
         return BatchOffset(gen=str(obj["gen"]), batch=int(obj["batch"]), run=obj.get("run"),
                            max_rows=opt("maxRows"), max_bytes=opt("maxBytes"), cutoff_us=opt("cutoffUs"),
-                           min_rows=opt("minRows"), wait_until_ms=opt("waitUntilMs"))
+                           min_rows=opt("minRows"), min_bytes=opt("minBytes"),
+                           wait_until_ms=opt("waitUntilMs"))

@@ -17,9 +17,11 @@ class PubSubPartition:
     max_rows: int
     max_bytes: int  # 0: no limit
     cutoff_us: int  # AvailableNow: hand out only messages published at or before this; 0: none
-    # minRecordsPerTrigger: the task keeps pulling until it has min_rows or
-    # the clock reaches wait_until_ms (epoch ms, maxTriggerDelay); 0: no minimum.
+    # minRecordsPerTrigger/minBytesPerTrigger: the task keeps pulling until
+    # it has min_rows and min_bytes or the clock reaches wait_until_ms (epoch
+    # ms, maxTriggerDelay); 0: no minimum.
     min_rows: int = 0
+    min_bytes: int = 0
     wait_until_ms: int = 0
 
 

@@ -92,12 +92,12 @@ def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sche
     quietPeriodMs with nothing arriving (or the time budget runs out)."""
     nbytes = 0
     deadline = time.monotonic() + opts.max_batch_duration_ms / 1000
-    if part.min_rows:  # minRecordsPerTrigger: may wait past the budget, up to maxTriggerDelay
+    if part.min_rows or part.min_bytes:  # min...PerTrigger: may wait past the budget, up to maxTriggerDelay
         deadline = max(deadline, time.monotonic() + (part.wait_until_ms - time.time() * 1000) / 1000)
 
     def short() -> bool:
-        """Still waiting for minRecordsPerTrigger's share (admission.py)."""
-        return tally.rows < part.min_rows and time.time() * 1000 < part.wait_until_ms
+        """Still waiting for minRecordsPerTrigger's or minBytesPerTrigger's share (admission.py)."""
+        return (tally.rows < part.min_rows or nbytes < part.min_bytes) and time.time() * 1000 < part.wait_until_ms
 
     max_pull_bytes = max(1, opts.max_bytes_per_partition // PULL_BYTES_SHARE)
     row_bytes = _row_bytes_so_far(sub)

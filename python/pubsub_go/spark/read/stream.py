@@ -132,10 +132,11 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             st.idle_reported = begin.batch
             return None
         lim = self.opts.limits
-        wait = bool(lim.min_rows) and not st.cutoff_us  # AvailableNow/drainBacklog read what is there
+        wait = bool(lim.min_rows or lim.min_bytes) and not st.cutoff_us  # AvailableNow/drainBacklog: what is there
         end = BatchOffset(
             gen=begin.gen, batch=begin.batch + 1, run=st.run_id, max_rows=max_rows, max_bytes=max_bytes,
-            cutoff_us=st.cutoff_us or None, min_rows=lim.min_rows if wait else None,
+            cutoff_us=st.cutoff_us or None, min_rows=lim.min_rows if wait and lim.min_rows else None,
+            min_bytes=lim.min_bytes if wait and lim.min_bytes else None,
             wait_until_ms=time.time_ns() // 1_000_000 + lim.max_delay_ms if wait else None,
         )
         st.latest = end
@@ -187,6 +188,7 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 gen=last.gen, batch=last.batch, index=i, max_rows=rows,
                 max_bytes=(max_bytes // n or 1) if max_bytes else 0, cutoff_us=last.cutoff_us or 0,
                 min_rows=min(rows, share(last.min_rows, n, i)) if last.min_rows else 0,
+                min_bytes=share(last.min_bytes, n, i) if last.min_bytes else 0,
                 wait_until_ms=last.wait_until_ms or 0,
             )))
         return parts
