@@ -9,8 +9,7 @@ import pyarrow as pa
 import pyarrow.ipc  # noqa: F401 (pa.ipc)
 import pytest
 
-from pubsub_go.spark.read import spare_entries
-from pubsub_go.spark.read.batchlog import ACK_COLUMN, MESSAGE_ID_COLUMN, STATS_KEY, BatchLog
+from pubsub_go.spark.read.batchlog import ACK_COLUMN, MESSAGE_ID_COLUMN, STATS_KEY, BatchLog, spares
 
 SCHEMA = pa.schema([("message_id", pa.string()), ("payload", pa.binary())])
 
@@ -160,10 +159,10 @@ def test_recorded_ids_skip_an_entry_removed_after_the_listing(tmp_path):
     assert recorded.mask(pa.array(["r1-0", "r2-1", "r2-0"])).to_pylist() == [False, True, True]
 
 
-def test_an_entry_of_an_earlier_version_still_reads_and_counts_as_recorded(tmp_path):
-    """Entries written before the message ids had a file of their own kept
-    them in a column beside the rows; a restart on such a log replays them
-    and drops redeliveries of their messages (the log outlives an upgrade)."""
+def test_an_entry_that_names_no_ids_file_is_a_clear_error(tmp_path):
+    """Development builds before 0.1.0 kept the message ids in a column of
+    the entry; no release wrote that layout, so it is refused, by name,
+    rather than read without its ids (redeliveries would not be dropped)."""
     log = BatchLog(str(tmp_path))
     b, a = entry("old-", 3)
     schema = SCHEMA.append(pa.field(ACK_COLUMN, pa.string())).append(pa.field(MESSAGE_ID_COLUMN, pa.string()))
@@ -173,11 +172,10 @@ def test_an_entry_of_an_earlier_version_still_reads_and_counts_as_recorded(tmp_p
         w.write_batch(pa.record_batch([*b[0].columns, a[0], b[0].column("message_id")], schema=schema))
         w.write_batch(pa.record_batch([pa.array([], t.type) for t in schema], schema=schema),
                       custom_metadata={STATS_KEY: b'{"rows": 3}'})
-    got = log.read("g", 1, 0)
-    assert got is not None and got.data.schema.names == SCHEMA.names and got.stats == {"rows": 3}
-    assert got.ack_ids.to_pylist() == ["ack-old-0", "ack-old-1", "ack-old-2"]
-    assert log.read_message_ids(path).to_pylist() == ["old-0", "old-1", "old-2"]
-    assert log.recorded_message_ids("g").mask(pa.array(["old-1", "new-1"])).to_pylist() == [True, False]
+    with pytest.raises(ValueError, match="names no message ids file.*remove the batch log directory"):
+        log.read_message_ids(path)
+    with pytest.raises(ValueError, match="names no message ids file"):
+        log.recorded_message_ids("g")
 
 
 def test_a_new_entry_keeps_its_message_ids_in_their_own_file_only(tmp_path):
@@ -271,7 +269,7 @@ def test_a_removed_entrys_file_is_reused_in_place_and_reads_back_exactly(tmp_pat
     old_file = os.stat(log.entry_path("g", 1, 0))
     log.remove_batch("g", 1)
     assert log.batches("g") == []
-    assert len(os.listdir(spare_entries.spare_dir(log.root, "g"))) == 1
+    assert len(os.listdir(spares.spare_dir(log.root, "g"))) == 1
 
     small, small_acks = entry("new-", 3)
     assert write_once(log, "g", 2, 0, small, small_acks, SCHEMA, {"rows": 3})
@@ -282,7 +280,7 @@ def test_a_removed_entrys_file_is_reused_in_place_and_reads_back_exactly(tmp_pat
     assert got.data.column("message_id").to_pylist() == [f"new-{i}" for i in range(3)]
     assert got.ack_ids.to_pylist() == [f"ack-new-{i}" for i in range(3)]
     assert got.stats == {"rows": 3}
-    assert os.listdir(spare_entries.spare_dir(log.root, "g")) == []
+    assert os.listdir(spares.spare_dir(log.root, "g")) == []
 
     log.remove_batch("g", 2)
     longer, longer_acks = entry("long-", 2000)
@@ -339,15 +337,15 @@ def test_spares_are_bounded_and_dropped_when_the_query_stops(tmp_path):
     import os
 
     log = BatchLog(str(tmp_path))
-    for part in range(spare_entries.MAX_SPARES + 3):
+    for part in range(spares.MAX_SPARES + 3):
         b, a = entry(f"p{part}-", 2)
         assert write_once(log, "g", 1, part, b, a, SCHEMA, {})
     log.remove_batch("g", 1)
-    spares = spare_entries.spare_dir(log.root, "g")
-    assert len(os.listdir(spares)) == spare_entries.MAX_SPARES
+    spare_dir = spares.spare_dir(log.root, "g")
+    assert len(os.listdir(spare_dir)) == spares.MAX_SPARES
     assert log.batches("g") == []
     log.drop_spares("g")
-    assert not os.path.exists(spares)
+    assert not os.path.exists(spare_dir)
     assert os.listdir(tmp_path / "g") == []
 
 

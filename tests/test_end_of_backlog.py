@@ -76,11 +76,18 @@ def test_available_now_reads_the_whole_backlog_every_run_and_after_a_restart(spa
     assert ids == {f"{i:08d}" for i in range((RUNS - 1) * 20_000, RUNS * 20_000 + 10_000)}
 
 
+FAULTS = Path(__file__).resolve().parent / "faults"  # its sitecustomize.py arms the fault points
+
+
 def run_job(emulator_host: str, sub: str, tmp_path: Path, faults: str = "", **opts) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env.pop("PUBSUB_GO_FAULTS", None)
+    """The job in a process of its own; faults (PUBSUB_GO_FAULTS, see
+    tests/faults/sitecustomize.py) are armed in it and in its Spark workers,
+    and each one injected is logged to tmp_path/faults.log."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PUBSUB_GO_FAULTS", "PUBSUB_GO_FAULTS_LOG")}
     if faults:
         env["PUBSUB_GO_FAULTS"] = faults
+        env["PUBSUB_GO_FAULTS_LOG"] = str(tmp_path / "faults.log")
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(FAULTS), env.get("PYTHONPATH")]))
     args = [sys.executable, str(JOBS / "available_now.py"), emulator_host, sub, str(tmp_path / "out"),
             str(tmp_path / "ckpt"), str(tmp_path / "batchlog"), json.dumps(opts)]
     return subprocess.run(args, capture_output=True, text=True, timeout=900, env=env)
@@ -94,9 +101,13 @@ def test_failed_lease_hand_over_or_ack_then_restart_is_exactly_once(google, emul
     same checkpoint must add nothing twice."""
     topic, sub = google.topic(ack_deadline=10)
     publish_n(google, topic, 2_000, size=100)
-    first = run_job(emulator.host_port, sub, tmp_path, faults=fault, numPartitions=2)
+    # Four micro-batches: Spark commits a batch when it plans the next, so
+    # run 1 commits (and acks) three of them; its last is committed by run 2.
+    first = run_job(emulator.host_port, sub, tmp_path, faults=fault, numPartitions=2, maxRecordsPerTrigger=500)
     assert first.returncode == 0, \
         f"run 1 failed on an injected {fault}:\n{first.stdout[-3000:]}\n{first.stderr[-3000:]}"
+    injected = (tmp_path / "faults.log").read_text().split() if (tmp_path / "faults.log").exists() else []
+    assert fault.split("=")[0] in injected, f"the fault {fault} was never injected (log: {injected})"
     time.sleep(12)  # past the 10 s ack deadline: a lost lease has come back by now
     publish_n(google, topic, 500, start=2_000, size=100)
     second = run_job(emulator.host_port, sub, tmp_path, numPartitions=2)

@@ -1,6 +1,6 @@
 """An AvailableNow run of pubsub-go into a parquet file sink, as its own
-process (its own driver and JVM, so PUBSUB_GO_FAULTS reaches every Python
-worker): a daily job's run. Restarting it with the same checkpoint is the
+process (its own driver and JVM, so the faults a test arms, tests/faults/,
+reach every Python worker): a daily job's run. Restarting it with the same checkpoint is the
 next day's run.
 Args: emulator_host subscription out_dir checkpoint_dir batch_log [options_json]
 Prints the last progress as JSON; exits 2 if the query failed."""

@@ -15,7 +15,7 @@ import threading
 import pyarrow as pa
 
 from ...client import Subscriber
-from . import faults
+from . import fault_points
 from .figures import Figures
 from .logged_batches import LoggedBatches
 from .options import SourceOptions
@@ -82,7 +82,7 @@ class Committer:
                 self.logged.remove(gen, batch)
 
     def _ack(self, batch: int, acks: pa.Array) -> None:
-        faults.inject("commit_ack")
+        fault_points.at(fault_points.COMMIT_ACK)
         res = self.acker.ack(acks)
         # Exactly-once delivery: ids the service refused for good were not
         # acked (they come back); never count them as acked.

@@ -1,7 +1,7 @@
 """The source's offsets: synthetic, since Pub/Sub has none to replay.
 
 An offset names a micro-batch of a query generation; what the batch holds
-is whatever its tasks pulled, recorded in the batch log (batchlog.py), so
+is whatever its tasks pulled, recorded in the batch log (batchlog/), so
 re-running a batch replays the log instead of pulling anew. Spark stores
 offsets as JSON in the checkpoint: the keys below must stay as they are, so
 that a query restarts from a checkpoint written by any version.

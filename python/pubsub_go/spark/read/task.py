@@ -19,7 +19,7 @@ import pyarrow as pa
 from ...client import Subscriber
 from ...errors import PubSubError
 from ..worker_gc import freeze_long_lived
-from . import faults
+from . import fault_points
 from .batchlog import BatchLog
 from .id_window import IdFilter
 from .on_decode_error import DeadLetters
@@ -174,7 +174,7 @@ def _hand_over(sub: Subscriber, opts: SourceOptions, acks: pa.Array, mark: Calla
             # so the lease loop does not shorten it before the release.
             # Release either way: a held id is extended until maxExtension.
             try:
-                faults.inject("post_record_modack")
+                fault_points.at(fault_points.POST_RECORD_MODACK)
                 sub.modack(acks, opts.commit_lease_seconds)
             finally:
                 sub.release(acks)
@@ -183,7 +183,7 @@ def _hand_over(sub: Subscriber, opts: SourceOptions, acks: pa.Array, mark: Calla
             except OSError as e:  # the driver sets the leases again: one modack more, nothing lost
                 log.warning("recording the lease hand-over of %d messages failed: %s", len(acks), e)
         else:
-            faults.inject("post_record_ack")
+            fault_points.at(fault_points.POST_RECORD_ACK)
             sub.ack(acks)
     except PubSubError as e:
         log.warning("handing over the leases of %d recorded messages failed; the driver renews them when it "

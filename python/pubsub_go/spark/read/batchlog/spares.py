@@ -16,7 +16,7 @@ Why this is safe:
 - A committed entry's path never comes back (a committed batch is never
   run again), so a reader that finds the path still naming the inode it
   read, after reading, has read the entry and not a later reuse of its
-  file (BatchLog._removed_while_read). Only the driver maps entries, and
+  file (reads.unchanged). Only the driver maps entries, and
   it removes them under the lock it reads them with: a task's mapping of a
   file cut short by its reuse would fault (SIGBUS).
 - Object stores and HDFS cannot overwrite in place; there entries are
