@@ -29,8 +29,8 @@ One job a module:
 
 from .entry_format import ACK_COLUMN, IDS_KEY, MESSAGE_ID_COLUMN, STATS_KEY, Entry, detached
 from .recorded_ids import RecordedIds, _IdIndex
-from .store import BatchLog
+from .store import BatchLog, _open_fs  # _open_fs: id_window.py opens its files where the log's are
 from .writer import EntryWriter
 
 __all__ = ["ACK_COLUMN", "IDS_KEY", "MESSAGE_ID_COLUMN", "STATS_KEY", "BatchLog", "Entry", "EntryWriter",
-           "RecordedIds", "_IdIndex", "detached"]
+           "RecordedIds", "_IdIndex", "_open_fs", "detached"]
