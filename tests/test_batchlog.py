@@ -141,7 +141,7 @@ def test_attempt_that_loses_the_race_fails_and_hands_its_messages_back(tmp_path)
 def test_recorded_ids_skip_an_entry_removed_after_the_listing(tmp_path):
     """The driver removes a batch once acked, at any moment: a task listing
     the recorded message ids must not fail on an entry gone since it listed
-    it (seen in bench/spark_memory.py at 100 B: FileNotFoundError)."""
+    it (seen in bench/tools/spark_memory.py at 100 B: FileNotFoundError)."""
     log = BatchLog(str(tmp_path))
     for batch in (1, 2):
         b, a = entry(f"r{batch}-", 2)

@@ -89,8 +89,7 @@ def test_a_tasks_shorter_last_pull_does_not_shrink_the_next_tasks_batches(google
     """A task's last pull asks for the rest of its row cap. The pooled
     subscriber keeps building batchSize-row batches after it: it once built
     every later batch at that smaller size, and tasks whose cap is not a
-    multiple of batchSize shrank to ~20-row batches at a third of the speed
-    (bench/harness/analysis.md, fifteenth pass)."""
+    multiple of batchSize shrank to ~20-row batches at a third of the speed."""
     topic, sub = google.topic(ack_deadline=60)
     opts = SourceOptions.parse({"subscriptionId": sub, "emulatorHost": emulator.host_port,
                                 "batchLogLocation": str(tmp_path), "batchSize": "8", "maxWaitTimeMs": "2000"})

@@ -12,7 +12,7 @@
 // grows with the number of arenas and with fragmentation rather than with
 // what it holds: at 10 KB-1 MB payloads a Spark worker peaked at 476-861 MiB
 // with malloc and 326-450 MiB with this allocator, the same library otherwise
-// (bench/spark_memory.py, 2 runs per size). Mapping large buffers ourselves
+// (bench/tools/spark_memory.py, 2 runs per size). Mapping large buffers ourselves
 // keeps resident memory at what is live plus the cache; the cache keeps a
 // steady stream of similar lots from mapping and faulting in fresh pages
 // for every batch.
@@ -194,7 +194,7 @@ func (a *Allocator) reuse(class int) []byte {
 // options) a worker's live large buffers swung between 13 and 65 MiB every
 // second or two, so a fixed 32 MiB dropped about one free in six, and as
 // many lots later faulted in fresh huge pages for the kernel to zero
-// (bench/spark_cpu.py --mappings counts the mappings and huge page faults).
+// (bench/tools/spark_cpu.py --mappings counts the mappings and huge page faults).
 // Live plus cached stays within what the process had mapped at its recent
 // peak, so the cache does not raise peak memory. The caller holds mu and
 // has noted the peak.

@@ -20,7 +20,7 @@ const hugePage = 2 << 20
 // start to end right after it is mapped; with 4 KiB pages that write took
 // a page fault every 4 KiB, 1.5% of all CPU of a Spark read at 1 KiB
 // payloads, and half that with huge pages, which are still zeroed
-// (bench/spark_cpu.py pubsub-go-defaults --perf profiles it). The cost in
+// (bench/tools/spark_cpu.py pubsub-go-defaults --perf profiles it). The cost in
 // memory is at most one partly used huge page per mapping, since the
 // buffers are filled from the start.
 //

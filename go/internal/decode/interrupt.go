@@ -10,7 +10,7 @@ import (
 // The time limit, cheaply. wazero can stop a runaway module only with
 // WithCloseOnContextDone, which compiles a call out of the guest at every
 // function entry and loop iteration; on the built-in decoders' .wasm
-// builds that makes them 4-7x slower (bench/decode_results.md). Instead,
+// builds that makes them 4-7x slower (bench/results/decode_results.md). Instead,
 // the host rewrites a module before compiling it, like a fuel counter: a
 // counter of loop iterations counts down, and when it reaches zero (every
 // tickEvery iterations) the guest calls the host function

@@ -17,7 +17,7 @@ import (
 //   - their per-value Append (through an interface, a length check, a
 //     bitmap write and an offset append each) was ~3% of all CPU of a Spark
 //     read at 1 KB, for columns that take a handful of values per message
-//     (bench/spark_cpu.py pubsub-go-defaults --perf profiles both).
+//     (bench/tools/spark_cpu.py pubsub-go-defaults --perf profiles both).
 // Value buffers come from AllocateUninitialized when the allocator has it
 // (cmem); only bytes the offsets cover are ever read, and a null's slot in
 // a fixed-width column is written as zero.

@@ -13,7 +13,7 @@ import (
 // out (a handed-out batch is the caller's memory), plus messageOverhead for
 // every held message, so that a byte limit bounds memory for small
 // payloads too, where the bookkeeping outweighs the bytes
-// (bench/spark_memory.py measures a worker's peak at 100 B). A stream stops
+// (bench/tools/spark_memory.py measures a worker's peak at 100 B). A stream stops
 // reading while the subscriber is full, which in turn stops the server
 // through gRPC flow control; the limits sent to the server are looser
 // (serverLimits). Why it is not the publisher's controller: see
@@ -161,7 +161,7 @@ func (f *flowController) held() int64 {
 // limit) is still outstanding at the server, and a server limit equal to
 // the client's would hold back the next task's prefetch until the commit,
 // and tasks then waited on the stream for ~40% of their time
-// (bench/spark_cpu.py --pyspy shows a task's wait in pull). One window for
+// (bench/tools/spark_cpu.py --pyspy shows a task's wait in pull). One window for
 // the take awaiting its ack, one for the prefetch meanwhile.
 const serverMessagesFactor = 2
 

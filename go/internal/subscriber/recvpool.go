@@ -13,7 +13,7 @@ import (
 // write; its HTTP/2 reader fills each data-frame buffer whole
 // (io.ReadFull) and its codecs marshal into a buffer from its start. The
 // clearing was ~1.8% of a Spark task process's CPU at 1 KiB payloads
-// (bench/spark_cpu.py pubsub-go-defaults --perf): a memset of every
+// (bench/tools/spark_cpu.py pubsub-go-defaults --perf): a memset of every
 // received byte before the copy that overwrites it. gRPC keeps a "dirty"
 // pool like this one internally, not exported.
 type recvPool struct {

@@ -93,7 +93,7 @@ type reservoir struct {
 	// 50,000-row task in 4,000-row batches), the prefetch until the next
 	// task was built at that size, that task's last pull asked for less
 	// again, and within minutes every pull returned ~20 rows at a third of
-	// the rows/s (bench/spark_cpu.py with 50,000-row tasks in 4,000-row
+	// the rows/s (bench/tools/spark_cpu.py with 50,000-row tasks in 4,000-row
 	// batches showed it; TestReservoirKeepsItsLotSizeAfterAShorterTake).
 	target atomic.Int64
 

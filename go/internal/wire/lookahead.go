@@ -11,7 +11,7 @@ import "github.com/pubsub-go/pubsub-go/go/internal/cachehint"
 // 16 KiB frames) is larger than a core's L2 cache. In a Spark read at 1 KiB
 // payloads the parse was 6.3% of all CPU (0.26 µs per message), its first
 // read of each field (consumeTag) 2.2%; with lookaheadCursor, 4.7% and 0.5%
-// (bench/spark_cpu.py pubsub-go-defaults --perf).
+// (bench/tools/spark_cpu.py pubsub-go-defaults --perf).
 //
 // lookaheadCursor walks the response's top-level fields lookaheadMessages
 // messages ahead of the parser and asks the CPU to load the lines around

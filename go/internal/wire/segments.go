@@ -11,7 +11,7 @@ import (
 // gRPC hands a received message over as the buffers of the HTTP/2 data
 // frames that carried it (at most 16 KiB each), not as one slice. Joining
 // them before Parse copied every received byte once more: 1.9% of all CPU
-// of a Spark read at 1 KiB payloads (bench/spark_cpu.py pubsub-go-defaults
+// of a Spark read at 1 KiB payloads (bench/tools/spark_cpu.py pubsub-go-defaults
 // --perf). ParseSegments reads the frames where they are: a
 // ReceivedMessage that lies within one frame (most of them: 1 KiB messages
 // in 16 KiB frames) is viewed in place, and only one that straddles a frame

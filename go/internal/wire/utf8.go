@@ -5,7 +5,7 @@ import "encoding/binary"
 // Proto3 strings must be valid UTF-8, so the parser checks every id,
 // attribute key and value, about four strings per message. They are
 // mostly 8 to 16 bytes of ASCII, for which utf8.Valid's call and setup were
-// most of its cost, ~1.2% of a Spark run's CPU (bench/spark_cpu.py
+// most of its cost, ~1.2% of a Spark run's CPU (bench/tools/spark_cpu.py
 // pubsub-go-defaults --perf). shortASCII answers those with two
 // overlapping 8-byte loads and is inlined; Go does not inline a function
 // that calls utf8.Valid, so call sites check shortASCII(b) || utf8.Valid(b).

@@ -6,7 +6,7 @@ import "google.golang.org/protobuf/encoding/protowire"
 // 16), and most length prefixes are too (ids, attribute keys and values,
 // timestamps). protowire's functions are too large to inline, and at
 // ~18 calls per message they were ~1.7% of a Spark run's CPU
-// (bench/spark_cpu.py pubsub-go-defaults --perf), so the one-byte cases are
+// (bench/tools/spark_cpu.py pubsub-go-defaults --perf), so the one-byte cases are
 // inlined here and everything else, errors included, goes to protowire.
 
 // consumeTag is protowire.ConsumeTag.

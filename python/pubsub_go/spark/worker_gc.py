@@ -6,7 +6,7 @@ pyarrow wrappers, our own bookkeeping), so CPython's collector runs often,
 and every full collection walks again everything the worker imported
 (PySpark's, pyarrow's and numpy's modules and the like). That was 7.7% of
 the machine's CPU in a 1 KB source run and ~7% in a sink run
-(bench/spark_cpu.py and bench/sink_cpu.py profile them with --perf).
+(bench/tools/spark_cpu.py and bench/tools/sink_cpu.py profile them with --perf).
 `gc.freeze()` moves everything alive now into the permanent generation,
 which collections skip.
 

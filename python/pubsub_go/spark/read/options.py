@@ -49,7 +49,7 @@ ALIASES = aliases.SOURCE_ALIASES
 # go/internal/subscriber/flowcontrol.go) gets a quarter of it: the rest
 # covers what else scales with it: the batches a task has handed to Spark
 # and the batch log but not yet freed, the next prefetch, and allocator
-# slack (bench/results.md, issue 12).
+# slack; bench/tools/spark_memory.py measures the bound (bench/findings.md, Memory).
 DEFAULT_WORKER_MEMORY = 256 << 20
 MIN_WORKER_MEMORY = 16 << 20
 FLOW_CONTROL_SHARE = 4  # maxBytesPerPartition defaults to maxWorkerMemoryBytes / this
@@ -61,9 +61,9 @@ ALIAS_NAMES = aliases.alias_names(ALIASES)
 # messages keep their bookkeeping until the task ends). Every micro-batch
 # costs Spark a fixed amount whatever its size, so larger tasks are faster:
 # at 1 KB, 200,000 rows ran 13-19% more rows/s than 100,000 (456k vs 391k,
-# medians of 3 alternating rounds, bench/spark_ab.py), within the memory
-# bound (bench/spark_memory.py). It was held at 100,000 while such queries
-# nacked their prefetch as they ran (bench/latency.py, nacks_before_stop):
+# medians of 3 alternating rounds, bench/tools/spark_ab.py), within the memory
+# bound (bench/tools/spark_memory.py). It was held at 100,000 while such queries
+# nacked their prefetch as they ran (bench/tools/latency.py, nacks_before_stop):
 # a pooled subscriber was closed as idle while its query's other task still
 # ran; the pool now counts idle time from the query's activity
 # (subscriber_pool.py).
@@ -74,8 +74,8 @@ MAX_RECORDS_PER_PARTITION = 200_000
 # runs out, so the wait is latency the rows pay, not a way to fill batches:
 # at 10k msg/s of 1 KB the library's 100 ms (made for callers that want
 # full batches) put p50/p99 at 217-327 / 474-994 ms, 20 ms at 172-195 /
-# 365-573 ms, with the same rows/s at full load (bench/latency.py for the
-# latency, bench/spark_cpu.py --option maxWaitTimeMs=... for the rows/s).
+# 365-573 ms, with the same rows/s at full load (bench/tools/latency.py for the
+# latency, bench/tools/spark_cpu.py --option maxWaitTimeMs=... for the rows/s).
 MAX_WAIT_MS = 20
 
 
@@ -89,7 +89,7 @@ def _max_wait_ms(opts: Mapping[str, str]) -> int:
 # pull loop, a batch-log write), so larger ones are cheaper per row, up to
 # a point: at 1 KB, 4,000 rows ran 1.09-1.33x the rows/s of the library's
 # 1,000, 2,000 1.10-1.15x, and 8,000 no faster than 4,000 (1.05-1.14x; 3
-# alternating rounds; bench/spark_ab.py). Tasks of any size get whole
+# alternating rounds; bench/tools/spark_ab.py). Tasks of any size get whole
 # batches: a task's last, shorter pull does not shrink the subscriber's next
 # batches (when it did, 4,000-row batches with 50,000-row tasks ran 0.37x;
 # tests/test_pull.py keeps it so). Large

@@ -172,7 +172,7 @@ def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sche
 # the batch log's write queue (task.py sizes it by this share too), and
 # freed but not yet returned by the allocator. At 100 KB, 1,000-row batches (100 MB, cut only
 # by flow control's 64 MiB) put a worker's peak at 418-484 MiB against the
-# 470 MiB bound (bench/spark_memory.py); at 1 KB and 10 KB a 1,000-row batch
+# 470 MiB bound (bench/tools/spark_memory.py); at 1 KB and 10 KB a 1,000-row batch
 # is under the cap anyway.
 PULL_BYTES_SHARE = 4
 

@@ -16,7 +16,7 @@ while a sibling that met a pause ended at once; Spark also hands tasks to
 its idle Python workers in turn, so a worker may sit out a micro-batch.
 Counting from its own task's end closed such a subscriber while the query
 was busy and nacked its whole prefetch (50,702 messages at 200k msg/s with
-200,000-row tasks; bench/latency.py counts nacks before the stop). The task
+200,000-row tasks; bench/tools/latency.py counts nacks before the stop). The task
 passes ``activity``: when the query last did something in the batch log (a
 task writing its entry, the driver removing a committed batch). Once the
 query is quiet (its tasks wait with no rows), idle_s runs out as before:
@@ -72,7 +72,7 @@ REAP_PERIOD_S = 0.5
 # its prefetch (up to maxBytesPerPartition) for subscriberIdleMs in a
 # worker the next query then used: a worker that had run the tuned options
 # (256 MiB, 10 s) peaked at ~600 MB under the next query's defaults
-# (bench/spark_ab.py, the tuned options before the defaults, prints each
+# (bench/tools/spark_ab.py, the tuned options before the defaults, prints each
 # run's peak worker RSS). Seconds; the executor's clock against the
 # driver's, so generous.
 LATE_RETURN_S = 60.0

@@ -86,7 +86,7 @@ def _map(path: str) -> pa.BufferReader:
     counting an entry's rows or taking its ack ids walked all of its cached
     pages: 7-9 ms of system time per 400 MB entry, both for every entry of
     every micro-batch, ~2% of a Spark run's CPU. Through a plain mapping
-    only the pages read are touched: 0.7 and 2.6 ms (bench/batchlog_read.py)."""
+    only the pages read are touched: 0.7 and 2.6 ms (bench/tools/batchlog_read.py)."""
     with open(path, "rb") as f:
         if os.fstat(f.fileno()).st_size == 0:  # mmap refuses it; the IPC reader names the problem
             return pa.BufferReader(b"")

@@ -49,7 +49,7 @@ def _canonical_ints(ids: pa.Array) -> np.ndarray | None:
     (or that is "0") and that casts is canonical, since after the first
     byte the cast accepts digits only (a sign or "0x" can only come first).
     Casting back to strings and comparing said the same at 3.5x the cost
-    (4,000 ids: 277 µs, now 78 µs; bench/batchlog_read.py times the whole
+    (4,000 ids: 277 µs, now 78 µs; bench/tools/batchlog_read.py times the whole
     check of a pulled batch)."""
     n = len(ids)
     if pa.types.is_large_string(ids.type):
@@ -79,7 +79,7 @@ class _IdIndex:
     task pulls (28 ms per 1,000-row batch against 200,000 recorded ids, a
     quarter of the machine's CPU at 1 KB); a sorted int64 array (or, for
     ids that are not canonical integers, a Python set) is built once per
-    process and probed per batch. bench/batchlog_read.py times both."""
+    process and probed per batch. bench/tools/batchlog_read.py times both."""
 
     def __init__(self, ids: pa.Array) -> None:
         ints = _canonical_ints(ids) if len(ids) else np.empty(0, np.int64)

@@ -5,7 +5,7 @@ driver removes the entry once the batch is committed and acked, about a
 second later. On a local file system creating and deleting ~200 MB per task
 is most of what the log costs: each new page of the file is allocated,
 zeroed and reserved by the file system, and removing the file frees them
-all again: together about 5% of the machine's CPU at 1 KB (bench/spark_cpu.py
+all again: together about 5% of the machine's CPU at 1 KB (bench/tools/spark_cpu.py
 pubsub-go-defaults --perf). So the driver renames a committed entry into
 <gen>/.spare/ instead of deleting it, and a task that starts an entry claims
 a spare by renaming it to its temporary name and overwrites it in place:
