@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from ...client import Subscriber
 from . import fault_points
+from .driver_thread import DriverThread
 from .figures import Figures
 from .logged_batches import LoggedBatches
 from .options import SourceOptions
@@ -23,31 +24,20 @@ from .options import SourceOptions
 log = logging.getLogger("pubsub_go.source")
 
 
-class Committer:
+class Committer(DriverThread):
     def __init__(self, acker: Subscriber, opts: SourceOptions, lock: threading.Lock, logged: LoggedBatches,
                  figures: Figures) -> None:
+        super().__init__("pubsub-go-committer", self._loop)
         self.acker, self.opts, self.logged, self.figures = acker, opts, logged, figures
         self._lock = lock
         self._wanted: tuple[str, int] | None = None
-        self._stop = False
-        self._cv = threading.Condition()
-        self._thread = threading.Thread(target=self._loop, name="pubsub-go-committer", daemon=True)
-        self._thread.start()
+        self._start()
 
     def commit(self, gen: str, upto: int) -> None:
         """Acks every logged batch <= upto of gen, on the committer thread."""
         with self._cv:
             self._wanted = (gen, upto)
             self._cv.notify()
-
-    def stop(self) -> None:
-        """Ends the thread once the last commit asked for is done."""
-        with self._cv:
-            self._stop = True
-            self._cv.notify()
-
-    def join(self, timeout: float) -> None:
-        self._thread.join(timeout=timeout)
 
     def _loop(self) -> None:
         while True:

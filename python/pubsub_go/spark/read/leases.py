@@ -23,24 +23,23 @@ from collections.abc import Callable
 import pyarrow as pa
 
 from ...client import Subscriber
+from .driver_thread import DriverThread
 from .figures import Figures
 from .options import SourceOptions
 
 log = logging.getLogger("pubsub_go.source")
 
 
-class LeaseKeeper:
+class LeaseKeeper(DriverThread):
     def __init__(self, acker: Subscriber, opts: SourceOptions, lock: threading.Lock, figures: Figures,
                  pending: Callable[[], list[pa.Array]]) -> None:
         """pending: the ack ids of every recorded, uncommitted entry; called with lock held."""
+        super().__init__("pubsub-go-lease-keeper", self._keep)
         self.acker, self.opts, self.figures = acker, opts, figures
         self._lock = lock
         self._pending = pending
-        self._stop = False
         self._fresh: list[pa.Array] = []  # finished batches' ids, not taken over yet
-        self._cv = threading.Condition()
-        self._thread = threading.Thread(target=self._keep, name="pubsub-go-lease-keeper", daemon=True)
-        self._thread.start()
+        self._start()
 
     def renew(self, ids: list[pa.Array]) -> None:
         """Has the thread take over the leases of a finished batch now,
@@ -84,11 +83,3 @@ class LeaseKeeper:
                         self._extend(pa.concat_arrays(ids))
             except Exception as e:
                 log.warning("extending the leases of uncommitted batches failed: %s", e)
-
-    def stop(self) -> None:
-        with self._cv:
-            self._stop = True
-            self._cv.notify()
-
-    def join(self, timeout: float) -> None:
-        self._thread.join(timeout=timeout)

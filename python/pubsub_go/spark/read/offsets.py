@@ -13,6 +13,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+# The integer fields checkpointed only when set: (attribute, JSON key).
+_OPTIONAL_INT_KEYS = (("max_rows", "maxRows"), ("max_bytes", "maxBytes"), ("cutoff_us", "cutoffUs"),
+                      ("min_rows", "minRows"), ("min_bytes", "minBytes"), ("wait_until_ms", "waitUntilMs"))
+
 
 @dataclass(frozen=True)
 class BatchOffset:
@@ -40,26 +44,12 @@ class BatchOffset:
         out: dict[str, Any] = {"gen": self.gen, "batch": self.batch}
         if self.run is not None:
             out["run"] = self.run
-        if self.max_rows is not None:
-            out["maxRows"] = self.max_rows
-        if self.max_bytes is not None:
-            out["maxBytes"] = self.max_bytes
-        if self.cutoff_us is not None:
-            out["cutoffUs"] = self.cutoff_us
-        if self.min_rows is not None:
-            out["minRows"] = self.min_rows
-        if self.min_bytes is not None:
-            out["minBytes"] = self.min_bytes
-        if self.wait_until_ms is not None:
-            out["waitUntilMs"] = self.wait_until_ms
+        for attr, key in _OPTIONAL_INT_KEYS:
+            if (value := getattr(self, attr)) is not None:
+                out[key] = value
         return out
 
     @staticmethod
     def from_json(obj: dict[str, Any]) -> BatchOffset:
-        def opt(key: str) -> int | None:
-            return int(obj[key]) if obj.get(key) is not None else None
-
-        return BatchOffset(gen=str(obj["gen"]), batch=int(obj["batch"]), run=obj.get("run"),
-                           max_rows=opt("maxRows"), max_bytes=opt("maxBytes"), cutoff_us=opt("cutoffUs"),
-                           min_rows=opt("minRows"), min_bytes=opt("minBytes"),
-                           wait_until_ms=opt("waitUntilMs"))
+        ints = {attr: int(obj[key]) for attr, key in _OPTIONAL_INT_KEYS if obj.get(key) is not None}
+        return BatchOffset(gen=str(obj["gen"]), batch=int(obj["batch"]), run=obj.get("run"), **ints)
