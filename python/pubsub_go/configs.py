@@ -33,6 +33,8 @@ class DecoderConfig:
     options: dict[str, str] = field(default_factory=dict)
     memory_limit_mb: int = 0
     timeout_ms: int = 0
+    engine: str = ""  # "wazero" (default) or "wasmtime", loaded from wasmtime_library
+    wasmtime_library: str = ""  # wasmtime's C library (_libwasmtime.so in the wasmtime package)
 
     def to_json(self) -> str:
         return _config_json(self)

@@ -9,7 +9,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/tetratelabs/wazero/api"
 )
 
 // Decoder ABI version 2 (docs/decoder-abi.md): no Arrow IPC on either
@@ -185,7 +184,7 @@ func (r *reader) le32() uint32 {
 
 // layout is a parsed pg_output of ABI 2.
 type layout struct {
-	mem   api.Memory
+	mem   guestMemory
 	alloc memory.Allocator
 	nodes [][2]uint32 // length, null count
 	bufs  [][2]uint32 // guest address, length
@@ -230,7 +229,7 @@ func (l *layout) releaseSlab() {
 // readLayout turns a v2 pg_output into arrays of full's fields, copying
 // every buffer out of guest memory and validating the result (the module
 // is not trusted).
-func readLayout(out []byte, mem api.Memory, full *arrow.Schema, alloc memory.Allocator) (cols []arrow.Array, rows int, err error) {
+func readLayout(out []byte, mem guestMemory, full *arrow.Schema, alloc memory.Allocator) (cols []arrow.Array, rows int, err error) {
 	r := reader{b: out}
 	rows = int(r.le32())
 	l := &layout{mem: mem, alloc: alloc}

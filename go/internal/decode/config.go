@@ -46,6 +46,11 @@ type DecoderConfig struct {
 	MemoryLimitMB int `json:"memory_limit_mb"`
 	// TimeoutMs bounds decoding one batch (default and range: Limits).
 	TimeoutMs int `json:"timeout_ms"`
+	// Engine runs the module (Spec.Engine): "wazero" (default) or
+	// "wasmtime", loaded from WasmtimeLibrary, the path of wasmtime's C
+	// library.
+	Engine          string `json:"engine"`
+	WasmtimeLibrary string `json:"wasmtime_library"`
 
 	target *arrow.Schema // Schema, parsed by Validate
 }
@@ -67,6 +72,16 @@ func (d *DecoderConfig) Validate() error {
 		}
 	} else if st, err := os.Stat(d.Wasm); err != nil || st.IsDir() {
 		return invalid("decoder.wasm %q is not a readable file: %v", d.Wasm, statErr(err))
+	}
+	switch d.Engine {
+	case "", EngineWazero:
+	case EngineWasmtime:
+		if d.WasmtimeLibrary == "" {
+			return invalid("decoder.engine %q needs decoder.wasmtime_library, the path of wasmtime's C library "+
+				"(_libwasmtime.so in the wasmtime Python package)", d.Engine)
+		}
+	default:
+		return invalid("decoder.engine %q is not an engine: give %q (the default) or %q", d.Engine, EngineWazero, EngineWasmtime)
 	}
 	if err := clientopt.ApplyLimit(Limits, "decoder.memory_limit_mb", &d.MemoryLimitMB); err != nil {
 		return invalid("%v", err)
@@ -123,13 +138,15 @@ func (d *DecoderConfig) Open(ctx context.Context, mem memory.Allocator, maxInsta
 		return nil, err
 	}
 	spec := Spec{
-		WasmPath:      d.Wasm,
-		Format:        d.Format,
-		Schema:        d.target,
-		Options:       d.Options,
-		MemoryLimitMB: d.MemoryLimitMB,
-		Timeout:       time.Duration(d.TimeoutMs) * time.Millisecond,
-		MaxInstances:  maxInstances,
+		WasmPath:        d.Wasm,
+		Format:          d.Format,
+		Schema:          d.target,
+		Options:         d.Options,
+		MemoryLimitMB:   d.MemoryLimitMB,
+		Timeout:         time.Duration(d.TimeoutMs) * time.Millisecond,
+		MaxInstances:    maxInstances,
+		Engine:          d.Engine,
+		WasmtimeLibrary: d.WasmtimeLibrary,
 	}
 	if d.Wasm == "" {
 		spec.Builtin = d.Format

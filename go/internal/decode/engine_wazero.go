@@ -35,7 +35,8 @@ type runtimeKey struct {
 type compiledModule struct {
 	rt           wazero.Runtime
 	cm           wazero.CompiledModule
-	instrumented bool // has the interrupt global (interrupt.go)
+	instrumented bool           // has the interrupt global (interrupt.go)
+	wt           wasmtimeModule // the wasmtime engine's instead (engine_wasmtime.go)
 }
 
 // engineOptions change how a module is compiled; only this package's

@@ -135,7 +135,12 @@ func TestCallerCancellation(t *testing.T) {
 
 // trapModule is a hand-assembled ABI module whose pg_decode executes
 // `unreachable` (Go guests cannot emit a raw trap).
-func trapModule() []byte {
+func trapModule() []byte { return abiModule(0x00) }
+
+// abiModule is a hand-assembled ABI 1 module whose pg_decode(ptr, len) is
+// decode (an expression ending in an i32 or a trap); the other exports
+// do nothing.
+func abiModule(decode ...byte) []byte {
 	sec := func(id byte, body ...byte) []byte { return append([]byte{id, byte(len(body))}, body...) }
 	str := func(s string) []byte { return append([]byte{byte(len(s))}, s...) }
 	var exports []byte
@@ -148,13 +153,13 @@ func trapModule() []byte {
 	body := func(code ...byte) []byte { return append([]byte{byte(len(code) + 1), 0x00}, code...) }
 	var code []byte
 	code = append(code, byte(len(names)))
-	code = append(code, body(0x41, 0x01, 0x0b)...)       // abi_version: 1
-	code = append(code, body(0x41, 0x80, 0x08, 0x0b)...) // alloc: 1024
-	code = append(code, body(0x0b)...)                   // free
-	code = append(code, body(0x41, 0x00, 0x0b)...)       // init: 0
-	code = append(code, body(0x00, 0x0b)...)             // decode: unreachable
-	code = append(code, body(0x42, 0x00, 0x0b)...)       // output: 0
-	code = append(code, body(0x42, 0x00, 0x0b)...)       // error: 0
+	code = append(code, body(0x41, 0x01, 0x0b)...)        // abi_version: 1
+	code = append(code, body(0x41, 0x80, 0x08, 0x0b)...)  // alloc: 1024
+	code = append(code, body(0x0b)...)                    // free
+	code = append(code, body(0x41, 0x00, 0x0b)...)        // init: 0
+	code = append(code, body(append(decode, 0x0b)...)...) // decode
+	code = append(code, body(0x42, 0x00, 0x0b)...)        // output: 0
+	code = append(code, body(0x42, 0x00, 0x0b)...)        // error: 0
 	m := []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00}
 	m = append(m, sec(0x01, 5, // types
 		0x60, 0x00, 0x01, 0x7f, // () -> i32

@@ -26,37 +26,57 @@ type configs struct {
 	v2err  error
 }
 
+// guestInstance is an instantiated module in one engine (wazero or
+// wasmtime); guestMemory and guestFunc are its memory and exports, with
+// wazero's method signatures.
+type guestInstance interface {
+	memory() guestMemory          // nil if the module exports none
+	export(name string) guestFunc // nil if absent
+	stderr() string               // what the guest wrote since resetStderr
+	resetStderr()
+	close()
+}
+
+type guestMemory interface {
+	Read(offset, byteCount uint32) ([]byte, bool)
+	Size() uint32
+}
+
+type guestFunc interface {
+	Call(ctx context.Context, params ...uint64) ([]uint64, error)
+}
+
 // instance is one instantiated module; used by one goroutine at a time.
 type instance struct {
-	mod    api.Module
-	mem    api.Memory
-	stderr *head
-	fns    map[string]api.Function   // the ABI exports by name
+	mod    guestInstance
+	mem    guestMemory
+	fns    map[string]guestFunc      // the ABI exports by name
 	in     struct{ ptr, cap uint32 } // reusable input block
 	limit  uint64                    // memory cap in bytes
 	abi    int32                     // the module's ABI version
 	schema []byte                    // ABI 2: pg_schema's output (copied)
 }
 
-// newInstance instantiates cm with nothing granted but a bounded stderr
-// (kept for error messages), checks the ABI version and calls pg_init.
+// newInstance instantiates the module with nothing granted but a bounded
+// stderr (kept for error messages), checks the ABI version and calls
+// pg_init.
 func newInstance(ctx context.Context, m compiledModule, cfg *configs, limit uint64) (*instance, error) {
-	in := &instance{stderr: &head{}, limit: limit}
-	mc := wazero.NewModuleConfig().
-		WithName("").
-		WithStartFunctions("_initialize").
-		WithStderr(in.stderr)
-	mod, err := m.rt.InstantiateModule(ctx, m.cm, mc)
+	in := &instance{limit: limit}
+	var err error
+	if m.wt != nil {
+		in.mod, err = newWasmtimeInstance(ctx, m, limit)
+	} else {
+		in.mod, err = newWazeroInstance(ctx, m)
+	}
 	if err != nil {
 		return nil, in.classify(err, "instantiate")
 	}
-	in.mod = mod
-	in.mem = mod.Memory()
+	in.mem = in.mod.memory()
 	if in.mem == nil {
 		in.close()
 		return nil, fmt.Errorf("%w: module exports no memory", ErrCrashed)
 	}
-	version := mod.ExportedFunction("pg_abi_version")
+	version := in.mod.export("pg_abi_version")
 	if version == nil {
 		in.close()
 		return nil, fmt.Errorf("%w: module does not export pg_abi_version (not a decoder module?)", ErrDecoder)
@@ -82,9 +102,9 @@ func newInstance(ctx context.Context, m compiledModule, cfg *configs, limit uint
 		in.close()
 		return nil, fmt.Errorf("%w: module implements decoder ABI %d, host %d and %d", ErrDecoder, in.abi, abiVersion1, abiVersion2)
 	}
-	in.fns = map[string]api.Function{}
+	in.fns = map[string]guestFunc{}
 	for _, name := range exports {
-		if in.fns[name] = mod.ExportedFunction(name); in.fns[name] == nil {
+		if in.fns[name] = in.mod.export(name); in.fns[name] == nil {
 			in.close()
 			return nil, fmt.Errorf("%w: module does not export %s (required by decoder ABI %d)", ErrDecoder, name, in.abi)
 		}
@@ -106,9 +126,47 @@ func newInstance(ctx context.Context, m compiledModule, cfg *configs, limit uint
 
 func (in *instance) close() {
 	if in.mod != nil {
-		in.mod.Close(context.Background())
+		in.mod.close()
 	}
 }
+
+// wazeroInstance is a module instantiated in wazero.
+type wazeroInstance struct {
+	mod api.Module
+	err *head
+}
+
+func newWazeroInstance(ctx context.Context, m compiledModule) (guestInstance, error) {
+	w := &wazeroInstance{err: &head{}}
+	mc := wazero.NewModuleConfig().
+		WithName("").
+		WithStartFunctions("_initialize").
+		WithStderr(w.err)
+	mod, err := m.rt.InstantiateModule(ctx, m.cm, mc)
+	if err != nil {
+		return nil, err
+	}
+	w.mod = mod
+	return w, nil
+}
+
+func (w *wazeroInstance) memory() guestMemory {
+	if m := w.mod.Memory(); m != nil {
+		return m
+	}
+	return nil
+}
+
+func (w *wazeroInstance) export(name string) guestFunc {
+	if f := w.mod.ExportedFunction(name); f != nil {
+		return f
+	}
+	return nil
+}
+
+func (w *wazeroInstance) stderr() string { return w.err.String() }
+func (w *wazeroInstance) resetStderr()   { w.err.reset() }
+func (w *wazeroInstance) close()         { w.mod.Close(context.Background()) }
 
 // call writes size bytes of input with fill into the module's input block
 // and calls the export fn(ptr, size). On success it returns pg_output's bytes, a view
@@ -139,7 +197,7 @@ func (in *instance) call(ctx context.Context, fn string, size int, fill func([]b
 		return nil, fmt.Errorf("%w: pg_alloc returned an out-of-bounds block", ErrCrashed)
 	}
 	fill(buf)
-	in.stderr.reset()
+	in.mod.resetStderr()
 	res, err := in.fns[fn].Call(ctx, uint64(in.in.ptr), uint64(size))
 	if err != nil {
 		return nil, in.classify(err, fn)
@@ -177,7 +235,13 @@ func (in *instance) packed(ctx context.Context, fn string) ([]byte, error) {
 // classify turns a failed call into ErrTimeLimit, ErrMemoryLimit or
 // ErrCrashed (or the caller's context error).
 func (in *instance) classify(err error, what string) error {
-	detail := in.stderr.String()
+	detail := ""
+	if in.mod != nil {
+		detail = in.mod.stderr()
+	}
+	if e, ok := classifyWasmtime(err, what); ok {
+		return e
+	}
 	msg, _, _ := strings.Cut(err.Error(), "\n") // drop wazero's wasm stack trace
 	var exit *sys.ExitError
 	if errors.As(err, &exit) {

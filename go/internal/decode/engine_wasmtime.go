@@ -1,0 +1,289 @@
+//go:build cgo
+
+package decode
+
+/*
+#cgo LDFLAGS: -ldl
+#include "engine_wasmtime_shim.h"
+*/
+import "C"
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// The wasmtime engine: wasmtime's C API, loaded at run time from the
+// shared library inside the wasmtime Python package (WasmtimeLibrary), so
+// that the library this package builds into links nothing but glibc.
+// Modules are compiled once per process (Cranelift), found again by their
+// SHA-256; each instance has its own store, whose limiter caps memory.
+// The time limit is epoch interruption: one goroutine per process ticks
+// the epoch every epochTick, and a store's deadline callback (C, no call
+// into Go) stops the guest at its deadline or when its caller cancels.
+
+// epochTick is the time limit's resolution; each tick costs a running
+// guest one callback, and an idle process one wake-up.
+const epochTick = 10 * time.Millisecond
+
+// The messages of the errors by which the deadline callback stops a call.
+const (
+	wtTimeLimit = "pubsub-go: decoder time limit"
+	wtCanceled  = "pubsub-go: decode canceled"
+)
+
+// wasmtimeModule is a compiled module (wasmtime_module_t).
+type wasmtimeModule = *C.pgw_opaque
+
+var wasmtime = struct {
+	sync.Mutex
+	path    string // the library loaded, "" before
+	engine  *C.pgw_opaque
+	modules map[[sha256.Size]byte]wasmtimeModule
+}{modules: map[[sha256.Size]byte]wasmtimeModule{}}
+
+// wasmtimeEngine loads the library at path (once per process: a second,
+// different path is an error) and starts the epoch ticker.
+func wasmtimeEngine(path string) (*C.pgw_opaque, error) {
+	if path == "" {
+		return nil, errors.New("the wasmtime engine needs the path of wasmtime's C library " +
+			"(_libwasmtime.so in the wasmtime Python package: pip install wasmtime)")
+	}
+	if wasmtime.engine != nil {
+		if path != wasmtime.path {
+			return nil, fmt.Errorf("wasmtime's library is already loaded from %s, not %s", wasmtime.path, path)
+		}
+		return wasmtime.engine, nil
+	}
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	if msg := C.pgw_load(cpath); msg != nil {
+		return nil, fmt.Errorf("loading wasmtime's library %s: %s", path, C.GoString(msg))
+	}
+	C.pgw_set_messages(C.CString(wtTimeLimit), C.CString(wtCanceled)) // kept for the process
+	e := C.pgw_engine_new()
+	if e == nil {
+		return nil, fmt.Errorf("wasmtime's library %s: no engine", path)
+	}
+	wasmtime.engine, wasmtime.path = e, path
+	go func() {
+		for range time.Tick(epochTick) {
+			C.pgw_tick(e)
+		}
+	}()
+	return e, nil
+}
+
+// compiledWasmtime compiles wasm (or finds it compiled). The memory cap is
+// the store's, not the module's, so it is not part of the key.
+func compiledWasmtime(wasm []byte, lib string) (compiledModule, error) {
+	wasmtime.Lock()
+	defer wasmtime.Unlock()
+	e, err := wasmtimeEngine(lib)
+	if err != nil {
+		return compiledModule{}, err
+	}
+	key := sha256.Sum256(wasm)
+	if m, ok := wasmtime.modules[key]; ok {
+		return compiledModule{wt: m}, nil
+	}
+	if len(wasm) == 0 {
+		return compiledModule{}, fmt.Errorf("%w: invalid module: empty", ErrDecoder)
+	}
+	var msg *C.char
+	m := C.pgw_compile(e, (*C.uint8_t)(unsafe.Pointer(&wasm[0])), C.size_t(len(wasm)), &msg)
+	if m == nil {
+		defer C.free(unsafe.Pointer(msg))
+		return compiledModule{}, fmt.Errorf("%w: invalid module: %s", ErrDecoder, C.GoString(msg))
+	}
+	wasmtime.modules[key] = m
+	engines.Lock()
+	engines.compiles++
+	engines.Unlock()
+	return compiledModule{wt: m}, nil
+}
+
+// wtInstance is one instance in its own store.
+type wtInstance struct {
+	s     *C.pgw_store
+	funcs map[string]*wtFunc
+}
+
+// newWasmtimeInstance instantiates the module in a store of its own and
+// runs its _initialize, if any (a WASI reactor's; wazero's
+// WithStartFunctions does the same).
+func newWasmtimeInstance(ctx context.Context, m compiledModule, limit uint64) (guestInstance, error) {
+	var msg *C.char
+	var ec, tc C.int
+	s := C.pgw_instantiate(wasmtime.engine, m.wt, C.int64_t(limit), &msg, &ec, &tc)
+	if s == nil {
+		return nil, wtError(msg, ec, tc)
+	}
+	w := &wtInstance{s: s, funcs: map[string]*wtFunc{}}
+	if f := w.export("_initialize"); f != nil {
+		if _, err := f.Call(ctx); err != nil {
+			w.close()
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+func (w *wtInstance) memory() guestMemory {
+	name := "memory"
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	if !C.pgw_export(w.s, cname, C.size_t(len(name)), C.PGW_EXTERN_MEMORY, &w.s.memory) {
+		return nil
+	}
+	return wtMemory{w.s}
+}
+
+func (w *wtInstance) export(name string) guestFunc {
+	f := &wtFunc{s: w.s, name: name}
+	f.ext = (*C.pgw_extern)(C.calloc(1, C.size_t(unsafe.Sizeof(C.pgw_extern{}))))
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	if !C.pgw_export(w.s, cname, C.size_t(len(name)), C.PGW_EXTERN_FUNC, f.ext) {
+		C.free(unsafe.Pointer(f.ext))
+		return nil
+	}
+	w.funcs[name] = f
+	return f
+}
+
+func (w *wtInstance) stderr() string {
+	n := int(C.pgw_stderr_len(w.s))
+	h := head{buf: C.GoBytes(unsafe.Pointer(&w.s.err[0]), C.int(n))}
+	return h.String()
+}
+
+func (w *wtInstance) resetStderr() { C.pgw_stderr_reset(w.s) }
+
+func (w *wtInstance) close() {
+	for _, f := range w.funcs {
+		C.free(unsafe.Pointer(f.ext))
+	}
+	C.pgw_close(w.s)
+}
+
+type wtMemory struct{ s *C.pgw_store }
+
+func (m wtMemory) view() []byte {
+	var n C.size_t
+	p := C.pgw_memory(m.s, &n)
+	if p == nil || n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(p)), int(n))
+}
+
+func (m wtMemory) Size() uint32 { return uint32(len(m.view())) }
+
+func (m wtMemory) Read(off, n uint32) ([]byte, bool) {
+	b := m.view()
+	if uint64(off)+uint64(n) > uint64(len(b)) {
+		return nil, false
+	}
+	return b[off : off+n : off+n], true
+}
+
+type wtFunc struct {
+	s    *C.pgw_store
+	ext  *C.pgw_extern // C memory: wasmtime reads it during the call
+	name string
+}
+
+// Call runs the export with i32 arguments until ctx's deadline; a cancel
+// of ctx stops it at the next epoch tick. pg_free returns nothing, every
+// other ABI export one value (docs/decoder-abi.md).
+func (f *wtFunc) Call(ctx context.Context, params ...uint64) ([]uint64, error) {
+	var args [2]C.uint32_t
+	if len(params) > len(args) {
+		return nil, fmt.Errorf("%s: %d arguments, the ABI's exports take at most %d", f.name, len(params), len(args))
+	}
+	for i, p := range params {
+		args[i] = C.uint32_t(p)
+	}
+	nres := 1
+	if f.name == "pg_free" || f.name == "_initialize" {
+		nres = 0
+	}
+	ticks := uint64(1 << 62)
+	if dl, ok := ctx.Deadline(); ok {
+		ticks = uint64(time.Until(dl)/epochTick) + 1
+	}
+	stop := context.AfterFunc(ctx, func() { C.pgw_cancel(f.s) })
+	var res [1]C.uint64_t
+	var ec, tc C.int
+	msg := C.pgw_call(f.s, f.ext, &args[0], C.size_t(len(params)), &res[0], C.size_t(nres), C.uint64_t(ticks), &ec, &tc)
+	stop()
+	if msg != nil {
+		err := wtError(msg, ec, tc)
+		var e *wtCallError
+		if errors.As(err, &e) && e.msg == wtCanceled && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			e.msg = wtTimeLimit // the deadline passed between ticks: it is the time limit
+		}
+		return nil, err
+	}
+	return []uint64{uint64(res[0])}[:nres], nil
+}
+
+// wtCallError is a failed call: the engine's message, the guest's exit
+// code (WASI proc_exit) or trap code when there is one (else -1).
+type wtCallError struct {
+	msg            string
+	exit, trapCode int
+}
+
+func (e *wtCallError) Error() string {
+	if e.exit >= 0 {
+		return fmt.Sprintf("module closed with exit_code(%d)", e.exit)
+	}
+	return e.msg
+}
+
+// wtStackOverflow is WASMTIME_TRAP_CODE_STACK_OVERFLOW.
+const wtStackOverflow = 0
+
+// wtError keeps of the engine's message its cause: wasmtime puts the wasm
+// backtrace first and the reason after "Caused by:".
+func wtError(msg *C.char, exit, trap C.int) error {
+	defer C.free(unsafe.Pointer(msg))
+	text := C.GoString(msg)
+	if _, cause, ok := strings.Cut(text, "Caused by:"); ok {
+		var lines []string
+		for _, l := range strings.Split(cause, "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				lines = append(lines, l)
+			}
+		}
+		text = strings.Join(lines, "; ")
+	}
+	if trap == wtStackOverflow {
+		text = "stack overflow (" + text + ")"
+	}
+	return &wtCallError{msg: text, exit: int(exit), trapCode: int(trap)}
+}
+
+// classifyWasmtime maps the engine's own stops to the package's errors;
+// ok is false for any other failure.
+func classifyWasmtime(err error, what string) (error, bool) {
+	var e *wtCallError
+	if !errors.As(err, &e) {
+		return nil, false
+	}
+	switch {
+	case strings.HasPrefix(e.msg, wtTimeLimit):
+		return fmt.Errorf("%w (in %s)", ErrTimeLimit, what), true
+	case strings.HasPrefix(e.msg, wtCanceled):
+		return fmt.Errorf("decode: %s: %w", what, context.Canceled), true
+	}
+	return nil, false
+}

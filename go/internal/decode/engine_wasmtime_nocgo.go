@@ -1,0 +1,22 @@
+//go:build !cgo
+
+package decode
+
+import (
+	"context"
+	"errors"
+)
+
+// Without cgo there is no wasmtime engine (engine_wasmtime.go).
+
+type wasmtimeModule = *struct{}
+
+var errNoCgo = errors.New("the wasmtime engine needs a build with cgo")
+
+func compiledWasmtime([]byte, string) (compiledModule, error) { return compiledModule{}, errNoCgo }
+
+func newWasmtimeInstance(context.Context, compiledModule, uint64) (guestInstance, error) {
+	return nil, errNoCgo
+}
+
+func classifyWasmtime(error, string) (error, bool) { return nil, false }

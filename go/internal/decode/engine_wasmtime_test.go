@@ -1,0 +1,163 @@
+package decode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The wasmtime engine (engine_wasmtime.go) against the same tests as
+// wazero: the conformance vectors and the hostile modules, run with
+// wasmtime as the default engine. The library comes from the installed
+// wasmtime Python package; it is installed wherever the project is
+// developed and in CI, so its absence fails the test there.
+
+var wasmtimeLibrary = sync.OnceValues(func() (string, error) {
+	out, err := exec.Command("python3", "-c", "import wasmtime, os; print(os.path.dirname(wasmtime.__file__))").Output()
+	if err != nil {
+		return "", errors.New("python3 cannot import wasmtime (pip install wasmtime)")
+	}
+	libs, _ := filepath.Glob(filepath.Join(strings.TrimSpace(string(out)), "*", "_libwasmtime.so"))
+	if len(libs) != 1 {
+		return "", errors.New("the wasmtime package has no single */_libwasmtime.so")
+	}
+	return libs[0], nil
+})
+
+// withWasmtime runs f with wasmtime as the engine of every Spec that
+// names none.
+func withWasmtime(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	lib, err := wasmtimeLibrary()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	defaultEngine.name, defaultEngine.lib = EngineWasmtime, lib
+	defer func() { defaultEngine.name, defaultEngine.lib = "", "" }()
+	f(t)
+}
+
+func TestWasmtimeConformanceVectors(t *testing.T) {
+	withWasmtime(t, TestConformanceVectors)
+}
+
+func TestWasmtimeHostile(t *testing.T) {
+	withWasmtime(t, func(t *testing.T) {
+		for name, f := range map[string]func(*testing.T){
+			"loop":        testWasmtimeLoop,
+			"spin":        testWasmtimeSpin,
+			"alloc":       TestUnboundedAllocationHitsMemoryCap,
+			"exit":        TestModuleExitIsCrash,
+			"panic":       TestGuestPanicIsRowError,
+			"cancel":      TestCallerCancellation,
+			"trap":        TestTrapIsCrash,
+			"stack":       testWasmtimeStackOverflow,
+			"authority":   TestNoAmbientAuthority,
+			"go panic":    testGoPanicWithWasmtime,
+			"many":        testWasmtimeManyHostile,
+			"compile err": testWasmtimeBadModule,
+		} {
+			t.Run(name, f)
+		}
+	})
+}
+
+func testWasmtimeLoop(t *testing.T) {
+	d := newHostile(t, func(s *Spec) { s.Timeout = 300 * time.Millisecond })
+	if d.mod.wt == nil {
+		t.Fatal("not the wasmtime engine")
+	}
+	assertRecovers(t, d)
+	start := time.Now()
+	_, _, err := decodeOne(d, "loop")
+	if !errors.Is(err, ErrTimeLimit) {
+		t.Fatalf("want ErrTimeLimit, got %v", err)
+	}
+	if el := time.Since(start); el < 250*time.Millisecond || el > time.Second {
+		t.Fatalf("stopped after %v, want about the 300ms time limit", el)
+	}
+	assertRecovers(t, d)
+}
+
+// A C decoder spinning in short loops inside callees: epoch checks sit at
+// every loop header and function entry, so it stops in time.
+func testWasmtimeSpin(t *testing.T) {
+	d, err := NewDecoder(context.Background(), Spec{WasmPath: guestModule(t, "internal/testguests/spin/spin.c"),
+		Format: "spin", Timeout: 200 * time.Millisecond, MaxInstances: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	start := time.Now()
+	_, _, err = decodeOne(d, "spin")
+	if !errors.Is(err, ErrTimeLimit) || time.Since(start) > time.Second {
+		t.Fatalf("want ErrTimeLimit after about 200ms, got %v after %v", err, time.Since(start))
+	}
+}
+
+// Unbounded recursion hits wasmtime's stack limit: a trap (by signal, in
+// wasmtime's handler) that fails the batch, and the process carries on.
+func testWasmtimeStackOverflow(t *testing.T) {
+	// pg_decode(ptr, len) = pg_decode(ptr, len)
+	_, err := NewDecoder(context.Background(), Spec{Wasm: abiModule(0x20, 0x00, 0x20, 0x01, 0x10, 0x04), Format: "recursion"}, nil)
+	if !errors.Is(err, ErrCrashed) || !strings.Contains(err.Error(), "stack overflow") {
+		t.Fatalf("want ErrCrashed naming the stack overflow, got %v", err)
+	}
+	// Out-of-bounds memory is a SIGSEGV caught by wasmtime's handler:
+	// pg_decode = i32.load(0xfffffff0).
+	_, err = NewDecoder(context.Background(), Spec{Wasm: abiModule(0x41, 0x70, 0x28, 0x02, 0x00), Format: "oob"}, nil)
+	if !errors.Is(err, ErrCrashed) || !strings.Contains(err.Error(), "out of bounds") {
+		t.Fatalf("want ErrCrashed naming the out-of-bounds access, got %v", err)
+	}
+	assertRecovers(t, newHostile(t, nil))
+}
+
+// A nil dereference in Go code, with wasmtime's signal handlers
+// installed in front of Go's, is still Go's panic, and recovered.
+func testGoPanicWithWasmtime(t *testing.T) {
+	assertRecovers(t, newHostile(t, nil)) // wasmtime loaded, handlers installed
+	var p *Decoder
+	func() {
+		defer func() {
+			if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "nil pointer") {
+				t.Fatalf("recovered %v, want a nil pointer panic", r)
+			}
+		}()
+		_ = p.name
+	}()
+	assertRecovers(t, newHostile(t, nil))
+}
+
+// Many failed batches in a row leave one process and its decoder healthy.
+func testWasmtimeManyHostile(t *testing.T) {
+	d := newHostile(t, func(s *Spec) { s.Timeout = 20 * time.Millisecond })
+	for i := range 30 {
+		payload := []string{"loop", "exit", "alloc"}[i%3]
+		if _, _, err := decodeOne(d, payload); err == nil {
+			t.Fatalf("%s: no error", payload)
+		}
+	}
+	_, err := NewDecoder(context.Background(), Spec{Wasm: trapModule(), Format: "trap"}, nil)
+	if !errors.Is(err, ErrCrashed) {
+		t.Fatal(err)
+	}
+	d2 := newHostile(t, nil)
+	assertRecovers(t, d2)
+}
+
+func testWasmtimeBadModule(t *testing.T) {
+	_, err := NewDecoder(context.Background(), Spec{Wasm: []byte("\x00asm\x01\x00\x00\x00\xff"), Format: "bad"}, nil)
+	if !errors.Is(err, ErrDecoder) || !strings.Contains(err.Error(), "invalid module") {
+		t.Fatalf("want ErrDecoder for an invalid module, got %v", err)
+	}
+}
