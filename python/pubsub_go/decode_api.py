@@ -37,6 +37,7 @@ DEFAULT_TIMEOUT_MS = contract.limit("decoder_config", "timeout_ms").default
 DEFAULT_MEMORY_LIMIT_MB = contract.limit("decoder_config", "memory_limit_mb").default
 BUILTIN_FORMATS = tuple(contract.builtin_formats())
 ON_ERROR = ("column", "null", "raise")
+ENGINES = ("wazero", "wasmtime")
 
 
 def _arrow_schema(schema: Any) -> pa.Schema | None:
@@ -60,8 +61,18 @@ def _arrow_schema(schema: Any) -> pa.Schema | None:
 
 def decoder_config(format: str | None = None, schema: pa.Schema | None = None, decoder: str | None = None,
                    options: Mapping[str, Any] | None = None, *, timeout_ms: int = DEFAULT_TIMEOUT_MS,
-                   memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB) -> DecoderConfig:
+                   memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB, engine: str = "wazero") -> DecoderConfig:
     """The library's decoder config (go/internal/decode.DecoderConfig)."""
+    if engine not in ENGINES:
+        raise InvalidArgumentError.new(f"engine={engine!r}; expected one of {', '.join(ENGINES)}")
+    library = ""
+    if engine == "wasmtime":
+        from . import wasmtime_library
+
+        library = wasmtime_library.find() or ""
+        if not library:
+            raise InvalidArgumentError.new("engine='wasmtime' needs the wasmtime package's C library "
+                                           "(pip install wasmtime); engine='wazero' needs nothing")
     builtins = " or ".join(BUILTIN_FORMATS)
     if (format is None) == (decoder is None):
         raise InvalidArgumentError.new(f"give exactly one of format (a built-in decoder: {builtins}) and decoder "
@@ -75,7 +86,8 @@ def decoder_config(format: str | None = None, schema: pa.Schema | None = None, d
     return DecoderConfig(
         format=format or os.path.basename(str(decoder)), options=opts, timeout_ms=timeout_ms,
         memory_limit_mb=memory_limit_mb, wasm=os.path.abspath(decoder) if decoder is not None else "",
-        schema=base64.b64encode(schema.serialize().to_pybytes()).decode() if schema is not None else "")
+        schema=base64.b64encode(schema.serialize().to_pybytes()).decode() if schema is not None else "",
+        engine=engine if engine != "wazero" else "", wasmtime_library=library)
 
 
 class NativeDecoder(_Handle):
@@ -131,7 +143,7 @@ def _cached(config: DecoderConfig) -> NativeDecoder:
 
 def decode(payloads: pa.Array | pa.ChunkedArray, format: str | None = None, schema: Any = None,
            decoder: str | None = None, *, on_error: str = "column", timeout_ms: int = DEFAULT_TIMEOUT_MS,
-           memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB, **options: Any) -> pa.RecordBatch:
+           memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB, engine: str = "wazero", **options: Any) -> pa.RecordBatch:
     """Decodes a pyarrow array of payloads (binary or string) into a record
     batch, row i from payload i, on the native data plane.
 
@@ -140,7 +152,9 @@ def decode(payloads: pa.Array | pa.ChunkedArray, format: str | None = None, sche
     the writer's schema as JSON text or a dict; the schema is derived from
     it when not given). decoder: instead, the path of a ``.wasm`` decoder
     module (docs/writing-a-decoder.md), run in a sandbox with a memory cap
-    (``memory_limit_mb``) and a time limit per batch (``timeout_ms``).
+    (``memory_limit_mb``) and a time limit per batch (``timeout_ms``), by
+    the engine ``engine``: ``"wazero"`` (default), or ``"wasmtime"``, faster,
+    loaded from the installed ``wasmtime`` package.
     schema: the target, a ``pyarrow.Schema``, a Spark ``StructType`` or DDL
     text as ``from_json`` takes it (``"id BIGINT, tags ARRAY<STRING>"``).
     options: decoder options (``avro_schema``, ``timezone``...).
@@ -161,7 +175,7 @@ def decode(payloads: pa.Array | pa.ChunkedArray, format: str | None = None, sche
         raise InvalidArgumentError.new("payloads must be a pyarrow Array of binary or string, "
                                        f"got {type(payloads).__name__}")
     cfg = decoder_config(format, _arrow_schema(schema), decoder, options, timeout_ms=timeout_ms,
-                         memory_limit_mb=memory_limit_mb)
+                         memory_limit_mb=memory_limit_mb, engine=engine)
     batch = _cached(cfg).decode(payloads)
     if on_error == "column":
         return batch

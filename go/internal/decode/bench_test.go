@@ -152,3 +152,32 @@ func BenchmarkVpcflowCWasmCloseOnDone(b *testing.B) {
 	benchDecode(b, Spec{WasmPath: guestModule(b, "examples/vpcflow-c/vpcflow.c"), MemoryLimitMB: 253,
 		engine: engineOptions{closeOnDone: true}}, vpcLine)
 }
+
+// The same modules in the wasmtime engine (engine_wasmtime.go), memory cap
+// and time limit on; NoTimeLimit: an engine without epoch interruption,
+// to measure what the time limit costs there.
+func wasmtimeSpec(b *testing.B, spec Spec) Spec {
+	lib, err := wasmtimeLibrary()
+	if err != nil {
+		b.Skip(err)
+	}
+	spec.Engine, spec.WasmtimeLibrary = EngineWasmtime, lib
+	return spec
+}
+
+func BenchmarkVpcflowCWasmtime(b *testing.B) {
+	benchDecode(b, wasmtimeSpec(b, Spec{WasmPath: guestModule(b, "examples/vpcflow-c/vpcflow.c")}), vpcLine)
+}
+
+func BenchmarkVpcflowCWasmtimeNoTimeLimit(b *testing.B) {
+	benchDecode(b, wasmtimeSpec(b, Spec{WasmPath: guestModule(b, "examples/vpcflow-c/vpcflow.c"),
+		engine: engineOptions{noTimeLimit: true}}), vpcLine)
+}
+
+func BenchmarkVpcflowGoWasmtime(b *testing.B) {
+	benchDecode(b, wasmtimeSpec(b, Spec{WasmPath: guestModule(b, "examples/vpcflow")}), vpcLine)
+}
+
+func BenchmarkDecodeJSONWasmtime(b *testing.B) {
+	benchDecode(b, wasmtimeSpec(b, Spec{WasmPath: guestModule(b, "cmd/json"), Schema: benchSchema}), benchJSON)
+}

@@ -192,7 +192,7 @@ func NewDecoder(ctx context.Context, spec Spec, alloc memory.Allocator) (*Decode
 		case "", EngineWazero:
 			d.mod, err = compiled(ctx, wasm, uint32(d.limit/65536), spec.engine)
 		case EngineWasmtime:
-			d.mod, err = compiledWasmtime(wasm, spec.WasmtimeLibrary)
+			d.mod, err = compiledWasmtime(wasm, spec.WasmtimeLibrary, spec.engine)
 		default:
 			err = fmt.Errorf("engine %q is not %q or %q", spec.Engine, EngineWazero, EngineWasmtime)
 		}

@@ -38,28 +38,38 @@ const (
 	wtCanceled  = "pubsub-go: decode canceled"
 )
 
-// wasmtimeModule is a compiled module (wasmtime_module_t).
-type wasmtimeModule = *C.pgw_opaque
+// wasmtimeModule is a compiled module (wasmtime_module_t) and its engine.
+type wasmtimeModule = *wtCompiled
+
+type wtCompiled struct{ module, engine *C.pgw_opaque }
+
+type wtKey struct {
+	sum         [sha256.Size]byte
+	noTimeLimit bool // engineOptions.noTimeLimit: an engine without epoch interruption
+}
 
 var wasmtime = struct {
 	sync.Mutex
-	path    string // the library loaded, "" before
-	engine  *C.pgw_opaque
-	modules map[[sha256.Size]byte]wasmtimeModule
-}{modules: map[[sha256.Size]byte]wasmtimeModule{}}
+	path    string           // the library loaded, "" before
+	engines [2]*C.pgw_opaque // with epoch interruption, and without (benchmarks only)
+	modules map[wtKey]wasmtimeModule
+}{modules: map[wtKey]wasmtimeModule{}}
 
 // wasmtimeEngine loads the library at path (once per process: a second,
 // different path is an error) and starts the epoch ticker.
-func wasmtimeEngine(path string) (*C.pgw_opaque, error) {
+func wasmtimeEngine(path string, noTimeLimit bool) (*C.pgw_opaque, error) {
 	if path == "" {
 		return nil, errors.New("the wasmtime engine needs the path of wasmtime's C library " +
 			"(_libwasmtime.so in the wasmtime Python package: pip install wasmtime)")
 	}
-	if wasmtime.engine != nil {
+	if wasmtime.path != "" {
 		if path != wasmtime.path {
 			return nil, fmt.Errorf("wasmtime's library is already loaded from %s, not %s", wasmtime.path, path)
 		}
-		return wasmtime.engine, nil
+		if noTimeLimit && wasmtime.engines[1] == nil {
+			wasmtime.engines[1] = C.pgw_engine_new(false)
+		}
+		return wasmtime.engines[btoiC(noTimeLimit)], nil
 	}
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
@@ -67,29 +77,39 @@ func wasmtimeEngine(path string) (*C.pgw_opaque, error) {
 		return nil, fmt.Errorf("loading wasmtime's library %s: %s", path, C.GoString(msg))
 	}
 	C.pgw_set_messages(C.CString(wtTimeLimit), C.CString(wtCanceled)) // kept for the process
-	e := C.pgw_engine_new()
+	e := C.pgw_engine_new(true)
 	if e == nil {
 		return nil, fmt.Errorf("wasmtime's library %s: no engine", path)
 	}
-	wasmtime.engine, wasmtime.path = e, path
+	wasmtime.engines[0], wasmtime.path = e, path
+	if noTimeLimit {
+		wasmtime.engines[1] = C.pgw_engine_new(false)
+	}
 	go func() {
 		for range time.Tick(epochTick) {
 			C.pgw_tick(e)
 		}
 	}()
-	return e, nil
+	return wasmtime.engines[btoiC(noTimeLimit)], nil
+}
+
+func btoiC(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // compiledWasmtime compiles wasm (or finds it compiled). The memory cap is
 // the store's, not the module's, so it is not part of the key.
-func compiledWasmtime(wasm []byte, lib string) (compiledModule, error) {
+func compiledWasmtime(wasm []byte, lib string, opts engineOptions) (compiledModule, error) {
 	wasmtime.Lock()
 	defer wasmtime.Unlock()
-	e, err := wasmtimeEngine(lib)
+	e, err := wasmtimeEngine(lib, opts.noTimeLimit)
 	if err != nil {
 		return compiledModule{}, err
 	}
-	key := sha256.Sum256(wasm)
+	key := wtKey{sha256.Sum256(wasm), opts.noTimeLimit}
 	if m, ok := wasmtime.modules[key]; ok {
 		return compiledModule{wt: m}, nil
 	}
@@ -102,11 +122,11 @@ func compiledWasmtime(wasm []byte, lib string) (compiledModule, error) {
 		defer C.free(unsafe.Pointer(msg))
 		return compiledModule{}, fmt.Errorf("%w: invalid module: %s", ErrDecoder, C.GoString(msg))
 	}
-	wasmtime.modules[key] = m
+	wasmtime.modules[key] = &wtCompiled{module: m, engine: e}
 	engines.Lock()
 	engines.compiles++
 	engines.Unlock()
-	return compiledModule{wt: m}, nil
+	return compiledModule{wt: wasmtime.modules[key]}, nil
 }
 
 // wtInstance is one instance in its own store.
@@ -121,7 +141,7 @@ type wtInstance struct {
 func newWasmtimeInstance(ctx context.Context, m compiledModule, limit uint64) (guestInstance, error) {
 	var msg *C.char
 	var ec, tc C.int
-	s := C.pgw_instantiate(wasmtime.engine, m.wt, C.int64_t(limit), &msg, &ec, &tc)
+	s := C.pgw_instantiate(m.wt.engine, m.wt.module, C.int64_t(limit), &msg, &ec, &tc)
 	if s == nil {
 		return nil, wtError(msg, ec, tc)
 	}

@@ -13,7 +13,9 @@ type wasmtimeModule = *struct{}
 
 var errNoCgo = errors.New("the wasmtime engine needs a build with cgo")
 
-func compiledWasmtime([]byte, string) (compiledModule, error) { return compiledModule{}, errNoCgo }
+func compiledWasmtime([]byte, string, engineOptions) (compiledModule, error) {
+	return compiledModule{}, errNoCgo
+}
 
 func newWasmtimeInstance(context.Context, compiledModule, uint64) (guestInstance, error) {
 	return nil, errNoCgo

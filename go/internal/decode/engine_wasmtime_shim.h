@@ -94,9 +94,9 @@ static const char *pgw_load(const char *path) {
 // can compare without calling into wasmtime.
 static _Atomic uint64_t pgw_epoch;
 
-static pgw_opaque *pgw_engine_new(void) {
+static pgw_opaque *pgw_engine_new(bool epoch) {
 	pgw_opaque *cfg = p_config_new();
-	p_config_epoch(cfg, true);
+	p_config_epoch(cfg, epoch);
 	return p_engine_new(cfg); // takes cfg
 }
 

@@ -1,0 +1,119 @@
+"""The wasmtime engine of the Go decoder host (engine="wasmtime", issue 41),
+loaded at run time from the installed wasmtime package: hostile modules are
+stopped within their limits and the process carries on, and with
+wasmtime's trap handlers installed beside Go's, a Go panic is still
+recovered and Python's own signal handling still works."""
+
+from __future__ import annotations
+
+import textwrap
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+import wasmtime
+
+import native_debug
+import pubsub_go
+from guests import build_guest
+from pubsub_go import wasmtime_library
+from pubsub_go.errors import AbortedError, DeadlineExceededError, ResourceExhaustedError
+
+# An ABI 1 module whose pg_decode is DECODE (the Go host decodes an empty
+# batch when it opens a decoder, so the module misbehaves at open).
+ABI_WAT = """(module
+  (memory (export "memory") 1)
+  (func (export "pg_abi_version") (result i32) i32.const 1)
+  (func (export "pg_alloc") (param i32) (result i32) i32.const 1024)
+  (func (export "pg_free") (param i32))
+  (func (export "pg_init") (param i32 i32) (result i32) i32.const 0)
+  (func $decode (export "pg_decode") (param i32 i32) (result i32) DECODE)
+  (func (export "pg_output") (result i64) i64.const 0)
+  (func (export "pg_error") (result i64) i64.const 0))"""
+TRAP, RECURSE, LOOP = "unreachable", "(call $decode (local.get 0) (local.get 1))", "(loop $l (br $l)) i32.const 0"
+
+
+def abi_module(tmp: Path, name: str, decode: str) -> str:
+    path = tmp / f"{name}.wasm"
+    path.write_bytes(wasmtime.wat2wasm(ABI_WAT.replace("DECODE", decode)))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def hostile_wasm(tmp_path_factory) -> Path:
+    return build_guest("internal/testguests/hostile", tmp_path_factory.mktemp("hostile"))
+
+
+def test_the_library_is_found():
+    lib = wasmtime_library.find()
+    assert lib is not None and lib.endswith("/_libwasmtime.so") and Path(lib).is_file()
+
+
+def test_hostile_modules_are_stopped_and_the_process_carries_on(hostile_wasm, tmp_path):
+    dec = str(hostile_wasm)
+    start = time.monotonic()
+    with pytest.raises(DeadlineExceededError, match="exceeded its time limit.*timeout_ms=500"):
+        pubsub_go.decode(pa.array([b"loop"]), decoder=dec, timeout_ms=500, engine="wasmtime")
+    assert time.monotonic() - start < 5
+    with pytest.raises(ResourceExhaustedError, match="memory limit of 48 MiB"):
+        pubsub_go.decode(pa.array([b"alloc"]), decoder=dec, memory_limit_mb=48, timeout_ms=30_000, engine="wasmtime")
+    with pytest.raises(AbortedError, match="crashed.*exit_code"):
+        pubsub_go.decode(pa.array([b"exit"]), decoder=dec, engine="wasmtime")
+    with pytest.raises(AbortedError, match="unreachable"):
+        pubsub_go.decode(pa.array([b"x"]), decoder=abi_module(tmp_path, "trap", TRAP), engine="wasmtime")
+    with pytest.raises(AbortedError, match="stack overflow"):
+        pubsub_go.decode(pa.array([b"x"]), decoder=abi_module(tmp_path, "recurse", RECURSE), engine="wasmtime")
+    with pytest.raises(DeadlineExceededError, match="timeout_ms=300"):
+        pubsub_go.decode(pa.array([b"x"]), decoder=abi_module(tmp_path, "loop", LOOP), timeout_ms=300,
+                         engine="wasmtime")
+    batch = pubsub_go.decode(pa.array([b"panic", b"probe", b"ok"]), decoder=dec, engine="wasmtime")
+    assert "boom" in batch.column("__decode_error")[0].as_py()
+    assert batch.column("v").to_pylist()[1:] == ["env=0 args=0 file=true dir=true", "ok"]
+    # The same rows as wazero gives.
+    assert batch.equals(pubsub_go.decode(pa.array([b"panic", b"probe", b"ok"]), decoder=dec))
+
+
+SIGNALS = """
+import os, signal, sys, time
+import pyarrow as pa
+import pubsub_go
+from pubsub_go.errors import AbortedError, InternalError
+from native_debug import debug_panic
+ok = pa.array([b"ok"])
+dec = {dec!r}
+assert pubsub_go.decode(ok, decoder=dec, engine="wasmtime").column("v").to_pylist() == ["ok"]
+for i in range(3):
+    try:
+        pubsub_go.decode(pa.array([b"x"]), decoder={trap!r}, engine="wasmtime")
+    except AbortedError:
+        pass
+    try:
+        debug_panic()  # a Go runtime panic in an exported call
+    except InternalError as e:
+        assert "nil map" in str(e), e
+    else:
+        raise AssertionError("no panic")
+try:
+    os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, with wasmtime's handlers in place
+    time.sleep(5)
+    raise AssertionError("no KeyboardInterrupt")
+except KeyboardInterrupt:
+    pass
+got = []
+signal.signal(signal.SIGTERM, lambda *a: got.append(a[0]))
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(0.1)
+assert got == [signal.SIGTERM], got
+assert pubsub_go.decode(ok, decoder=dec, engine="wasmtime").column("v").to_pylist() == ["ok"]
+print("alive")
+"""
+
+
+def test_traps_panics_and_python_signals_coexist(hostile_wasm, tmp_path):
+    """In a fresh interpreter with the test build of the library (its
+    panic hook): guest traps, Go panics, Ctrl-C and SIGTERM, in turn."""
+    lib = native_debug.build(tmp_path)
+    code = SIGNALS.format(dec=str(hostile_wasm), trap=abi_module(tmp_path, "trap", TRAP))
+    p = native_debug.run(lib, textwrap.dedent(code), timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "alive", (p.returncode, p.stdout, p.stderr[-3000:])
