@@ -92,6 +92,11 @@ def test_driver_killed_during_tasks_is_exactly_once(tmp_path):
                 while _batch_in_flight(ckpt, blog) is None:
                     assert time.monotonic() < deadline, f"run {kill}: no micro-batch planned within 180 s"
                     time.sleep(0.05)
+                # On a loaded machine the tasks may start pulling well after
+                # the batch is planned: kill only once they hold messages.
+                while server.stats()["outstanding"] == 0:
+                    assert time.monotonic() < deadline, f"run {kill}: no task held messages within 180 s"
+                    time.sleep(0.05)
                 time.sleep(rng.uniform(0.2, 0.8))
                 before = server.stats()
             finally:
