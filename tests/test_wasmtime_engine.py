@@ -18,7 +18,7 @@ import native_debug
 import pubsub_go
 from guests import build_guest
 from pubsub_go import wasmtime_library
-from pubsub_go.errors import AbortedError, DeadlineExceededError, ResourceExhaustedError
+from pubsub_go.errors import AbortedError, DeadlineExceededError, InvalidArgumentError, ResourceExhaustedError
 
 # An ABI 1 module whose pg_decode is DECODE (the Go host decodes an empty
 # batch when it opens a decoder, so the module misbehaves at open).
@@ -48,6 +48,14 @@ def hostile_wasm(tmp_path_factory) -> Path:
 def test_the_library_is_found():
     lib = wasmtime_library.find()
     assert lib is not None and lib.endswith("/_libwasmtime.so") and Path(lib).is_file()
+
+
+def test_without_the_library_the_error_says_how_to_install_it(monkeypatch):
+    monkeypatch.setattr(wasmtime_library, "find", lambda: None)
+    with pytest.raises(InvalidArgumentError, match="pip install wasmtime"):
+        pubsub_go.decode(pa.array([b"x"]), format="json", schema="x INT", engine="wasmtime")
+    with pytest.raises(InvalidArgumentError, match="engine='v8'; expected one of wazero, wasmtime"):
+        pubsub_go.decode(pa.array([b"x"]), format="json", schema="x INT", engine="v8")
 
 
 def test_hostile_modules_are_stopped_and_the_process_carries_on(hostile_wasm, tmp_path):

@@ -66,6 +66,7 @@ func TestWasmtimeHostile(t *testing.T) {
 			"go panic":    testGoPanicWithWasmtime,
 			"many":        testWasmtimeManyHostile,
 			"compile err": testWasmtimeBadModule,
+			"concurrent":  testWasmtimeConcurrent,
 		} {
 			t.Run(name, f)
 		}
@@ -159,5 +160,53 @@ func testWasmtimeBadModule(t *testing.T) {
 	_, err := NewDecoder(context.Background(), Spec{Wasm: []byte("\x00asm\x01\x00\x00\x00\xff"), Format: "bad"}, nil)
 	if !errors.Is(err, ErrDecoder) || !strings.Contains(err.Error(), "invalid module") {
 		t.Fatalf("want ErrDecoder for an invalid module, got %v", err)
+	}
+}
+
+// Goroutines sharing a decoder of 2 instances, some batches timing out:
+// each store is used by one goroutine at a time, the module by all.
+func testWasmtimeConcurrent(t *testing.T) {
+	d := newHostile(t, func(s *Spec) { s.MaxInstances, s.Timeout = 2, 100*time.Millisecond })
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 10 {
+				val, _, err := decodeOne(d, []string{"ok", "loop"}[(g+i)%5/4])
+				if (err == nil) != (val == "ok") || (err != nil && !errors.Is(err, ErrTimeLimit)) {
+					errs <- fmt.Errorf("goroutine %d batch %d: %q %v", g, i, val, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	assertRecovers(t, d)
+}
+
+func TestDecoderConfigEngine(t *testing.T) {
+	for _, c := range []struct {
+		cfg  DecoderConfig
+		want string
+	}{
+		{DecoderConfig{Format: "json", Engine: "v8"}, `decoder.engine "v8" is not an engine`},
+		{DecoderConfig{Format: "json", Engine: "wasmtime"}, "needs decoder.wasmtime_library"},
+		{DecoderConfig{Format: "json", Engine: "wazero"}, ""},
+	} {
+		err := c.cfg.Validate()
+		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%+v: got %v, want %q", c.cfg, err, c.want)
+		}
+	}
+	// Not loadable, or another library loaded already: either error names it.
+	_, err := compiledWasmtime(trapModule(), "/nonexistent/_libwasmtime.so", engineOptions{})
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/_libwasmtime.so") {
+		t.Errorf("a missing library: %v", err)
 	}
 }
