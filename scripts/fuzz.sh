@@ -11,12 +11,13 @@
 # fuzz coordinator can fail a target with a bare "context deadline
 # exceeded" when -fuzztime's deadline races a worker (go.dev/issue/75804,
 # fixed in Go 1.27; seen here on FuzzNativeVsWasm, no crasher written).
-# FUZZTIME (e.g. 60s or 1000000x) overrides all three.
+# FUZZTIME (e.g. 60s or 1000000x) overrides them all.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 json="${FUZZTIME:-200000x}"
 avro="${FUZZTIME:-150000x}"
 diff="${FUZZTIME:-100000x}"
+diffwt="${FUZZTIME:-10000x}" # ~20 s: ~700 executions/s in wasmtime here (2026-11-27)
 segs="${FUZZTIME:-300000x}" # ~15 s here (138k executions/s, 2026-11-24)
 cd "$root/wasm-decoders"
 echo "== fuzz: FuzzJSONDecode ($json)"
@@ -26,5 +27,7 @@ go test ./avrodec -run '^$' -fuzz '^FuzzAvroDecode$' -fuzztime "$avro"
 cd "$root"
 echo "== fuzz: FuzzNativeVsWasm ($diff): native and wazero give identical output and errors"
 go test ./go/internal/decode -run '^$' -fuzz '^FuzzNativeVsWasm$' -fuzztime "$diff"
+echo "== fuzz: FuzzNativeVsWasmtime ($diffwt): native and wasmtime give identical output and errors"
+go test ./go/internal/decode -run '^$' -fuzz '^FuzzNativeVsWasmtime$' -fuzztime "$diffwt"
 echo "== fuzz: FuzzParseSegments ($segs): a response cut anywhere parses as the whole"
 go test ./go/internal/wire -run '^$' -fuzz '^FuzzParseSegments$' -fuzztime "$segs"

@@ -22,7 +22,23 @@ import (
 // payload, under every conformance vector's schema and options (which
 // together cover every supported type). Seeds: the vectors' payloads. A
 // bounded run is part of scripts/fuzz.sh.
-func FuzzNativeVsWasm(f *testing.F) {
+func FuzzNativeVsWasm(f *testing.F) { fuzzNativeVs(f, Spec{}) }
+
+// FuzzNativeVsWasmtime: the same against the .wasm in the wasmtime engine.
+func FuzzNativeVsWasmtime(f *testing.F) {
+	lib, err := wasmtimeLibrary()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			f.Fatal(err)
+		}
+		f.Skip(err)
+	}
+	fuzzNativeVs(f, Spec{Engine: EngineWasmtime, WasmtimeLibrary: lib})
+}
+
+// fuzzNativeVs compares the built-ins natively with their .wasm run by
+// engine's Engine.
+func fuzzNativeVs(f *testing.F, engine Spec) {
 	files, err := filepath.Glob("../../../testdata/decoders/vectors/*.json")
 	if err != nil || len(files) == 0 {
 		f.Fatalf("no vectors: %v", err)
@@ -47,6 +63,7 @@ func FuzzNativeVsWasm(f *testing.F) {
 		}
 		ws, ns := spec, spec
 		ws.WasmPath, ns.Builtin = wasmFor(f, v.Format), v.Format
+		ws.Engine, ws.WasmtimeLibrary = engine.Engine, engine.WasmtimeLibrary
 		w, err := NewDecoder(context.Background(), ws, mem)
 		if err != nil {
 			f.Fatal(err)

@@ -210,3 +210,47 @@ func TestDecoderConfigEngine(t *testing.T) {
 		t.Errorf("a missing library: %v", err)
 	}
 }
+
+// 1,000 failed batches in one process, each discarding its instance and
+// store: memory stays flat and the next batch decodes.
+func TestWasmtimeThousandHostileBatches(t *testing.T) {
+	withWasmtime(t, func(t *testing.T) {
+		d := newHostile(t, func(s *Spec) { s.Timeout = 10 * time.Millisecond })
+		fail := func(n int) {
+			for i := range n {
+				payload := "exit" // the module exits: its store is discarded
+				if i%20 == 19 {
+					payload = "loop" // stopped by the time limit
+				}
+				if _, _, err := decodeOne(d, payload); err == nil {
+					t.Fatalf("%s: no error", payload)
+				}
+			}
+		}
+		fail(100) // warm up: allocator arenas, compiled code
+		before := rssBytes(t)
+		fail(900)
+		after := rssBytes(t)
+		t.Logf("RSS %d MiB before, %d MiB after 900 more failed batches", before>>20, after>>20)
+		if after > before+64<<20 {
+			t.Errorf("RSS grew from %d to %d MiB", before>>20, after>>20)
+		}
+		assertRecovers(t, d)
+	})
+}
+
+func rssBytes(t *testing.T) int64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skip("no /proc/self/status")
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "VmRSS:" {
+			var kb int64
+			fmt.Sscan(f[1], &kb)
+			return kb << 10
+		}
+	}
+	t.Skip("no VmRSS")
+	return 0
+}
