@@ -19,7 +19,7 @@ FORMATS = tuple(contract.builtin_formats())  # the built-in decoders (go/interna
 ON_DECODE_ERROR = ("deadletter", "fail", "column")
 # Options that only mean something in schema mode (format or decoder set).
 SCHEMA_MODE_ONLY = ["avroSchema", "onDecodeError", "errorColumn", "deadLetterTopicId", "decoderOptions",
-                    "decoderTimeoutMs", "decoderMemoryLimitMB"]
+                    "decoderTimeoutMs", "decoderMemoryLimitMB", "decoderEngine"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,7 @@ class DecodeOptions:
     error_column: str | None = None  # column mode only
     timeout_ms: int = field(default_factory=lambda: contract.limit("decoder_config", "timeout_ms").default)
     memory_limit_mb: int = field(default_factory=lambda: contract.limit("decoder_config", "memory_limit_mb").default)
+    engine: str = "wazero"  # what runs a decoder module: one of decode_api.ENGINES
 
     def module_options(self) -> dict[str, str]:
         out = dict(self.decoder_options)
@@ -88,6 +89,7 @@ def parse_decode(opts: Mapping[str, str], project: str) -> DecodeOptions | None:
         dec_opts = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in parsed.items()}
         if "avro_schema" in dec_opts:
             raise OptionError("give the Avro schema as option avroSchema, not in decoderOptions")
+    engine = _engine(opts, module)
     dlq = opts.get("deadlettertopicid") or None
     on_error = (opts.get("ondecodeerror") or "").strip().lower() or ("deadletter" if dlq else "fail")
     if on_error not in ON_DECODE_ERROR:
@@ -119,4 +121,25 @@ def parse_decode(opts: Mapping[str, str], project: str) -> DecodeOptions | None:
         error_column=err_col,
         timeout_ms=go_duration_option(opts, "decoderTimeoutMs", "decoder_config", "timeout_ms"),
         memory_limit_mb=go_int_option(opts, "decoderMemoryLimitMB", "decoder_config", "memory_limit_mb"),
+        engine=engine,
     )
+
+
+def _engine(opts: Mapping[str, str], module: str | None) -> str:
+    """Option decoderEngine: checked on the driver, so that a missing
+    wasmtime package fails the query at its start."""
+    from ...decode_api import ENGINES
+
+    engine = (opts.get("decoderengine") or "").strip().lower() or ENGINES[0]
+    if engine not in ENGINES:
+        raise OptionError(f"option decoderEngine={opts.get('decoderengine')!r} is not one of {', '.join(ENGINES)}")
+    if engine != ENGINES[0] and module is None:
+        raise OptionError("option decoderEngine applies to a decoder module (option decoder); the built-in "
+                          "formats run natively")
+    if engine == "wasmtime":
+        from ... import wasmtime_library
+
+        if wasmtime_library.find() is None:
+            raise OptionError("option decoderEngine=wasmtime needs the wasmtime package on the driver and every "
+                              "executor: pip install wasmtime (or leave decoderEngine at wazero)")
+    return engine

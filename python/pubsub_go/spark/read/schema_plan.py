@@ -108,7 +108,8 @@ def _decoder_config(dec: DecodeOptions, target: pa.Schema | None) -> DecoderConf
     """go/internal/decode.DecoderConfig: a built-in format runs natively
     (no module), a user's module in the sandbox."""
     return decoder_config(None if dec.decoder_path else dec.format, target, dec.decoder_path,
-                          dec.module_options(), timeout_ms=dec.timeout_ms, memory_limit_mb=dec.memory_limit_mb)
+                          dec.module_options(), timeout_ms=dec.timeout_ms, memory_limit_mb=dec.memory_limit_mb,
+                          engine=dec.engine)
 
 
 def _open_on_driver(dec: DecodeOptions, target: pa.Schema | None) -> NativeDecoder:
