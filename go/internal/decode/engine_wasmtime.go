@@ -13,6 +13,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -116,17 +118,78 @@ func compiledWasmtime(wasm []byte, lib string, opts engineOptions) (compiledModu
 	if len(wasm) == 0 {
 		return compiledModule{}, fmt.Errorf("%w: invalid module: empty", ErrDecoder)
 	}
-	var msg *C.char
-	m := C.pgw_compile(e, (*C.uint8_t)(unsafe.Pointer(&wasm[0])), C.size_t(len(wasm)), &msg)
+	cached := wtCachePath(key)
+	m := wtLoadCompiled(e, cached)
 	if m == nil {
-		defer C.free(unsafe.Pointer(msg))
-		return compiledModule{}, fmt.Errorf("%w: invalid module: %s", ErrDecoder, C.GoString(msg))
+		var msg *C.char
+		if m = C.pgw_compile(e, (*C.uint8_t)(unsafe.Pointer(&wasm[0])), C.size_t(len(wasm)), &msg); m == nil {
+			defer C.free(unsafe.Pointer(msg))
+			return compiledModule{}, fmt.Errorf("%w: invalid module: %s", ErrDecoder, C.GoString(msg))
+		}
+		wtStoreCompiled(m, cached)
+		engines.Lock()
+		engines.compiles++
+		engines.Unlock()
 	}
 	wasmtime.modules[key] = &wtCompiled{module: m, engine: e}
-	engines.Lock()
-	engines.compiles++
-	engines.Unlock()
 	return compiledModule{wt: wasmtime.modules[key]}, nil
+}
+
+// Compiled machine code is kept across processes, as wazero's is
+// (diskCache): every fresh Spark Python worker would otherwise spend
+// seconds compiling a Go guest. The file is named by the module's SHA-256
+// and the engine's configuration; wasmtime refuses a file of another
+// version or configuration, and the directory is private to the user.
+func wtCachePath(key wtKey) string {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	dir := filepath.Join(base, "pubsub-go", "wasmtime")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return ""
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm()&0o077 != 0 {
+		return "" // shared or unreadable: don't trust machine code from it
+	}
+	return filepath.Join(dir, fmt.Sprintf("%x-%v.cwasm", key.sum, key.noTimeLimit))
+}
+
+func wtLoadCompiled(e *C.pgw_opaque, path string) *C.pgw_opaque {
+	if path == "" {
+		return nil
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil
+	}
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	return C.pgw_load_compiled(e, cpath)
+}
+
+// wtStoreCompiled writes the machine code through a temporary file and a
+// rename, so that a concurrent reader sees all of it or nothing.
+func wtStoreCompiled(m *C.pgw_opaque, path string) {
+	if path == "" {
+		return
+	}
+	var n C.size_t
+	code := C.pgw_serialize(m, &n)
+	if code == nil {
+		return
+	}
+	defer C.free(unsafe.Pointer(code))
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return
+	}
+	_, err = tmp.Write(unsafe.Slice((*byte)(unsafe.Pointer(code)), int(n)))
+	if cerr := tmp.Close(); err == nil && cerr == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
 }
 
 // wtInstance is one instance in its own store.

@@ -49,6 +49,8 @@ static void (*p_trap_message)(pgw_opaque *, pgw_byte_vec *);
 static bool (*p_trap_code)(pgw_opaque *, uint8_t *);
 static void (*p_trap_delete)(pgw_opaque *);
 static void (*p_byte_vec_delete)(pgw_byte_vec *);
+static pgw_opaque *(*p_module_serialize)(pgw_opaque *, pgw_byte_vec *);
+static pgw_opaque *(*p_module_deserialize_file)(pgw_opaque *, const char *, pgw_opaque **);
 
 #define PGW_SYM(var, name) if (!(*(void **)&var = dlsym(h, name))) return name;
 
@@ -87,6 +89,8 @@ static const char *pgw_load(const char *path) {
 	PGW_SYM(p_trap_code, "wasmtime_trap_code")
 	PGW_SYM(p_trap_delete, "wasm_trap_delete")
 	PGW_SYM(p_byte_vec_delete, "wasm_byte_vec_delete")
+	PGW_SYM(p_module_serialize, "wasmtime_module_serialize")
+	PGW_SYM(p_module_deserialize_file, "wasmtime_module_deserialize_file")
 	return NULL;
 }
 
@@ -251,4 +255,33 @@ static pgw_opaque *pgw_compile(pgw_opaque *engine, const uint8_t *wasm, size_t l
 		return NULL;
 	}
 	return m;
+}
+
+// pgw_load_compiled reads a module compiled earlier by this library (a
+// file pgw_serialize wrote); NULL if it cannot (wasmtime checks that the
+// file is of its own version and configuration).
+static pgw_opaque *pgw_load_compiled(pgw_opaque *engine, const char *path) {
+	pgw_opaque *m = NULL;
+	pgw_opaque *err = p_module_deserialize_file(engine, path, &m);
+	if (err) {
+		p_error_delete(err);
+		return NULL;
+	}
+	return m;
+}
+
+// pgw_serialize returns the module's machine code (malloc'ed, *len
+// bytes), or NULL.
+static char *pgw_serialize(pgw_opaque *module, size_t *len) {
+	pgw_byte_vec v = {0, NULL};
+	pgw_opaque *err = p_module_serialize(module, &v);
+	if (err) {
+		p_error_delete(err);
+		return NULL;
+	}
+	char *out = malloc(v.size ? v.size : 1);
+	memcpy(out, v.data, v.size);
+	*len = v.size;
+	p_byte_vec_delete(&v);
+	return out;
 }

@@ -2,6 +2,7 @@ package decode
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -253,4 +254,38 @@ func rssBytes(t *testing.T) int64 {
 	}
 	t.Skip("no VmRSS")
 	return 0
+}
+
+// Compiled code is written once and read back by the next process (here:
+// the same one, its in-memory cache emptied).
+func TestWasmtimeDiskCache(t *testing.T) {
+	withWasmtime(t, func(t *testing.T) {
+		t.Setenv("XDG_CACHE_HOME", t.TempDir())
+		// A module of its own: the trap module with a custom section naming this run.
+		wasm := append(trapModule(), append([]byte{0x00, 0x0a, 0x04}, fmt.Sprintf("run%06d", time.Now().Nanosecond()%1e6)...)...)
+		spec := Spec{Wasm: wasm, Format: "trap"}
+		if _, err := NewDecoder(context.Background(), spec, nil); !errors.Is(err, ErrCrashed) {
+			t.Fatalf("want the trap, got %v", err)
+		}
+		files, _ := filepath.Glob(filepath.Join(os.Getenv("XDG_CACHE_HOME"), "pubsub-go", "wasmtime", "*.cwasm"))
+		if len(files) != 1 {
+			t.Fatalf("cache files: %v", files)
+		}
+		wasmtime.Lock()
+		delete(wasmtime.modules, wtKey{sum: sha256.Sum256(wasm)})
+		wasmtime.Unlock()
+		engines.Lock()
+		compiles := engines.compiles
+		engines.Unlock()
+		start := time.Now()
+		if _, err := NewDecoder(context.Background(), spec, nil); !errors.Is(err, ErrCrashed) || !strings.Contains(err.Error(), "unreachable") {
+			t.Fatalf("from the cache: want the trap, got %v", err)
+		}
+		t.Logf("from the cache in %v", time.Since(start))
+		engines.Lock()
+		defer engines.Unlock()
+		if engines.compiles != compiles {
+			t.Error("compiled again instead of reading the cache")
+		}
+	})
 }
