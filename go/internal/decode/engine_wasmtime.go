@@ -73,6 +73,9 @@ func wasmtimeEngine(path string, noTimeLimit bool) (*C.pgw_opaque, error) {
 		}
 		return wasmtime.engines[btoiC(noTimeLimit)], nil
 	}
+	if err := checkWasmtimeVersion(path); err != nil {
+		return nil, err
+	}
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
 	if msg := C.pgw_load(cpath); msg != nil {
@@ -100,6 +103,29 @@ func btoiC(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// wasmtimeMajor is the version of wasmtime's C API that
+// engine_wasmtime_shim.h declares: its structs' layouts (values, externs)
+// change between major versions, so a library of another is refused.
+const wasmtimeMajor = 50
+
+// checkWasmtimeVersion reads the version of the wasmtime package that
+// holds the library (site-packages/wasmtime/<platform>/_libwasmtime.so,
+// beside site-packages/wasmtime-<version>.dist-info).
+func checkWasmtimeVersion(lib string) error {
+	site := filepath.Dir(filepath.Dir(filepath.Dir(lib)))
+	infos, _ := filepath.Glob(filepath.Join(site, "wasmtime-*.dist-info"))
+	want := fmt.Sprintf("pip install 'wasmtime==%d.*'", wasmtimeMajor)
+	if len(infos) != 1 {
+		return fmt.Errorf("%s is not in an installed wasmtime package (no single wasmtime-*.dist-info beside it): %s", lib, want)
+	}
+	version := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(infos[0]), "wasmtime-"), ".dist-info")
+	if major, _, _ := strings.Cut(version, "."); major != fmt.Sprint(wasmtimeMajor) {
+		return fmt.Errorf("wasmtime %s at %s: the wasmtime engine drives wasmtime's C API of version %d (its structs change between versions): %s",
+			version, lib, wasmtimeMajor, want)
+	}
+	return nil
 }
 
 // compiledWasmtime compiles wasm (or finds it compiled). The memory cap is

@@ -289,3 +289,23 @@ func TestWasmtimeDiskCache(t *testing.T) {
 		}
 	})
 }
+
+func TestWasmtimeVersionIsChecked(t *testing.T) {
+	site := t.TempDir()
+	lib := filepath.Join(site, "wasmtime", "linux-x86_64", "_libwasmtime.so")
+	if err := checkWasmtimeVersion(lib); err == nil || !strings.Contains(err.Error(), "not in an installed wasmtime package") {
+		t.Errorf("no dist-info: %v", err)
+	}
+	if err := os.Mkdir(filepath.Join(site, "wasmtime-99.0.1.dist-info"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkWasmtimeVersion(lib); err == nil || !strings.Contains(err.Error(), "wasmtime 99.0.1 at") ||
+		!strings.Contains(err.Error(), fmt.Sprintf("wasmtime==%d.*", wasmtimeMajor)) {
+		t.Errorf("another major version: %v", err)
+	}
+	if lib, err := wasmtimeLibrary(); err == nil {
+		if err := checkWasmtimeVersion(lib); err != nil {
+			t.Errorf("the installed package: %v", err)
+		}
+	}
+}
