@@ -13,7 +13,9 @@
 typedef struct pgw_opaque pgw_opaque;
 typedef struct { size_t size; char *data; } pgw_byte_vec;
 typedef struct { uint8_t kind; uint8_t pad[7]; union { int32_t i32; int64_t i64; uint8_t raw[24]; } of; } pgw_val;
-typedef struct { uint8_t kind; uint8_t pad[7]; uint8_t of[24]; } pgw_extern;
+// wasmtime_extern_t is 32 bytes in version 50 (its union at offset 8);
+// room for more, as wasmtime writes whole externs into it.
+typedef struct { uint8_t kind; uint8_t pad[7]; uint8_t of[56]; } pgw_extern;
 typedef struct { uint64_t store_id; size_t priv; } pgw_instance_t;
 
 enum { PGW_I32 = 0, PGW_I64 = 1, PGW_EXTERN_FUNC = 0, PGW_EXTERN_MEMORY = 3 };
