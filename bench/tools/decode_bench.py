@@ -17,7 +17,8 @@ SDK: Go (ABI 1) and C (ABI 2, built with zig's clang), each in wazero
 (sandbox on), in wasmtime and compiled natively (for C: the same zig cc
 and flags as the .wasm build, wasm-decoders/build-c.sh --native).
 
-The C example is also run side by side, each mode in turn per round,
+The C example is also run side by side, each mode in turn per round (the
+Go host's wazero and wasmtime engines, then the native build),
 and reported by wall clock and by the decoding thread's CPU time (steady
 on a machine shared with other work); --c-example-only runs just that and
 prints its table.
@@ -134,7 +135,9 @@ def vpcflow_c_native(tmp: Path, seconds: float) -> float:
 
 def vpcflow_c_side_by_side(tmp: Path, rounds: int, seconds: float) -> dict[str, list[float]]:
     """The C example in wazero (loop counter, WithCloseOnContextDone, no time
-    limit) and natively, in turn, rounds times: MB/s per round of each, by
+    limit), in wasmtime in the Go host (epoch interruption, no time limit;
+    the ^BenchmarkVpcflowCWasm pattern takes them too) and natively, in
+    turn, rounds times: MB/s per round of each, by
     the wall clock (key: benchmark name, or "native") and by the thread's
     CPU time (key + "/cpu"), which a machine shared with other work
     disturbs far less."""
@@ -164,6 +167,8 @@ def vpcflow_c_side_by_side(tmp: Path, rounds: int, seconds: float) -> dict[str, 
 SBS_MODES = (("BenchmarkVpcflowCWasm", "wazero, time limit by loop counter (production)"),
              ("BenchmarkVpcflowCWasmCloseOnDone", "wazero, time limit by WithCloseOnContextDone"),
              ("BenchmarkVpcflowCWasmNoTimeLimit", "wazero, no time limit"),
+             ("BenchmarkVpcflowCWasmtime", "wasmtime in the Go host, time limit by epoch interruption"),
+             ("BenchmarkVpcflowCWasmtimeNoTimeLimit", "wasmtime in the Go host, no time limit"),
              ("native", "native (build-c.sh --native)"))
 
 
