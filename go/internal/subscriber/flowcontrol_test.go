@@ -136,13 +136,7 @@ func TestHandedOutBytesLeaveFlowControl(t *testing.T) {
 // The client-side limit holds even against a server that ignores the
 // request's flow control (pstest does), and frees up as messages are acked.
 func TestMaxOutstandingMessagesHeld(t *testing.T) {
-	srv := newServer(t)
-	publish(srv, 20)
-	cfg := testConfig(srv)
-	cfg.MaxOutstandingMessages = 5
-	cfg.AckDeadlineSeconds = 60
-	s := openTest(t, cfg, nil)
-	waitFor(t, 5*time.Second, "5 messages pulled", func() bool { return s.Stats().Pulled >= 5 })
+	_, s := openFiveHeld(t, 20, nil)
 	time.Sleep(300 * time.Millisecond) // give an unbounded stream time to overshoot
 	if st := s.Stats(); st.Pulled != 5 || st.Held != 5 {
 		t.Fatalf("stats %+v, want pulled=5 held=5 with max_outstanding_messages=5", st)

@@ -364,3 +364,18 @@ func (f *faults) streamCount() int {
 	defer f.mu.Unlock()
 	return f.streams
 }
+
+// openFiveHeld publishes n messages to a new server and opens a subscriber
+// whose flow control admits 5 (acks deadline 60 s, so none lapses in a
+// test); it returns once 5 are pulled, flow control full.
+func openFiveHeld(t *testing.T, n int, tune func(*settings)) (*pstest.Server, *Subscriber) {
+	t.Helper()
+	srv := newServer(t)
+	publish(srv, n)
+	cfg := testConfig(srv)
+	cfg.MaxOutstandingMessages = 5
+	cfg.AckDeadlineSeconds = 60
+	s := openTest(t, cfg, tune)
+	waitFor(t, 5*time.Second, "5 messages pulled", func() bool { return s.Stats().Pulled >= 5 })
+	return srv, s
+}

@@ -80,22 +80,28 @@ func TestFlowControllerReportsFullSpells(t *testing.T) {
 // tell growth apart from the few milliseconds a connect or a pull takes.
 const stallSpan = 400 * time.Millisecond
 
-func TestFlowFullMsGrowsOnlyWhileFlowControlIsFull(t *testing.T) {
-	srv := newServer(t)
-	publish(srv, 5)
-	cfg := testConfig(srv)
-	cfg.MaxOutstandingMessages = 5
-	cfg.AckDeadlineSeconds = 60
-	s := openTest(t, cfg, fast)
-	waitFor(t, 5*time.Second, "5 messages pulled", func() bool { return s.Stats().Pulled == 5 })
+// heldFor waits stallSpan with the subscriber held in a condition and
+// fails unless the counter ms reads grew by about that much and blocked_ms
+// covers it; it returns the stats at the end.
+func heldFor(t *testing.T, s *Subscriber, name string, ms func(Stats) int64) Stats {
+	t.Helper()
 	before := s.Stats()
 	time.Sleep(stallSpan)
-	full := s.Stats()
-	if grew := time.Duration(full.FlowFullMs-before.FlowFullMs) * time.Millisecond; grew < stallSpan-10*time.Millisecond {
-		t.Fatalf("flow_full_ms grew by %v over %v held full (%+v)", grew, stallSpan, full)
+	after := s.Stats()
+	if grew := time.Duration(ms(after)-ms(before)) * time.Millisecond; grew < stallSpan-10*time.Millisecond {
+		t.Fatalf("%s grew by %v over %v held (%+v)", name, grew, stallSpan, after)
 	}
-	if time.Duration(full.BlockedMs)*time.Millisecond < stallSpan || full.QuietMs != 0 {
-		t.Fatalf("held full for %v: blocked_ms = %d, quiet_ms = %d", stallSpan, full.BlockedMs, full.QuietMs)
+	if time.Duration(after.BlockedMs)*time.Millisecond < stallSpan {
+		t.Fatalf("held for %v: blocked_ms = %d", stallSpan, after.BlockedMs)
+	}
+	return after
+}
+
+func TestFlowFullMsGrowsOnlyWhileFlowControlIsFull(t *testing.T) {
+	srv, s := openFiveHeld(t, 5, fast)
+	full := heldFor(t, s, "flow_full_ms", func(st Stats) int64 { return st.FlowFullMs })
+	if full.QuietMs != 0 {
+		t.Fatalf("held full for %v: quiet_ms = %d, want 0", stallSpan, full.QuietMs)
 	}
 
 	// Taking and acking the 5 frees the subscriber; one more message shows it receives.
@@ -129,14 +135,9 @@ func TestStreamsDownMsGrowsWhileAStreamCannotConnect(t *testing.T) {
 	cfg.Streams = 2
 	s := openTest(t, cfg, fast, option.WithGRPCDialOption(grpc.WithStreamInterceptor(interceptor)))
 	waitFor(t, 5*time.Second, "a failed connect", func() bool { return s.Stats().StreamsRestarted >= 2 })
-	before := s.Stats()
-	time.Sleep(stallSpan)
-	down := s.Stats()
-	if grew := time.Duration(down.StreamsDownMs-before.StreamsDownMs) * time.Millisecond; grew < stallSpan-10*time.Millisecond {
-		t.Fatalf("streams_down_ms grew by %v over %v of refused connects (%+v)", grew, stallSpan, down)
-	}
-	if time.Duration(down.BlockedMs)*time.Millisecond < stallSpan || down.FlowFullMs != 0 {
-		t.Fatalf("streams down for %v: blocked_ms = %d, flow_full_ms = %d", stallSpan, down.BlockedMs, down.FlowFullMs)
+	down := heldFor(t, s, "streams_down_ms", func(st Stats) int64 { return st.StreamsDownMs })
+	if down.FlowFullMs != 0 {
+		t.Fatalf("streams down for %v: flow_full_ms = %d, want 0", stallSpan, down.FlowFullMs)
 	}
 
 	// Let them connect; a message received shows the subscriber receives.
