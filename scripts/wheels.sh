@@ -44,7 +44,13 @@ echo "== wheels: checks"
 "$TOOLS/bin/python" scripts/check_wheel.py "$OUT"/pubsub_go-*.whl
 for whl in "$OUT"/pubsub_go-*.whl; do
   arch=${whl%.whl}; arch=${arch##*_2_17_}
-  show=$("$TOOLS/bin/auditwheel" show "$whl" 2>&1) || { echo "$show" >&2; exit 1; }
+  # -v: without it auditwheel stops after saying which glibc symbols constrain
+  # the tag (memcpy@GLIBC_2.14 on x86_64 means manylinux_2_17, our tag anyway)
+  # and never says whether external libraries are needed. Its debug log goes
+  # to stderr, shown only if it fails.
+  log=$(mktemp)
+  show=$("$TOOLS/bin/auditwheel" -v show "$whl" 2>"$log") || { cat "$log" >&2; echo "$show" >&2; rm -f "$log"; exit 1; }
+  rm -f "$log"
   # auditwheel's verdict names the oldest tag the library's symbols allow
   # ('... consistent with the following platform tag: "manylinux_2_5_x86_64"');
   # ours may be newer (the Go runtime needs more than symbols say: RATIONALE.md), never older.
