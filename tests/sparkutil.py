@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from emulators import free_port, wait_for_port
@@ -45,6 +46,20 @@ def stop_spark() -> None:
     sc = SparkContext._active_spark_context
     if sc is not None:
         sc.stop()
+
+
+def registered_session(**kwargs: str) -> Iterator:
+    """A module's own session (fresh context settings: spark_session's
+    arguments) with pubsub-go registered; stopped when the module is done."""
+    import pubsub_go
+
+    stop_spark()
+    session = spark_session(**kwargs)
+    pubsub_go.register(session)
+    try:
+        yield session
+    finally:
+        session.stop()
 
 
 def run_until(query, predicate, timeout: float = 120.0) -> None:

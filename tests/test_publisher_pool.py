@@ -97,19 +97,12 @@ def test_publisher_idle_ms_zero_closes_after_every_task(google) -> None:
 
 @pytest.fixture(scope="module")
 def spark():
-    import pubsub_go
-    from sparkutil import spark_session, stop_spark
+    from sparkutil import registered_session
 
-    stop_spark()  # a fresh context: local[1] is a SparkContext setting
     # One core: the micro-batches' single tasks run in one reused Python
     # worker (this venv's interpreter, so it runs the tree's package).
-    session = spark_session(master="local[1]", app="pubsub-go-publisher-pool",
-                            spark__sql__shuffle__partitions="1")
-    pubsub_go.register(session)
-    try:
-        yield session
-    finally:
-        session.stop()
+    yield from registered_session(master="local[1]", app="pubsub-go-publisher-pool",
+                                  spark__sql__shuffle__partitions="1")
 
 
 @pytest.mark.spark

@@ -69,16 +69,9 @@ def test_schema_takes_topic_and_timestamp_columns() -> None:
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator:
-    import pubsub_go
-    from sparkutil import spark_session, stop_spark
+    from sparkutil import registered_session
 
-    stop_spark()
-    session = spark_session(app="pubsub-go-sink-routing", spark__sql__session__timeZone="UTC")
-    pubsub_go.register(session)
-    try:
-        yield session
-    finally:
-        session.stop()
+    yield from registered_session(app="pubsub-go-sink-routing", spark__sql__session__timeZone="UTC")
 
 
 def pull_until(g, sub: str, n: int, timeout: float = 60) -> list:

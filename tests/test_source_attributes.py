@@ -59,16 +59,9 @@ def test_bad_options_name_the_option(options: dict[str, str], expected: str) -> 
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator:
-    import pubsub_go
-    from sparkutil import spark_session, stop_spark
+    from sparkutil import registered_session
 
-    stop_spark()
-    session = spark_session(app="pubsub-go-source-attributes", spark__sql__session__timeZone="UTC")
-    pubsub_go.register(session)
-    try:
-        yield session
-    finally:
-        session.stop()
+    yield from registered_session(app="pubsub-go-source-attributes", spark__sql__session__timeZone="UTC")
 
 
 @pytest.mark.spark
