@@ -245,6 +245,7 @@ def test_register_and_format_under_spark_connect(connect, google, emulator, tmp_
     assert payloads == sorted([f"w{i}" for i in range(1_000)] + [f"s{i}" for i in range(1_000)])
 
 
+@pytest.mark.compat_oldest
 def test_driver_killed_between_micro_batches_then_restarted_is_exactly_once(spark, google, emulator, tmp_path):
     """SIGKILL the whole driver (tests/jobs/source_to_parquet.py, its own
     process group) right after a micro-batch, well before the next trigger;
