@@ -1,39 +1,68 @@
-// Package emulator serves an in-process Pub/Sub emulator built on the Go
-// client's pstest fake, for users without the Google Cloud SDK.
+// Package emulator is the embedded Pub/Sub emulator: an in-process gRPC
+// server with the service's topics, subscriptions, snapshots and schemas,
+// for users without the Google Cloud SDK. Delivery is event driven and
+// batched (delivery.go), so it runs at data-plane speed; where Google's
+// emulator and the service differ it follows the service (docs/emulator.md).
 package emulator
 
 import (
 	"fmt"
 	"net"
 
-	"cloud.google.com/go/pubsub/v2/pstest"
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"google.golang.org/grpc"
 )
 
-// Emulator is a running pstest server.
+// maxRecvMsgSize is the largest request the server accepts: the service
+// takes publish requests of up to 10 MB, so clients batch up to that.
+const maxRecvMsgSize = 16 << 20
+
+// Emulator is a running embedded emulator.
 type Emulator struct {
-	srv *pstest.Server
+	lis   net.Listener
+	gs    *grpc.Server
+	state *state
+	done  chan struct{}
 }
 
-// Start listens on hostPort ("127.0.0.1:0" picks a free port).
-func Start(hostPort string) (e *Emulator, err error) {
-	host, _, splitErr := net.SplitHostPort(hostPort)
-	if splitErr != nil {
-		return nil, fmt.Errorf("emulator address %q: %v (expected host:port, e.g. 127.0.0.1:8085)", hostPort, splitErr)
+// Start listens on hostPort ("127.0.0.1:0" picks a free port). Only
+// loopback addresses are accepted: the emulator has no authentication.
+func Start(hostPort string) (*Emulator, error) {
+	host, _, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return nil, fmt.Errorf("emulator address %q: %v (expected host:port, e.g. 127.0.0.1:8085)", hostPort, err)
 	}
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return nil, fmt.Errorf("emulator address %q: the embedded emulator only listens on loopback (127.0.0.1, ::1 or localhost)", hostPort)
 	}
-	// pstest panics when it cannot listen; turn that into an error.
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("emulator cannot listen on %s: %v", hostPort, r)
-		}
+	maxBytes, err := memoryCapFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	lis, err := net.Listen("tcp", hostPort)
+	if err != nil {
+		return nil, fmt.Errorf("emulator cannot listen on %s: %v", hostPort, err)
+	}
+	st := newState(maxBytes)
+	gs := grpc.NewServer(grpc.MaxRecvMsgSize(maxRecvMsgSize))
+	pubsubpb.RegisterPublisherServer(gs, &publisherService{st: st})
+	pubsubpb.RegisterSubscriberServer(gs, &subscriberService{st: st})
+	pubsubpb.RegisterSchemaServiceServer(gs, &schemaService{st: st})
+	e := &Emulator{lis: lis, gs: gs, state: st, done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		_ = gs.Serve(lis)
 	}()
-	return &Emulator{srv: pstest.NewServerWithAddress(hostPort)}, nil
+	return e, nil
 }
 
 // Addr is the bound host:port.
-func (e *Emulator) Addr() string { return e.srv.Addr }
+func (e *Emulator) Addr() string { return e.lis.Addr().String() }
 
-// Stop closes the server.
-func (e *Emulator) Stop() error { return e.srv.Close() }
+// Stop ends every stream and closes the server.
+func (e *Emulator) Stop() error {
+	e.gs.Stop()
+	<-e.done
+	e.state.close()
+	return nil
+}

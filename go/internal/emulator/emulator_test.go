@@ -1,9 +1,20 @@
 package emulator
 
 import (
+	"context"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 func TestStartServesOnFreeLoopbackPort(t *testing.T) {
@@ -33,5 +44,228 @@ func TestStartRejectsNonLoopbackAndBusyPort(t *testing.T) {
 	defer l.Close()
 	if _, err := Start(l.Addr().String()); err == nil || !strings.Contains(err.Error(), "cannot listen") {
 		t.Fatalf("busy port: err = %v, want 'cannot listen'", err)
+	}
+}
+
+type fixture struct {
+	pub pubsubpb.PublisherClient
+	sub pubsubpb.SubscriberClient
+	ctx context.Context
+}
+
+func start(t *testing.T) *fixture {
+	t.Helper()
+	e, err := Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Stop() })
+	conn, err := grpc.NewClient(e.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return &fixture{pubsubpb.NewPublisherClient(conn), pubsubpb.NewSubscriberClient(conn), ctx}
+}
+
+func (f *fixture) topicSub(t *testing.T, sub *pubsubpb.Subscription) {
+	t.Helper()
+	if _, err := f.pub.CreateTopic(f.ctx, &pubsubpb.Topic{Name: "projects/p/topics/top"}); err != nil {
+		t.Fatal(err)
+	}
+	sub.Name, sub.Topic = "projects/p/subscriptions/sub1", "projects/p/topics/top"
+	if _, err := f.sub.CreateSubscription(f.ctx, sub); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fixture) publish(t *testing.T, n int, attrs func(i int) map[string]string) {
+	t.Helper()
+	req := &pubsubpb.PublishRequest{Topic: "projects/p/topics/top"}
+	for i := 0; i < n; i++ {
+		m := &pubsubpb.PubsubMessage{Data: []byte(fmt.Sprint(i))}
+		if attrs != nil {
+			m.Attributes = attrs(i)
+		}
+		req.Messages = append(req.Messages, m)
+	}
+	if _, err := f.pub.Publish(f.ctx, req); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fixture) pull(t *testing.T, max int32) []*pubsubpb.ReceivedMessage {
+	t.Helper()
+	r, err := f.sub.Pull(f.ctx, &pubsubpb.PullRequest{Subscription: "projects/p/subscriptions/sub1", MaxMessages: max})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.ReceivedMessages
+}
+
+func ids(ms []*pubsubpb.ReceivedMessage) (out []string) {
+	for _, m := range ms {
+		out = append(out, m.AckId)
+	}
+	return out
+}
+
+func TestStreamingPullBatchesWithinFlowControlAndRedeliversAfterCut(t *testing.T) {
+	f := start(t)
+	f.topicSub(t, &pubsubpb.Subscription{})
+	f.publish(t, 500, nil)
+	ctx, cancel := context.WithCancel(f.ctx)
+	st, err := f.sub.StreamingPull(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Send(&pubsubpb.StreamingPullRequest{Subscription: "projects/p/subscriptions/sub1", StreamAckDeadlineSeconds: 10,
+		MaxOutstandingMessages: 300}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.ReceivedMessages) != 300 {
+		t.Fatalf("first response has %d messages, want 300 (one batch, flow control 300)", len(r.ReceivedMessages))
+	}
+	// Acking 100 lets 100 more through on the same stream.
+	if err := st.Send(&pubsubpb.StreamingPullRequest{AckIds: ids(r.ReceivedMessages[:100])}); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := st.Recv()
+	if err != nil || len(r2.ReceivedMessages) != 100 {
+		t.Fatalf("after 100 acks: %d messages, err %v; want 100", len(r2.ReceivedMessages), err)
+	}
+	cancel() // cut without a half-close: its 300 leased messages stay leased
+	if got := f.pull(t, 1000); len(got) != 100 {
+		t.Fatalf("pull after cut got %d, want the 100 never delivered", len(got))
+	}
+}
+
+func TestNackRedeliversAndDeadLettersAfterMaxAttempts(t *testing.T) {
+	f := start(t)
+	if _, err := f.pub.CreateTopic(f.ctx, &pubsubpb.Topic{Name: "projects/p/topics/dlq"}); err != nil {
+		t.Fatal(err)
+	}
+	f.topicSub(t, &pubsubpb.Subscription{DeadLetterPolicy: &pubsubpb.DeadLetterPolicy{DeadLetterTopic: "projects/p/topics/dlq", MaxDeliveryAttempts: 5}})
+	if _, err := f.sub.CreateSubscription(f.ctx, &pubsubpb.Subscription{Name: "projects/p/subscriptions/dlsub", Topic: "projects/p/topics/dlq"}); err != nil {
+		t.Fatal(err)
+	}
+	f.publish(t, 1, nil)
+	for attempt := int32(1); attempt <= 5; attempt++ {
+		got := f.pull(t, 10)
+		if len(got) != 1 || got[0].DeliveryAttempt != attempt {
+			t.Fatalf("attempt %d: got %v", attempt, got)
+		}
+		if _, err := f.sub.ModifyAckDeadline(f.ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: "projects/p/subscriptions/sub1", AckIds: ids(got)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := f.sub.Pull(f.ctx, &pubsubpb.PullRequest{Subscription: "projects/p/subscriptions/dlsub", MaxMessages: 10})
+	if err != nil || len(r.ReceivedMessages) != 1 || r.ReceivedMessages[0].Message.Attributes["CloudPubSubDeadLetterSourceDeliveryCount"] != "5" {
+		t.Fatalf("dead-letter topic: %v, %v", r, err)
+	}
+	if got := f.pull(t, 10); len(got) != 0 {
+		t.Fatalf("source still delivers %d after dead-lettering", len(got))
+	}
+}
+
+func TestExactlyOnceReportsStaleAckIDs(t *testing.T) {
+	f := start(t)
+	f.topicSub(t, &pubsubpb.Subscription{EnableExactlyOnceDelivery: true})
+	f.publish(t, 1, nil)
+	first := f.pull(t, 1)
+	if _, err := f.sub.ModifyAckDeadline(f.ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: "projects/p/subscriptions/sub1", AckIds: ids(first)}); err != nil {
+		t.Fatal(err)
+	}
+	second := f.pull(t, 1)
+	_, err := f.sub.Acknowledge(f.ctx, &pubsubpb.AcknowledgeRequest{Subscription: "projects/p/subscriptions/sub1", AckIds: ids(first)})
+	st := status.Convert(err)
+	var info *errdetails.ErrorInfo
+	for _, d := range st.Details() {
+		if i, ok := d.(*errdetails.ErrorInfo); ok {
+			info = i
+		}
+	}
+	if info == nil || info.Reason != eosFailureReason || info.Metadata[first[0].AckId] != invalidAckID {
+		t.Fatalf("stale ack: %v, details %v", err, st.Details())
+	}
+	if _, err := f.sub.Acknowledge(f.ctx, &pubsubpb.AcknowledgeRequest{Subscription: "projects/p/subscriptions/sub1", AckIds: ids(second)}); err != nil {
+		t.Fatalf("current ack: %v", err)
+	}
+}
+
+func TestOrderingFilterAndSeek(t *testing.T) {
+	f := start(t)
+	f.topicSub(t, &pubsubpb.Subscription{EnableMessageOrdering: true, RetainAckedMessages: true,
+		Filter: `attributes.kind = "keep" AND NOT attributes:skip`})
+	req := &pubsubpb.PublishRequest{Topic: "projects/p/topics/top"}
+	for i := 0; i < 6; i++ {
+		attrs := map[string]string{"kind": "keep"}
+		if i == 5 {
+			attrs["skip"] = ""
+		}
+		req.Messages = append(req.Messages, &pubsubpb.PubsubMessage{Data: []byte(fmt.Sprint(i)), OrderingKey: "k", Attributes: attrs})
+	}
+	req.Messages = append(req.Messages, &pubsubpb.PubsubMessage{Data: []byte("x"), Attributes: map[string]string{"kind": "drop"}})
+	if _, err := f.pub.Publish(f.ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	got := f.pull(t, 2)
+	if len(got) != 2 || string(got[0].Message.Data) != "0" || string(got[1].Message.Data) != "1" {
+		t.Fatalf("first pull: %v", got)
+	}
+	if more := f.pull(t, 10); len(more) != 0 {
+		t.Fatalf("key k delivered %d more while 2 are out", len(more))
+	}
+	// Nack 1 but ack 0: 1 comes back first, then 2..4; 5 and x never pass the filter.
+	f.sub.ModifyAckDeadline(f.ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: "projects/p/subscriptions/sub1", AckIds: ids(got[1:])})
+	f.sub.Acknowledge(f.ctx, &pubsubpb.AcknowledgeRequest{Subscription: "projects/p/subscriptions/sub1", AckIds: ids(got[:1])})
+	rest := f.pull(t, 10)
+	var data []string
+	for _, m := range rest {
+		data = append(data, string(m.Message.Data))
+	}
+	if strings.Join(data, ",") != "1,2,3,4" {
+		t.Fatalf("after nack: %v, want 1,2,3,4", data)
+	}
+	f.sub.Acknowledge(f.ctx, &pubsubpb.AcknowledgeRequest{Subscription: "projects/p/subscriptions/sub1", AckIds: ids(rest)})
+	if _, err := f.sub.Seek(f.ctx, &pubsubpb.SeekRequest{Subscription: "projects/p/subscriptions/sub1",
+		Target: &pubsubpb.SeekRequest_Time{Time: timestamppb.New(time.Now().Add(-time.Minute))}}); err != nil {
+		t.Fatal(err)
+	}
+	if again := f.pull(t, 10); len(again) != 5 {
+		t.Fatalf("seek back (retain_acked): %d messages, want 5", len(again))
+	}
+}
+
+func TestFilterSyntaxErrorsAreInvalidArgument(t *testing.T) {
+	for _, bad := range []string{`attributes.k = `, `attributes.k == "v"`, `hasPrefix(attributes.k)`, `(attributes:k`} {
+		if _, err := parseFilter(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+	f := start(t)
+	if _, err := f.pub.CreateTopic(f.ctx, &pubsubpb.Topic{Name: "projects/p/topics/top"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.sub.CreateSubscription(f.ctx, &pubsubpb.Subscription{Name: "projects/p/subscriptions/sub1", Topic: "projects/p/topics/top", Filter: "nonsense"})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "nonsense") {
+		t.Fatalf("bad filter: %v", err)
+	}
+}
+
+func TestMemoryCapRefusesWithResourceExhausted(t *testing.T) {
+	t.Setenv(memoryCapEnv, "1000")
+	f := start(t)
+	f.topicSub(t, &pubsubpb.Subscription{})
+	_, err := f.pub.Publish(f.ctx, &pubsubpb.PublishRequest{Topic: "projects/p/topics/top",
+		Messages: []*pubsubpb.PubsubMessage{{Data: make([]byte, 2000)}}})
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), memoryCapEnv) {
+		t.Fatalf("over the cap: %v", err)
 	}
 }

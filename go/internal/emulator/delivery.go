@@ -1,0 +1,119 @@
+package emulator
+
+import (
+	"strconv"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+)
+
+// A response carries at most maxBatchMessages messages and about
+// maxBatchBytes: under the 4 MiB gRPC clients accept by default, and small
+// enough that several streams of one subscription share a backlog.
+const (
+	maxBatchMessages = 1000
+	maxBatchBytes    = 3 << 20
+	// perMessageOverhead approximates a ReceivedMessage's framing, ack id,
+	// message id and publish time on the wire.
+	perMessageOverhead = 64
+)
+
+// claim leases up to limit ready messages to c, within c's flow control
+// (the service lets a stream with nothing outstanding take one message
+// larger than its byte limit), and appends them to out.
+func (s *subscription) claim(c *consumer, limit int, now time.Time, out []*pubsubpb.ReceivedMessage) []*pubsubpb.ReceivedMessage {
+	var batchKeys map[string]bool
+	bytes := 0
+	for len(out) < limit && s.readyQ.len() > 0 {
+		if c.maxMsgs > 0 && c.outMsgs >= c.maxMsgs {
+			break
+		}
+		e := s.readyQ.front()
+		if e.state != ready {
+			s.readyQ.popFront()
+			continue
+		}
+		size := e.msg.size
+		if c.maxBytes > 0 && c.outBytes > 0 && c.outBytes+size > c.maxBytes {
+			break
+		}
+		if len(out) > 0 && bytes+int(size)+perMessageOverhead > maxBatchBytes {
+			break
+		}
+		if k := e.msg.pb.OrderingKey; s.set.ordered && k != "" {
+			ks := s.keys[k]
+			if ks == nil {
+				ks = &keyState{}
+				s.keys[k] = ks
+			}
+			if ks.outstanding > 0 && !batchKeys[k] {
+				s.readyQ.popFront()
+				s.park(ks, e)
+				continue
+			}
+			if batchKeys == nil {
+				batchKeys = map[string]bool{}
+			}
+			batchKeys[k] = true
+			ks.outstanding++
+		}
+		s.readyQ.popFront()
+		e.gen++
+		e.state = leased
+		e.owner = c
+		e.deadline = now.Add(c.ackDeadline)
+		c.outMsgs++
+		c.outBytes += size
+		bytes += int(size) + perMessageOverhead
+		s.pushTimer(timer{at: e.deadline, e: e, gen: e.gen, kind: leaseEnds})
+		rm := &pubsubpb.ReceivedMessage{AckId: s.ackID(e), Message: e.msg.pb}
+		if s.set.deadLetter != "" {
+			rm.DeliveryAttempt = int32(e.gen)
+		}
+		out = append(out, rm)
+	}
+	return out
+}
+
+// ackID is "sub.seq.gen": which subscription, which message, which delivery.
+func (s *subscription) ackID(e *entry) string {
+	b := make([]byte, 0, 32)
+	b = strconv.AppendUint(b, s.id, 36)
+	b = append(b, '.')
+	b = strconv.AppendUint(b, e.seq, 36)
+	b = append(b, '.')
+	b = strconv.AppendUint(b, uint64(e.gen), 36)
+	return string(b)
+}
+
+// parseAckID splits an ack id; ok is false for one this emulator never made.
+func parseAckID(id string) (sub, seq uint64, gen uint32, ok bool) {
+	var parts [3]uint64
+	for i := 0; i < 3; i++ {
+		end := len(id)
+		if i < 2 {
+			end = indexByte(id, '.')
+			if end < 0 {
+				return 0, 0, 0, false
+			}
+		}
+		v, err := strconv.ParseUint(id[:end], 36, 64)
+		if err != nil {
+			return 0, 0, 0, false
+		}
+		parts[i] = v
+		if i < 2 {
+			id = id[end+1:]
+		}
+	}
+	return parts[0], parts[1], uint32(parts[2]), true
+}
+
+func indexByte(s string, c byte) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,159 @@
+package emulator
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// heartbeatEvery: a stream that sent nothing for this long sends an empty
+// response, so clients that watch for dead streams keep it.
+const heartbeatEvery = 15 * time.Second
+
+// StreamingPull delivers as messages arrive, in batches, within the
+// stream's flow control. A goroutine reads acks, modacks and deadline
+// changes; this one sends. A stream that ends (half-closed or cut) leaves
+// its messages leased until their deadlines, as the service does.
+func (s *subscriberService) StreamingPull(stream pubsubpb.Subscriber_StreamingPullServer) error {
+	req, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	sub, err := s.st.subscription(req.Subscription)
+	if err != nil {
+		return err
+	}
+	secs := req.StreamAckDeadlineSeconds
+	if secs < 10 || secs > maxAckDeadline {
+		return status.Errorf(codes.InvalidArgument, "invalid stream_ack_deadline_seconds %d: expected 10 to %d", secs, maxAckDeadline)
+	}
+	if req.MaxOutstandingMessages < 0 || req.MaxOutstandingBytes < 0 {
+		return status.Error(codes.InvalidArgument, "max_outstanding_messages and max_outstanding_bytes must not be negative")
+	}
+	c := newConsumer(req.MaxOutstandingMessages, req.MaxOutstandingBytes, time.Duration(secs)*time.Second)
+	if err := streamAcks(sub, req); err != nil {
+		return err
+	}
+	sub.mu.Lock()
+	if sub.deleted {
+		sub.mu.Unlock()
+		return notFound("Subscription", sub.name)
+	}
+	sub.consumers[c] = struct{}{}
+	props := &pubsubpb.StreamingPullResponse_SubscriptionProperties{
+		ExactlyOnceDeliveryEnabled: sub.set.exactlyOnce, MessageOrderingEnabled: sub.set.ordered,
+	}
+	sub.mu.Unlock()
+	defer func() {
+		sub.mu.Lock()
+		delete(sub.consumers, c)
+		sub.mu.Unlock()
+	}()
+
+	ctx, cancel := context.WithCancelCause(stream.Context())
+	defer cancel(nil)
+	deadlines := make(chan time.Duration, 1)
+	go func() {
+		for {
+			req, err := stream.Recv()
+			if err != nil {
+				cancel(err) // io.EOF: the client half-closed
+				return
+			}
+			if d := req.StreamAckDeadlineSeconds; d != 0 {
+				if d < 10 || d > maxAckDeadline {
+					cancel(status.Errorf(codes.InvalidArgument, "invalid stream_ack_deadline_seconds %d: expected 10 to %d", d, maxAckDeadline))
+					return
+				}
+				select {
+				case <-deadlines:
+				default:
+				}
+				deadlines <- time.Duration(d) * time.Second
+			}
+			if err := streamAcks(sub, req); err != nil {
+				cancel(err)
+				return
+			}
+		}
+	}()
+
+	heartbeat := time.NewTicker(heartbeatEvery)
+	defer heartbeat.Stop()
+	sent := false
+	var batch []*pubsubpb.ReceivedMessage
+	for {
+		select {
+		case <-ctx.Done():
+			return streamEnd(ctx)
+		default:
+		}
+		sub.mu.Lock()
+		select {
+		case d := <-deadlines:
+			c.ackDeadline = d
+		default:
+		}
+		batch = sub.claim(c, maxBatchMessages, time.Now(), batch[:0])
+		sub.mu.Unlock()
+		if len(batch) > 0 {
+			err := stream.Send(&pubsubpb.StreamingPullResponse{ReceivedMessages: batch, SubscriptionProperties: props})
+			if err != nil {
+				return err
+			}
+			clear(batch)
+			sent = true
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return streamEnd(ctx)
+		case <-sub.gone:
+			return notFound("Subscription", sub.name)
+		case <-c.wake:
+		case <-heartbeat.C:
+			if !sent {
+				if err := stream.Send(&pubsubpb.StreamingPullResponse{SubscriptionProperties: props}); err != nil {
+					return err
+				}
+			}
+			sent = false
+		}
+	}
+}
+
+// streamAcks applies the acks and modacks a stream request carries.
+func streamAcks(sub *subscription, req *pubsubpb.StreamingPullRequest) error {
+	if len(req.ModifyDeadlineSeconds) != len(req.ModifyDeadlineAckIds) {
+		return status.Errorf(codes.InvalidArgument, "modify_deadline_seconds has %d entries and modify_deadline_ack_ids %d: expected one deadline per ack id",
+			len(req.ModifyDeadlineSeconds), len(req.ModifyDeadlineAckIds))
+	}
+	if len(req.AckIds) > 0 {
+		sub.acknowledge(req.AckIds)
+	}
+	for i, id := range req.ModifyDeadlineAckIds {
+		secs := req.ModifyDeadlineSeconds[i]
+		if err := checkAckDeadline(secs); err != nil {
+			return err
+		}
+		sub.modifyAckDeadline([]string{id}, secs)
+	}
+	return nil
+}
+
+// streamEnd is the status a stream ends with once its context is done.
+func streamEnd(ctx context.Context) error {
+	err := context.Cause(ctx)
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	return status.FromContextError(err).Err()
+}

@@ -1,0 +1,252 @@
+package emulator
+
+import (
+	"context"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/emptypb"
+)
+
+// The service's subscription defaults and ranges.
+const (
+	defaultAckDeadline     = 10 * time.Second
+	minAckDeadline         = 10 * time.Second
+	defaultRetention       = 7 * 24 * time.Hour
+	minRetention           = 10 * time.Minute
+	maxRetention           = 7 * 24 * time.Hour
+	defaultMaxAttempts     = 5
+	minMaxAttempts         = 5
+	maxMaxAttempts         = 100
+	defaultRetryMinBackoff = 10 * time.Second
+	defaultRetryMaxBackoff = 600 * time.Second
+)
+
+// subscriberService is the Subscriber API: subscriptions (here), delivery
+// (streaming.go, pull.go), acks (acks.go), snapshots and seek (seek.go).
+type subscriberService struct {
+	pubsubpb.UnimplementedSubscriberServer
+	st *state
+}
+
+func (st *state) subscription(name string) (*subscription, error) {
+	st.mu.RLock()
+	s := st.subs[name]
+	st.mu.RUnlock()
+	if s == nil {
+		return nil, notFound("Subscription", name)
+	}
+	return s, nil
+}
+
+// settingsOf checks a subscription resource, fills in the service's
+// defaults, and derives its delivery settings.
+func (st *state) settingsOf(pb *pubsubpb.Subscription) (settings, error) {
+	set := settings{ackDeadline: defaultAckDeadline, retention: defaultRetention}
+	if secs := pb.AckDeadlineSeconds; secs != 0 {
+		d := time.Duration(secs) * time.Second
+		if d < minAckDeadline || secs > maxAckDeadline {
+			return set, status.Errorf(codes.InvalidArgument, "invalid ack_deadline_seconds %d: expected 10 to %d", secs, maxAckDeadline)
+		}
+		set.ackDeadline = d
+	}
+	pb.AckDeadlineSeconds = int32(set.ackDeadline / time.Second)
+	if r := pb.MessageRetentionDuration; r != nil {
+		d := r.AsDuration()
+		if d < minRetention || d > maxRetention {
+			return set, status.Errorf(codes.InvalidArgument, "invalid message_retention_duration %s: expected 10m to 168h", d)
+		}
+		set.retention = d
+	}
+	pb.MessageRetentionDuration = durationpb.New(set.retention)
+	set.retainAcked = pb.RetainAckedMessages
+	set.ordered = pb.EnableMessageOrdering
+	set.exactlyOnce = pb.EnableExactlyOnceDelivery
+	if pb.Filter != "" {
+		f, err := parseFilter(pb.Filter)
+		if err != nil {
+			return set, status.Errorf(codes.InvalidArgument, "invalid filter %q: %v", pb.Filter, err)
+		}
+		set.filter = f
+	}
+	if dl := pb.DeadLetterPolicy; dl != nil {
+		if err := checkName(dl.DeadLetterTopic, "topics"); err != nil {
+			return set, status.Errorf(codes.InvalidArgument, "dead_letter_policy: %v", status.Convert(err).Message())
+		}
+		if st.topics[dl.DeadLetterTopic] == nil {
+			return set, status.Errorf(codes.NotFound, "dead_letter_policy: dead-letter topic not found: %s", dl.DeadLetterTopic)
+		}
+		if dl.MaxDeliveryAttempts == 0 {
+			dl.MaxDeliveryAttempts = defaultMaxAttempts
+		}
+		if dl.MaxDeliveryAttempts < minMaxAttempts || dl.MaxDeliveryAttempts > maxMaxAttempts {
+			return set, status.Errorf(codes.InvalidArgument, "dead_letter_policy: max_delivery_attempts %d, expected %d to %d",
+				dl.MaxDeliveryAttempts, minMaxAttempts, maxMaxAttempts)
+		}
+		set.deadLetter = dl.DeadLetterTopic
+		set.maxAttempts = uint32(dl.MaxDeliveryAttempts)
+	}
+	if rp := pb.RetryPolicy; rp != nil {
+		set.retry = true
+		set.retryMin, set.retryMax = defaultRetryMinBackoff, defaultRetryMaxBackoff
+		if rp.MinimumBackoff != nil {
+			set.retryMin = rp.MinimumBackoff.AsDuration()
+		}
+		if rp.MaximumBackoff != nil {
+			set.retryMax = rp.MaximumBackoff.AsDuration()
+		}
+		if set.retryMin < 0 || set.retryMin > defaultRetryMaxBackoff || set.retryMax < set.retryMin || set.retryMax > defaultRetryMaxBackoff {
+			return set, status.Errorf(codes.InvalidArgument, "retry_policy: backoffs %s..%s, expected 0 <= minimum <= maximum <= 600s",
+				set.retryMin, set.retryMax)
+		}
+		rp.MinimumBackoff, rp.MaximumBackoff = durationpb.New(set.retryMin), durationpb.New(set.retryMax)
+	}
+	if pb.ExpirationPolicy == nil {
+		pb.ExpirationPolicy = &pubsubpb.ExpirationPolicy{Ttl: durationpb.New(31 * 24 * time.Hour)}
+	}
+	pb.State = pubsubpb.Subscription_ACTIVE
+	return set, nil
+}
+
+func (s *subscriberService) CreateSubscription(_ context.Context, req *pubsubpb.Subscription) (*pubsubpb.Subscription, error) {
+	if err := checkName(req.Name, "subscriptions"); err != nil {
+		return nil, err
+	}
+	st := s.st
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.subs[req.Name] != nil {
+		return nil, status.Errorf(codes.AlreadyExists, "Subscription already exists: %s", req.Name)
+	}
+	t := st.topics[req.Topic]
+	if t == nil {
+		return nil, notFound("Topic", req.Topic)
+	}
+	pb := proto.Clone(req).(*pubsubpb.Subscription)
+	set, err := st.settingsOf(pb)
+	if err != nil {
+		return nil, err
+	}
+	sub := newSubscription(st, pb, set)
+	st.subs[pb.Name] = sub
+	t.subs[pb.Name] = sub
+	return proto.Clone(pb).(*pubsubpb.Subscription), nil
+}
+
+func (s *subscriberService) GetSubscription(_ context.Context, req *pubsubpb.GetSubscriptionRequest) (*pubsubpb.Subscription, error) {
+	sub, err := s.st.subscription(req.Subscription)
+	if err != nil {
+		return nil, err
+	}
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	return proto.Clone(sub.pb).(*pubsubpb.Subscription), nil
+}
+
+func (s *subscriberService) UpdateSubscription(_ context.Context, req *pubsubpb.UpdateSubscriptionRequest) (*pubsubpb.Subscription, error) {
+	if req.Subscription == nil || req.UpdateMask == nil || len(req.UpdateMask.Paths) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "update subscription: a subscription and a non-empty update_mask are required")
+	}
+	st := s.st
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	sub := st.subs[req.Subscription.Name]
+	if sub == nil {
+		return nil, notFound("Subscription", req.Subscription.Name)
+	}
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	pb := proto.Clone(sub.pb).(*pubsubpb.Subscription)
+	in := req.Subscription
+	for _, path := range req.UpdateMask.Paths {
+		switch path {
+		case "ack_deadline_seconds":
+			pb.AckDeadlineSeconds = in.AckDeadlineSeconds
+		case "labels":
+			pb.Labels = in.Labels
+		case "push_config":
+			pb.PushConfig = in.PushConfig
+		case "bigquery_config":
+			pb.BigqueryConfig = in.BigqueryConfig
+		case "cloud_storage_config":
+			pb.CloudStorageConfig = in.CloudStorageConfig
+		case "retain_acked_messages":
+			pb.RetainAckedMessages = in.RetainAckedMessages
+		case "message_retention_duration":
+			pb.MessageRetentionDuration = in.MessageRetentionDuration
+		case "expiration_policy":
+			pb.ExpirationPolicy = in.ExpirationPolicy
+		case "dead_letter_policy":
+			pb.DeadLetterPolicy = in.DeadLetterPolicy
+		case "retry_policy":
+			pb.RetryPolicy = in.RetryPolicy
+		case "enable_exactly_once_delivery":
+			pb.EnableExactlyOnceDelivery = in.EnableExactlyOnceDelivery
+		case "filter", "enable_message_ordering", "topic":
+			return nil, status.Errorf(codes.InvalidArgument, "update subscription: %s cannot be changed once the subscription exists", path)
+		default:
+			return nil, status.Errorf(codes.InvalidArgument, "update subscription: unknown field %q in update_mask", path)
+		}
+	}
+	set, err := st.settingsOf(pb)
+	if err != nil {
+		return nil, err
+	}
+	sub.pb, sub.set = pb, set
+	return proto.Clone(pb).(*pubsubpb.Subscription), nil
+}
+
+func (s *subscriberService) ListSubscriptions(_ context.Context, req *pubsubpb.ListSubscriptionsRequest) (*pubsubpb.ListSubscriptionsResponse, error) {
+	st := s.st
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	var names []string
+	for name := range st.subs {
+		if project(name) == req.Project {
+			names = append(names, name)
+		}
+	}
+	page, next, err := paginate(names, req.PageSize, req.PageToken)
+	if err != nil {
+		return nil, err
+	}
+	resp := &pubsubpb.ListSubscriptionsResponse{NextPageToken: next}
+	for _, name := range page {
+		sub := st.subs[name]
+		sub.mu.Lock()
+		resp.Subscriptions = append(resp.Subscriptions, proto.Clone(sub.pb).(*pubsubpb.Subscription))
+		sub.mu.Unlock()
+	}
+	return resp, nil
+}
+
+func (s *subscriberService) DeleteSubscription(_ context.Context, req *pubsubpb.DeleteSubscriptionRequest) (*emptypb.Empty, error) {
+	st := s.st
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	sub := st.subs[req.Subscription]
+	if sub == nil {
+		return nil, notFound("Subscription", req.Subscription)
+	}
+	delete(st.subs, req.Subscription)
+	for _, t := range st.topics {
+		delete(t.subs, req.Subscription)
+	}
+	sub.delete()
+	return &emptypb.Empty{}, nil
+}
+
+func (s *subscriberService) ModifyPushConfig(_ context.Context, req *pubsubpb.ModifyPushConfigRequest) (*emptypb.Empty, error) {
+	sub, err := s.st.subscription(req.Subscription)
+	if err != nil {
+		return nil, err
+	}
+	sub.mu.Lock()
+	sub.pb.PushConfig = req.PushConfig
+	sub.mu.Unlock()
+	return &emptypb.Empty{}, nil
+}
