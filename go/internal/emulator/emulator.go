@@ -17,6 +17,9 @@ import (
 // takes publish requests of up to 10 MB, so clients batch up to that.
 const maxRecvMsgSize = 16 << 20
 
+// flowWindow is the HTTP/2 flow-control window per stream and connection.
+const flowWindow = 16 << 20
+
 // Emulator is a running embedded emulator.
 type Emulator struct {
 	lis   net.Listener
@@ -44,7 +47,11 @@ func Start(hostPort string) (*Emulator, error) {
 		return nil, fmt.Errorf("emulator cannot listen on %s: %v", hostPort, err)
 	}
 	st := newState(maxBytes)
-	gs := grpc.NewServer(grpc.MaxRecvMsgSize(maxRecvMsgSize))
+	gs := grpc.NewServer(grpc.MaxRecvMsgSize(maxRecvMsgSize),
+		// Windows that hold several full publish requests and responses: with
+		// gRPC's 64 KiB start a 1 MB request waits on window updates.
+		grpc.InitialWindowSize(flowWindow), grpc.InitialConnWindowSize(flowWindow),
+		grpc.ReadBufferSize(256<<10), grpc.WriteBufferSize(256<<10))
 	pubsubpb.RegisterPublisherServer(gs, &publisherService{st: st})
 	pubsubpb.RegisterSubscriberServer(gs, &subscriberService{st: st})
 	pubsubpb.RegisterSchemaServiceServer(gs, &schemaService{st: st})

@@ -97,18 +97,18 @@ func (st *state) publish(topicName string, msgs []*pubsubpb.PubsubMessage, valid
 		if holders == 0 {
 			continue
 		}
-		attrs := m.Attributes
+		// The request's message becomes the stored one: the request is
+		// this call's own, and copying each message would double the work.
 		if len(schemaAttrs) > 0 {
-			attrs = make(map[string]string, len(m.Attributes)+len(schemaAttrs))
-			for k, v := range m.Attributes {
-				attrs[k] = v
+			if m.Attributes == nil {
+				m.Attributes = make(map[string]string, len(schemaAttrs))
 			}
 			for k, v := range schemaAttrs {
-				attrs[k] = v
+				m.Attributes[k] = v
 			}
 		}
-		pm := &pubsubpb.PubsubMessage{Data: m.Data, Attributes: attrs, MessageId: ids[i], PublishTime: ts, OrderingKey: m.OrderingKey}
-		sm := &message{pb: pm, pub: now, size: messageSize(pm), mem: &st.mem}
+		m.MessageId, m.PublishTime = ids[i], ts
+		sm := &message{pb: m, pub: now, size: messageSize(m), mem: &st.mem}
 		sm.refs.Store(holders)
 		size += sm.size
 		stored = append(stored, sm)

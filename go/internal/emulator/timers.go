@@ -1,9 +1,6 @@
 package emulator
 
-import (
-	"container/heap"
-	"time"
-)
+import "time"
 
 // timerKind says what happens when a timer fires: a lease runs out (the
 // message is redelivered), or a retry-policy backoff ends (it is ready).
@@ -24,18 +21,45 @@ type timer struct {
 	kind timerKind
 }
 
+// timerHeap is a min-heap by deadline, written out rather than through
+// container/heap, which boxes every timer pushed.
 type timerHeap []timer
 
-func (h timerHeap) Len() int           { return len(h) }
-func (h timerHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h timerHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *timerHeap) Push(x any)        { *h = append(*h, x.(timer)) }
-func (h *timerHeap) Pop() any {
-	old := *h
-	t := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return t
+func (h *timerHeap) push(t timer) {
+	*h = append(*h, t)
+	a := *h
+	i := len(a) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !a[i].at.Before(a[p].at) {
+			break
+		}
+		a[i], a[p] = a[p], a[i]
+		i = p
+	}
 }
 
-func (h *timerHeap) push(t timer) { heap.Push(h, t) }
-func (h *timerHeap) pop() timer   { return heap.Pop(h).(timer) }
+func (h *timerHeap) pop() timer {
+	a := *h
+	top := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a[n] = timer{}
+	a = a[:n]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && a[l].at.Before(a[m].at) {
+			m = l
+		}
+		if r < n && a[r].at.Before(a[m].at) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
+	return top
+}
