@@ -8,21 +8,23 @@ import (
 )
 
 // checkName validates a resource name "projects/P/<kind>/ID" as the service
-// does: the ID is 3–255 characters, starts with a letter, holds letters,
-// digits and - _ . ~ + %, and does not start with "goog".
+// does: the ID is at most 255 characters, starts with a letter, holds
+// letters, digits and - _ . ~ + %, and does not start with "goog". The
+// service's minimum of 3 characters is not enforced: Google's emulator
+// accepts shorter IDs and tests everywhere use them (docs/emulator.md).
 func checkName(name, kind string) error {
 	parts := strings.Split(name, "/")
 	if len(parts) != 4 || parts[0] != "projects" || parts[1] == "" || parts[2] != kind {
 		return status.Errorf(codes.InvalidArgument, "invalid %s name %q: expected projects/PROJECT/%s/ID", singular(kind), name, kind)
 	}
 	id := parts[3]
-	ok := len(id) >= 3 && len(id) <= 255 && isLetter(id[0]) && !strings.HasPrefix(id, "goog")
+	ok := len(id) >= 1 && len(id) <= 255 && isLetter(id[0]) && !strings.HasPrefix(id, "goog")
 	for i := 0; ok && i < len(id); i++ {
 		c := id[i]
 		ok = isLetter(c) || (c >= '0' && c <= '9') || strings.IndexByte("-_.~+%", c) >= 0
 	}
 	if !ok {
-		return status.Errorf(codes.InvalidArgument, "invalid %s name %q: the ID must be 3-255 characters, start with a letter, "+
+		return status.Errorf(codes.InvalidArgument, "invalid %s name %q: the ID must be 1-255 characters, start with a letter, "+
 			"hold only letters, digits and - _ . ~ + %%, and not start with \"goog\"", singular(kind), name)
 	}
 	return nil
