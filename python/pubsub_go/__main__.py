@@ -58,7 +58,7 @@ def _version(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m pubsub_go", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
-    e = sub.add_parser("emulator", help="serve the embedded Pub/Sub emulator (Go pstest) on loopback")
+    e = sub.add_parser("emulator", help="serve the embedded Pub/Sub emulator on loopback")
     e.add_argument("--host", default="127.0.0.1")
     e.add_argument("--port", type=int, default=8085)
     e.set_defaults(fn=_emulator)

@@ -225,7 +225,7 @@ class Publisher(_Handle):
 
 
 class Emulator:
-    """The embedded Pub/Sub emulator (Go's pstest fake), in this process."""
+    """The embedded Pub/Sub emulator (docs/emulator.md), in this process."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         f = _native.ffi()
