@@ -160,6 +160,12 @@ func NewDecoder(ctx context.Context, spec Spec, alloc memory.Allocator) (*Decode
 		}
 		schemaIPC = buf.Bytes()
 	}
+	if spec.Builtin == "protobuf" {
+		var err error
+		if spec.Options, err = withDescriptorSet(spec.Options); err != nil {
+			return nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
+		}
+	}
 	d.config = sdk.EncodeConfig(schemaIPC, spec.Options)
 	d.target = spec.Schema
 	d.configs.v1 = d.config

@@ -15,18 +15,19 @@ import (
 	"github.com/pubsub-go/pubsub-go/wasm-decoders/arrowlite"
 	"github.com/pubsub-go/pubsub-go/wasm-decoders/avrodec"
 	"github.com/pubsub-go/pubsub-go/wasm-decoders/jsondec"
+	"github.com/pubsub-go/pubsub-go/wasm-decoders/protodec"
 	"github.com/pubsub-go/pubsub-go/wasm-decoders/sdk"
 )
 
 // The built-in decoders are our own, trusted code: the data plane runs
 // them natively (no WebAssembly, no IPC), from the same source the .wasm
-// builds are made of (wasm-decoders/jsondec, avrodec, through the sdk's
+// builds are made of (wasm-decoders/jsondec, avrodec, protodec, through the sdk's
 // Module), so both give identical batches and errors. The sandbox exists
 // for modules users bring.
 
 // builtins are the formats Spec.Builtin accepts: the one list of them
 // (cmd/contract hands it to Python).
-var builtins = map[string]sdk.Factory{"json": jsondec.New, "avro": avrodec.New}
+var builtins = map[string]sdk.Factory{"json": jsondec.New, "avro": avrodec.New, "protobuf": protodec.New}
 
 // IsBuiltin reports whether format names a built-in decoder.
 func IsBuiltin(format string) bool { return builtins[format] != nil }

@@ -1,0 +1,360 @@
+package decode
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/dynamicpb"
+
+	"github.com/pubsub-go/pubsub-go/wasm-decoders/protodec"
+)
+
+// The protobuf decoder against messages protobuf-go writes (from their
+// canonical JSON), compiled from .proto source as Pub/Sub stores it.
+// Spark's from_protobuf of the same bytes is tests/test_protobuf.py.
+
+const testProto = `syntax = "proto3";
+package t;
+import "google/protobuf/timestamp.proto";
+import "google/protobuf/wrappers.proto";
+enum Color { COLOR_UNSPECIFIED = 0; RED = 1; GREEN = 2; }
+message Inner { string name = 1; repeated int32 nums = 2; }
+message Event {
+  int64 id = 1;
+  string title = 2;
+  Inner inner = 3;
+  repeated Inner items = 4;
+  map<string, int64> counts = 5;
+  Color color = 6;
+  google.protobuf.Timestamp at = 7;
+  google.protobuf.Int64Value maybe = 8;
+  oneof choice { string text = 9; int32 number = 10; }
+  optional int32 opt = 11;
+  uint32 u32 = 12;
+  sint64 s64 = 13;
+  double score = 14;
+  bytes blob = 15;
+  repeated Color colors = 16;
+  map<int32, Inner> byid = 17;
+  bool flag = 18;
+}
+message Node { string v = 1; Node next = 2; }
+`
+
+func protoOptions(t testing.TB, message, encoding string) map[string]string {
+	t.Helper()
+	set, msgs, err := CompileProtoSource(testProto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(msgs, ",") != "t.Inner,t.Event,t.Node" {
+		t.Fatalf("messages %v", msgs)
+	}
+	return map[string]string{protodec.OptDescriptorSet: base64.StdEncoding.EncodeToString(set),
+		protodec.OptMessage: message, protodec.OptEncoding: encoding}
+}
+
+// protoBinary is the binary form of a JSON-written message.
+func protoBinary(t testing.TB, opts map[string]string, jsonText string) string {
+	t.Helper()
+	raw, _ := base64.StdEncoding.DecodeString(opts[protodec.OptDescriptorSet])
+	files, err := protodec.LoadDescriptorSet(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := protodec.FindMessage(files, opts[protodec.OptMessage])
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := dynamicpb.NewMessage(md)
+	if err := protojson.Unmarshal([]byte(jsonText), m); err != nil {
+		t.Fatal(err)
+	}
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func openProto(t testing.TB, opts map[string]string, schema *arrow.Schema) *Decoder {
+	t.Helper()
+	d, err := NewDecoder(context.Background(), Spec{Builtin: "protobuf", Format: "protobuf", Options: opts, Schema: schema}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// rows are the decoded rows as JSON objects (arrow-go's JSON of each
+// column), and the row errors.
+func protoRows(t *testing.T, d *Decoder, payloads ...string) ([]map[string]any, []string) {
+	t.Helper()
+	in := binaryArray(payloads...)
+	defer in.Release()
+	rec, errs, err := d.Decode(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	defer errs.Release()
+	rows := make([]map[string]any, rec.NumRows())
+	for i := range rows {
+		rows[i] = map[string]any{}
+	}
+	for j, col := range rec.Columns() {
+		b, err := json.Marshal(col)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var vals []any
+		if err := json.Unmarshal(b, &vals); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range vals {
+			rows[i][rec.ColumnName(j)] = v
+		}
+	}
+	msgs := make([]string, errs.Len())
+	for i := range msgs {
+		if errs.IsValid(i) {
+			msgs[i] = errs.Value(i)
+		}
+	}
+	return rows, msgs
+}
+
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+const richEvent = `{"id": "7", "title": "hello", "inner": {"name": "in", "nums": [1, 2]},
+  "items": [{"name": "a"}, {"nums": [3]}], "counts": {"x": "1"}, "color": "GREEN",
+  "at": "2024-05-06T07:08:09.123456789Z", "maybe": "0", "number": 5, "opt": 0,
+  "u32": 4294967295, "s64": "-3", "score": 0.5, "blob": "AQI=", "colors": ["RED", "COLOR_UNSPECIFIED"],
+  "byid": {"4": {"name": "four"}}, "flag": true}`
+
+func TestProtobufDerivedSchemaIsFromProtobufs(t *testing.T) {
+	d := openProto(t, protoOptions(t, "t.Event", ""), nil)
+	want := []string{
+		"id: type=int64, nullable", "title: type=utf8, nullable",
+		"inner: type=struct<name: utf8 nullable, nums: list<element: int32> nullable>, nullable",
+		"items: type=list<element: struct<name: utf8 nullable, nums: list<element: int32> nullable>>, nullable",
+		"counts: type=map<utf8, int64, items_non_nullable>, nullable", "color: type=utf8, nullable",
+		"at: type=timestamp[us, tz=UTC], nullable", "maybe: type=struct<value: int64 nullable>, nullable",
+		"text: type=utf8, nullable", "number: type=int32, nullable", "opt: type=int32, nullable",
+		"u32: type=int32, nullable", "s64: type=int64, nullable", "score: type=float64, nullable",
+		"blob: type=binary, nullable", "colors: type=list<element: utf8>, nullable",
+		"byid: type=map<int32, struct<name: utf8 nullable, nums: list<element: int32> nullable>, items_non_nullable>, nullable",
+		"flag: type=bool, nullable",
+	}
+	var got []string
+	for _, f := range d.Schema().Fields() {
+		got = append(got, f.String())
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("schema:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestProtobufDecodesAsFromProtobuf(t *testing.T) {
+	for _, enc := range []string{"binary", "json"} {
+		t.Run(enc, func(t *testing.T) {
+			opts := protoOptions(t, "t.Event", enc)
+			d := openProto(t, opts, nil)
+			payload := func(js string) string {
+				if enc == "json" {
+					return js
+				}
+				return protoBinary(t, opts, js)
+			}
+			rows, errs := protoRows(t, d, payload(richEvent), payload(`{}`), payload(`{"text": "t", "maybe": "9"}`))
+			if errs[0] != "" || errs[1] != "" || errs[2] != "" {
+				t.Fatalf("errors %q", errs)
+			}
+			r := rows[0]
+			for k, want := range map[string]string{
+				"id": `7`, "title": `"hello"`, "inner": `{"name":"in","nums":[1,2]}`,
+				"items":  `[{"name":"a","nums":[]},{"name":null,"nums":[3]}]`,
+				"counts": `[{"key":"x","value":1}]`, "color": `"GREEN"`,
+				"maybe": `{"value":null}`,                  // a proto3 zero inside the wrapper: null, as Spark gives it
+				"text":  `null`, "number": `5`, "opt": `0`, // explicit presence keeps the zero
+				"u32": `-1`, "s64": `-3`, "score": `0.5`, "blob": `"AQI="`,
+				"colors": `["RED","COLOR_UNSPECIFIED"]`, // list items keep their zeros
+				"byid":   `[{"key":4,"value":{"name":"four","nums":[]}}]`, "flag": `true`,
+			} {
+				if got := jsonOf(r[k]); got != want {
+					t.Errorf("%s = %s, want %s", k, got, want)
+				}
+			}
+			if got := jsonOf(r["at"]); got != `"2024-05-06T07:08:09.123456Z"` {
+				t.Errorf("at = %s", got)
+			}
+			for k, v := range rows[1] { // proto3 zeros and absent messages are null; lists and maps empty
+				if s := jsonOf(v); s != "null" && s != "[]" {
+					t.Errorf("empty message: %s = %s", k, s)
+				}
+			}
+			if jsonOf(rows[2]["text"]) != `"t"` || jsonOf(rows[2]["number"]) != "null" || jsonOf(rows[2]["maybe"]) != `{"value":9}` {
+				t.Errorf("row 2: %v", rows[2])
+			}
+		})
+	}
+}
+
+func TestProtobufWireRules(t *testing.T) {
+	opts := protoOptions(t, "t.Event", "")
+	d := openProto(t, opts, nil)
+	var b []byte
+	tag := func(n protowire.Number, wt protowire.Type) { b = protowire.AppendTag(b, n, wt) }
+	// A oneof's later member wins; a scalar's last occurrence wins; a
+	// message given twice merges; packed and unpacked runs of one
+	// repeated field concatenate; unknown fields are skipped.
+	tag(9, protowire.BytesType)
+	b = protowire.AppendString(b, "first")
+	tag(10, protowire.VarintType)
+	b = protowire.AppendVarint(b, 3)
+	tag(1, protowire.VarintType)
+	b = protowire.AppendVarint(b, 1)
+	tag(1, protowire.VarintType)
+	b = protowire.AppendVarint(b, 2)
+	tag(3, protowire.BytesType)
+	b = protowire.AppendBytes(b, protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "n"))
+	tag(3, protowire.BytesType)
+	b = protowire.AppendBytes(b, protowire.AppendVarint(protowire.AppendTag(nil, 2, protowire.VarintType), 8))
+	tag(16, protowire.BytesType)
+	b = protowire.AppendBytes(b, []byte{1, 2})
+	tag(16, protowire.VarintType)
+	b = protowire.AppendVarint(b, 1)
+	tag(99, protowire.Fixed64Type)
+	b = protowire.AppendFixed64(b, 0)
+	rows, errs := protoRows(t, d, string(b), string(b[:len(b)-3]), "\xff")
+	if errs[0] != "" {
+		t.Fatal(errs[0])
+	}
+	r := rows[0]
+	if jsonOf(r["text"]) != "null" || jsonOf(r["number"]) != "3" || jsonOf(r["id"]) != "2" ||
+		jsonOf(r["inner"]) != `{"name":"n","nums":[8]}` || jsonOf(r["colors"]) != `["RED","GREEN","RED"]` {
+		t.Errorf("row %v", r)
+	}
+	for _, e := range errs[1:] {
+		if !strings.Contains(e, "malformed protobuf") {
+			t.Errorf("error %q", e)
+		}
+	}
+	if jsonOf(rows[1]["id"]) != "null" {
+		t.Errorf("a failed row is null: %v", rows[1])
+	}
+}
+
+func TestProtobufTargetSchemaPicksAndWidens(t *testing.T) {
+	opts := protoOptions(t, "t.Event", "")
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "ID", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "number", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "color", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "missing", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	d := openProto(t, opts, schema)
+	rows, errs := protoRows(t, d, protoBinary(t, opts, richEvent))
+	if errs[0] != "" || jsonOf(rows[0]) != `{"ID":7,"color":2,"missing":null,"number":5}` {
+		t.Fatalf("%v %q", rows, errs)
+	}
+	bad := arrow.NewSchema([]arrow.Field{{Name: "title", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	_, err := NewDecoder(context.Background(), Spec{Builtin: "protobuf", Format: "protobuf", Options: opts, Schema: bad}, memory.DefaultAllocator)
+	if err == nil || !strings.Contains(err.Error(), "title: protobuf string cannot be decoded into int64") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func TestProtobufRecursionAndConfigErrors(t *testing.T) {
+	opts := protoOptions(t, "Node", "")
+	_, err := NewDecoder(context.Background(), Spec{Builtin: "protobuf", Format: "protobuf", Options: opts}, memory.DefaultAllocator)
+	if err == nil || !strings.Contains(err.Error(), "message t.Node is recursive") {
+		t.Fatalf("err %v", err)
+	}
+	opts[protodec.OptRecursiveDepth] = "2"
+	d := openProto(t, opts, nil)
+	if got := d.Schema().Field(1).Type.String(); got != "struct<v: utf8 nullable>" {
+		t.Fatalf("depth 2: next is %s", got)
+	}
+	rows, _ := protoRows(t, d, protoBinary(t, opts, `{"v": "a", "next": {"v": "b", "next": {"v": "c"}}}`))
+	if jsonOf(rows[0]) != `{"next":{"v":"b"},"v":"a"}` {
+		t.Fatalf("rows %v", rows)
+	}
+	for opt, want := range map[string]string{
+		protodec.OptMessage:        `no message type "t.Nope"`,
+		protodec.OptEncoding:       `protobuf_encoding="t.Nope" is not one of binary, json`,
+		protodec.OptDescriptorSet:  "not base64",
+		protodec.OptRecursiveDepth: "must be an integer from 1 to 10",
+	} {
+		o := protoOptions(t, "t.Event", "")
+		o[opt] = "t.Nope"
+		_, err := NewDecoder(context.Background(), Spec{Builtin: "protobuf", Format: "protobuf", Options: o}, memory.DefaultAllocator)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err %v, want %q", opt, err, want)
+		}
+	}
+	src := map[string]string{OptProtobufSource: "syntax = \"proto3\"; message M { int32 x = 1 }", protodec.OptMessage: "M"}
+	_, err = NewDecoder(context.Background(), Spec{Builtin: "protobuf", Format: "protobuf", Options: src}, memory.DefaultAllocator)
+	if err == nil || !strings.Contains(err.Error(), "does not compile") || !strings.Contains(err.Error(), "pubsub_schema.proto:1:") {
+		t.Fatalf("err %v", err)
+	}
+	src[OptProtobufSource] = "syntax = \"proto3\"; message M { int32 x = 1; }"
+	d = openProto(t, src, nil)
+	rows, _ = protoRows(t, d, "\x08\x05")
+	if jsonOf(rows[0]) != `{"x":5}` {
+		t.Fatalf("rows %v", rows)
+	}
+}
+
+// benchProtoEvent is a t.Event of about 1 KB (the bench's payload size).
+func benchProtoEvent(i int) string {
+	return fmt.Sprintf(`{"id": "%d", "title": "%s", "inner": {"name": "inner-%d", "nums": [1, 2, 3, 4, 5, 6, 7, 8]},
+	  "items": [{"name": "alpha-%d", "nums": [1, 2]}, {"name": "beta", "nums": [3]}, {"name": "gamma"}, {"name": "delta", "nums": [4, 5, 6]}],
+	  "counts": {"clicks": "%d", "views": "12345", "shares": "7", "likes": "99"}, "color": "GREEN",
+	  "at": "2024-05-06T07:08:09.123456Z", "maybe": "%d", "text": "%s", "opt": 1, "u32": 77, "s64": "-12345",
+	  "score": 0.25, "blob": "%s", "colors": ["RED", "GREEN", "RED"], "byid": {"1": {"name": "one"}, "2": {"name": "two"}}, "flag": true}`,
+		i, strings.Repeat("t", 220), i, i, i, i, strings.Repeat("x", 200),
+		base64.StdEncoding.EncodeToString([]byte(strings.Repeat("b", 150))))
+}
+
+// BenchmarkDecodeProtobufNative decodes 1000 ~1 KB binary events through
+// the native data-plane path (copy into Arrow memory included).
+func BenchmarkDecodeProtobufNative(b *testing.B) {
+	opts := protoOptions(b, "t.Event", "")
+	d := openProto(b, opts, nil)
+	payloads := make([]string, 1000)
+	size := 0
+	for i := range payloads {
+		payloads[i] = protoBinary(b, opts, benchProtoEvent(i))
+		size += len(payloads[i])
+	}
+	in := binaryArray(payloads...)
+	defer in.Release()
+	b.SetBytes(int64(size))
+	b.ReportMetric(float64(size)/float64(len(payloads)), "B/payload")
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rec, errs, err := d.Decode(context.Background(), in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if errs.NullN() != errs.Len() {
+			b.Fatal(errs.Value(0))
+		}
+		rec.Release()
+		errs.Release()
+	}
+}
