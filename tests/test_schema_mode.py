@@ -358,3 +358,32 @@ def test_options_are_validated_up_front(spark, emulator, tmp_path):
             assert msg in str(e.value), (opts, str(e.value)[-1500:])
         finally:
             q.stop()
+
+
+def test_protobuf_source_text_derives_the_columns_and_decodes_as_decode_does(spark, tmp_path):
+    """format=protobuf with .proto source text (compiled in Go), no
+    .schema(), on the embedded emulator: the columns are derived from the
+    message type on the driver, and the rows equal pubsub_go.decode's of the
+    same payloads (which tests/test_protobuf.py checks against Google's
+    parser)."""
+    import pyarrow as pa
+
+    from emulators import topic_with_messages
+    from protobuf_vectors import DESCRIPTOR_SET, SOURCE, events, normalize, spark_row
+
+    payloads = [m.SerializeToString() for m in events(12)]
+    ref = pubsub_go.decode(pa.array(payloads), format="protobuf", protobuf_descriptor_set=DESCRIPTOR_SET,
+                           protobuf_message="pgtest.Event")
+    with pubsub_go.Emulator() as emu:
+        sub = topic_with_messages(emu.host_port, "pb", payloads, ack_deadline_seconds=60)
+        df = reader(spark, emu, sub, tmp_path, format="protobuf", protobufSource=SOURCE,
+                    protobufMessage="pgtest.Event")
+        assert df.schema.names == [*ref.schema.names[:-1], *META]
+        assert df.schema["counts"].dataType.simpleString() == "map<string,bigint>"
+        run_available_now(df, "protobuf_mode", tmp_path)
+        got = spark.sql("SELECT * FROM protobuf_mode").collect()
+    want = {r["id"]: {k: v for k, v in normalize(r).items() if k != "__decode_error"} for r in ref.to_pylist()}
+    assert sorted(spark_row(r)["id"] for r in got) == sorted(want)
+    for r in got:
+        row = spark_row(r)
+        assert {k: row[k] for k in want[row["id"]]} == want[row["id"]]

@@ -82,6 +82,8 @@ def decoder_config(format: str | None = None, schema: pa.Schema | None = None, d
                                        "(or decoder=<path to a .wasm module> for other formats)")
     opts = {}
     for k, v in (options or {}).items():
+        if isinstance(v, (bytes, bytearray)):  # e.g. protobuf_descriptor_set as read from its file
+            v = base64.b64encode(v).decode()
         opts[k] = v if isinstance(v, str) else json.dumps(v)  # e.g. avro_schema given as a dict
     return DecoderConfig(
         format=format or os.path.basename(str(decoder)), options=opts, timeout_ms=timeout_ms,

@@ -14,19 +14,21 @@ from ...client import topic_path
 from ...schema import DEFAULT_ERROR_COLUMN
 from ..durations import go_duration_option
 from ..optparse import OptionError, go_int_option
+from .protobuf_options import OPTIONS as PROTOBUF_OPTIONS
+from .protobuf_options import parse_protobuf
 
 FORMATS = tuple(contract.builtin_formats())  # the built-in decoders (go/internal/decode)
 ON_DECODE_ERROR = ("deadletter", "fail", "column")
 # Options that only mean something in schema mode (format or decoder set).
 SCHEMA_MODE_ONLY = ["avroSchema", "onDecodeError", "errorColumn", "deadLetterTopicId", "decoderOptions",
-                    "decoderTimeoutMs", "decoderMemoryLimitMB", "decoderEngine"]
+                    "decoderTimeoutMs", "decoderMemoryLimitMB", "decoderEngine", *PROTOBUF_OPTIONS]
 
 
 @dataclass(frozen=True)
 class DecodeOptions:
     """Schema mode: payloads are decoded in the Go data plane (docs/source.md)."""
 
-    format: str  # "json", "avro", or "custom" for a user module
+    format: str  # a built-in format (FORMATS), or "custom" for a user module
     decoder_path: str | None  # the user module; None: a built-in format, run natively in Go
     avro_schema: str | None
     decoder_options: dict[str, str] = field(default_factory=dict)
@@ -36,11 +38,13 @@ class DecodeOptions:
     timeout_ms: int = field(default_factory=lambda: contract.limit("decoder_config", "timeout_ms").default)
     memory_limit_mb: int = field(default_factory=lambda: contract.limit("decoder_config", "memory_limit_mb").default)
     engine: str = "wazero"  # what runs a decoder module: one of decode_api.ENGINES
+    protobuf: dict[str, str] = field(default_factory=dict)  # format=protobuf: the decoder's options
 
     def module_options(self) -> dict[str, str]:
         out = dict(self.decoder_options)
         if self.avro_schema is not None:
             out["avro_schema"] = self.avro_schema
+        out.update(self.protobuf)
         return out
 
 
@@ -77,6 +81,7 @@ def parse_decode(opts: Mapping[str, str], project: str) -> DecodeOptions | None:
             raise OptionError('option avroSchema must be an Avro record schema ({"type": "record", ...})')
     elif avro:
         raise OptionError("option avroSchema only applies to format=avro")
+    protobuf = parse_protobuf(opts, fmt)
     dec_opts: dict[str, str] = {}
     raw = opts.get("decoderoptions")
     if raw:
@@ -122,6 +127,7 @@ def parse_decode(opts: Mapping[str, str], project: str) -> DecodeOptions | None:
         timeout_ms=go_duration_option(opts, "decoderTimeoutMs", "decoder_config", "timeout_ms"),
         memory_limit_mb=go_int_option(opts, "decoderMemoryLimitMB", "decoder_config", "memory_limit_mb"),
         engine=engine,
+        protobuf=protobuf,
     )
 
 

@@ -120,14 +120,16 @@ def _open_on_driver(dec: DecodeOptions, target: pa.Schema | None) -> NativeDecod
 
 def derive_schema(dec: DecodeOptions) -> StructType:
     """The output schema when no .schema() is given: the decoder's own
-    (Avro: from avroSchema, as Spark's from_avro), top-level columns
+    (Avro: from avroSchema, as Spark's from_avro; protobuf: from the message
+    type, as from_protobuf), top-level columns
     nullable, plus message_id, publish_time, attributes (and the error
     column in column mode)."""
     if dec.format == "json":
         raise OptionError("format=json needs a schema: spark.readStream.format('pubsub-go').schema("
                           "'id BIGINT, name STRING, ...'); columns named like message_id, publish_time or "
                           "attributes are filled from the message")
-    what = "option avroSchema" if dec.format == "avro" else f"decoder {dec.decoder_path}"
+    what = {"avro": "option avroSchema", "protobuf": f"protobuf message {dec.protobuf.get('protobuf_message')}"}.get(
+        dec.format, f"decoder {dec.decoder_path}")
     try:
         with _open_on_driver(dec, None) as d:
             derived = d.schema
