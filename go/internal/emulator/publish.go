@@ -151,7 +151,7 @@ func (st *state) deadLetter(topicName, subName string, msgs []deadLettered) {
 		attrs["CloudPubSubDeadLetterSourceDeliveryCount"] = strconv.FormatUint(uint64(d.attempts), 10)
 		attrs["CloudPubSubDeadLetterSourceSubscription"] = subName[strings.LastIndexByte(subName, '/')+1:]
 		attrs["CloudPubSubDeadLetterSourceSubscriptionProject"] = strings.TrimPrefix(project(subName), "projects/")
-		attrs["CloudPubSubDeadLetterSourceTopicPublishTime"] = d.pb.PublishTime.AsTime().Format(time.RFC3339Nano)
+		attrs["CloudPubSubDeadLetterSourceTopicPublishTime"] = d.pb.PublishTime.AsTime().UTC().Format("2006-01-02T15:04:05.000Z")
 		out[i] = &pubsubpb.PubsubMessage{Data: d.pb.Data, Attributes: attrs, OrderingKey: d.pb.OrderingKey}
 	}
 	_, _ = st.publish(topicName, out, false)
