@@ -228,3 +228,44 @@ def test_exactly_once_ack_results(g):
     assert len(seen) >= 2, "the nacked message was not redelivered"
     assert results.get("current") == sub_exc.AcknowledgeStatus.SUCCESS
     assert results.get("stale") == sub_exc.AcknowledgeStatus.INVALID_ACK_ID
+
+
+AVRO = ('{"type": "record", "name": "Reading", "fields": [{"name": "id", "type": "long"}, '
+        '{"name": "note", "type": ["null", "string"], "default": null}]}')
+
+
+def schema_client(g: GoogleClients):
+    from google.cloud import pubsub_v1
+
+    before = os.environ.get("PUBSUB_EMULATOR_HOST")
+    os.environ["PUBSUB_EMULATOR_HOST"] = g.host_port
+    try:
+        return pubsub_v1.SchemaServiceClient()
+    finally:
+        if before is None:
+            os.environ.pop("PUBSUB_EMULATOR_HOST", None)
+        else:
+            os.environ["PUBSUB_EMULATOR_HOST"] = before
+
+
+def test_avro_schema_validates_publishes_and_tags_deliveries(g):
+    from google.api_core import exceptions
+    from google.pubsub_v1.types import Encoding, Schema
+
+    sc = schema_client(g)
+    schema = sc.create_schema(request={"parent": f"projects/{PROJECT}", "schema_id": f"r-{uuid.uuid4().hex[:10]}",
+                                       "schema": Schema(type_=Schema.Type.AVRO, definition=AVRO)})
+    topic, sub = names()
+    g.publisher.create_topic(request={"name": topic, "schema_settings": {"schema": schema.name,
+                                                                          "encoding": Encoding.JSON}})
+    g.subscriber.create_subscription(request={"name": sub, "topic": topic})
+    with pytest.raises(exceptions.InvalidArgument):
+        g.publisher.publish(topic, b'{"id": "not a long"}').result(timeout=30)
+    g.publish(topic, [b'{"id": 7, "note": {"string": "ok"}}'])
+    got = pull(g, sub, 1)
+    assert data(got) == [b'{"id": 7, "note": {"string": "ok"}}']
+    attrs = got[0].message.attributes
+    assert attrs["googclient_schemaname"] == schema.name
+    assert attrs["googclient_schemaencoding"] == "JSON"
+    assert attrs["googclient_schemarevisionid"] == schema.revision_id
+    ack(g, sub, got)

@@ -48,9 +48,10 @@ func TestStartRejectsNonLoopbackAndBusyPort(t *testing.T) {
 }
 
 type fixture struct {
-	pub pubsubpb.PublisherClient
-	sub pubsubpb.SubscriberClient
-	ctx context.Context
+	conn *grpc.ClientConn
+	pub  pubsubpb.PublisherClient
+	sub  pubsubpb.SubscriberClient
+	ctx  context.Context
 }
 
 func start(t *testing.T) *fixture {
@@ -67,7 +68,7 @@ func start(t *testing.T) *fixture {
 	t.Cleanup(func() { conn.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	return &fixture{pubsubpb.NewPublisherClient(conn), pubsubpb.NewSubscriberClient(conn), ctx}
+	return &fixture{conn, pubsubpb.NewPublisherClient(conn), pubsubpb.NewSubscriberClient(conn), ctx}
 }
 
 func (f *fixture) topicSub(t *testing.T, sub *pubsubpb.Subscription) {

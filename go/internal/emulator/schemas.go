@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -13,9 +14,21 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
-// schemaRevisions is a schema's revisions, newest last.
+// schemaRevisions is a schema's revisions, newest last, with each Avro
+// revision parsed once.
 type schemaRevisions struct {
-	revs []*pubsubpb.Schema
+	revs   []*pubsubpb.Schema
+	parsed map[string]*avroType // by revision id
+}
+
+func (r *schemaRevisions) add(pb *pubsubpb.Schema) {
+	r.revs = append(r.revs, pb)
+	if pb.Type == pubsubpb.Schema_AVRO {
+		if r.parsed == nil {
+			r.parsed = map[string]*avroType{}
+		}
+		r.parsed[pb.RevisionId], _ = parseAvro(pb.Definition) // checked by checkSchemaDefinition
+	}
 }
 
 func (r *schemaRevisions) latest() *pubsubpb.Schema { return r.revs[len(r.revs)-1] }
@@ -35,9 +48,16 @@ func (st *state) newRevision(in *pubsubpb.Schema, name string) *pubsubpb.Schema 
 	return pb
 }
 
+// checkSchemaDefinition checks a schema; Avro definitions are parsed
+// (protocol buffer definitions are taken as given: see docs/emulator.md).
 func checkSchemaDefinition(s *pubsubpb.Schema) error {
 	if s == nil || s.Type == pubsubpb.Schema_TYPE_UNSPECIFIED || s.Definition == "" {
 		return status.Error(codes.InvalidArgument, "schema: a type (AVRO or PROTOCOL_BUFFER) and a definition are required")
+	}
+	if s.Type == pubsubpb.Schema_AVRO {
+		if _, err := parseAvro(s.Definition); err != nil {
+			return status.Errorf(codes.InvalidArgument, "invalid Avro schema: %v", err)
+		}
 	}
 	return nil
 }
@@ -56,7 +76,9 @@ func (s *schemaService) CreateSchema(_ context.Context, req *pubsubpb.CreateSche
 		return nil, status.Errorf(codes.AlreadyExists, "Schema already exists: %s", name)
 	}
 	pb := s.st.newRevision(req.Schema, name)
-	s.st.schemas[name] = &schemaRevisions{revs: []*pubsubpb.Schema{pb}}
+	r := &schemaRevisions{}
+	r.add(pb)
+	s.st.schemas[name] = r
 	return proto.Clone(pb).(*pubsubpb.Schema), nil
 }
 
@@ -151,7 +173,7 @@ func (s *schemaService) CommitSchema(_ context.Context, req *pubsubpb.CommitSche
 		return nil, status.Errorf(codes.InvalidArgument, "commit schema: type %s differs from the schema's %s", req.Schema.Type, r.latest().Type)
 	}
 	pb := s.st.newRevision(req.Schema, req.Name)
-	r.revs = append(r.revs, pb)
+	r.add(pb)
 	return proto.Clone(pb).(*pubsubpb.Schema), nil
 }
 
@@ -163,8 +185,7 @@ func (s *schemaService) RollbackSchema(_ context.Context, req *pubsubpb.Rollback
 		return nil, err
 	}
 	pb := s.st.newRevision(old, req.Name)
-	r := s.st.schemas[req.Name]
-	r.revs = append(r.revs, pb)
+	s.st.schemas[req.Name].add(pb)
 	return proto.Clone(pb).(*pubsubpb.Schema), nil
 }
 
@@ -223,9 +244,11 @@ func (st *state) checkSchemaSettings(ss *pubsubpb.SchemaSettings) error {
 	return nil
 }
 
-// validateSchema returns the googclient_* attributes the service adds to
-// messages of a topic with a schema (caller holds st.mu for reading). The
-// schema's revision is the newest one within the topic's revision range.
+// validateSchema checks messages published to a topic with a schema
+// against the revisions its settings allow (newest first, as the service
+// does) and returns the googclient_* attributes the service adds; the
+// revision named is the newest one the messages match. Caller holds st.mu
+// for reading.
 func (st *state) validateSchema(t *pubsubpb.Topic, msgs []*pubsubpb.PubsubMessage) (map[string]string, error) {
 	ss := t.SchemaSettings
 	if ss == nil || ss.Schema == "" {
@@ -235,21 +258,76 @@ func (st *state) validateSchema(t *pubsubpb.Topic, msgs []*pubsubpb.PubsubMessag
 	if r == nil {
 		return nil, status.Errorf(codes.FailedPrecondition, "topic %s: its schema %s was deleted", t.Name, ss.Schema)
 	}
-	rev := r.latest()
-	if ss.LastRevisionId != "" {
-		for _, pb := range r.revs {
-			if pb.RevisionId == ss.LastRevisionId {
-				rev = pb
-			}
+	lo, hi := 0, len(r.revs)-1
+	for i, pb := range r.revs {
+		if pb.RevisionId == ss.FirstRevisionId {
+			lo = i
+		}
+		if pb.RevisionId == ss.LastRevisionId {
+			hi = i
 		}
 	}
-	enc := "JSON"
-	if ss.Encoding == pubsubpb.Encoding_BINARY {
-		enc = "BINARY"
+	var firstErr error
+	for i := hi; i >= lo; i-- {
+		rev := r.revs[i]
+		if err := checkMessages(rev, r.parsed[rev.RevisionId], ss.Encoding, msgs); err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		return map[string]string{
+			"googclient_schemaname":       ss.Schema,
+			"googclient_schemarevisionid": rev.RevisionId,
+			"googclient_schemaencoding":   ss.Encoding.String(),
+		}, nil
 	}
-	return map[string]string{
-		"googclient_schemaname":       ss.Schema,
-		"googclient_schemarevisionid": rev.RevisionId,
-		"googclient_schemaencoding":   enc,
-	}, nil
+	return nil, status.Errorf(codes.InvalidArgument, "Invalid data in message: message failed schema validation against %s: %v", ss.Schema, firstErr)
+}
+
+// checkMessages checks each message against one revision.
+func checkMessages(rev *pubsubpb.Schema, avro *avroType, enc pubsubpb.Encoding, msgs []*pubsubpb.PubsubMessage) error {
+	if avro == nil {
+		return nil // protocol buffer schemas are not checked (docs/emulator.md)
+	}
+	for i, m := range msgs {
+		var err error
+		if enc == pubsubpb.Encoding_BINARY {
+			err = avro.validBinary(m.Data)
+		} else {
+			err = avro.validJSON(m.Data)
+		}
+		if err != nil {
+			return fmt.Errorf("message %d is not %s-encoded Avro of revision %s: %v", i, enc, rev.RevisionId, err)
+		}
+	}
+	return nil
+}
+
+func (s *schemaService) ValidateMessage(_ context.Context, req *pubsubpb.ValidateMessageRequest) (*pubsubpb.ValidateMessageResponse, error) {
+	s.st.mu.RLock()
+	defer s.st.mu.RUnlock()
+	var rev *pubsubpb.Schema
+	switch x := req.SchemaSpec.(type) {
+	case *pubsubpb.ValidateMessageRequest_Name:
+		var err error
+		if rev, err = s.st.revision(x.Name); err != nil {
+			return nil, err
+		}
+	case *pubsubpb.ValidateMessageRequest_Schema:
+		if err := checkSchemaDefinition(x.Schema); err != nil {
+			return nil, err
+		}
+		rev = x.Schema
+	default:
+		return nil, status.Error(codes.InvalidArgument, "validate message: give a schema name or a schema")
+	}
+	var avro *avroType
+	if rev.Type == pubsubpb.Schema_AVRO {
+		avro, _ = parseAvro(rev.Definition)
+	}
+	if err := checkMessages(rev, avro, req.Encoding, []*pubsubpb.PubsubMessage{{Data: req.Message}}); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "Invalid data in message: %v", err)
+	}
+	return &pubsubpb.ValidateMessageResponse{}, nil
 }

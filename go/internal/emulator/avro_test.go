@@ -1,0 +1,82 @@
+package emulator
+
+import (
+	"strings"
+	"testing"
+
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+const userAvro = `{"type":"record","name":"User","namespace":"t","fields":[
+ {"name":"id","type":"long"},{"name":"name","type":["null","string"]},
+ {"name":"tags","type":{"type":"array","items":"string"},"default":[]},
+ {"name":"kind","type":{"type":"enum","name":"Kind","symbols":["A","B"]}}]}`
+
+func TestAvroJSONAndBinaryValidation(t *testing.T) {
+	s, err := parseAvro(userAvro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ok := range []string{`{"id":1,"name":null,"kind":"A"}`, `{"id":2,"name":{"string":"x"},"tags":["a"],"kind":"B"}`} {
+		if err := s.validJSON([]byte(ok)); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for bad, why := range map[string]string{`{"id":"1","name":null,"kind":"A"}`: "long expected", `{"id":1,"name":"x","kind":"A"}`: "union",
+		`{"id":1,"name":null,"kind":"C"}`: "symbol", `{"name":null,"kind":"A"}`: "missing", `[1]`: "record"} {
+		if err := s.validJSON([]byte(bad)); err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("%s: err %v, want %q", bad, err, why)
+		}
+	}
+	// id=3 (zigzag 6), name branch 1 "hi", tags: one block of 1 "a", end, kind 1.
+	good := []byte{6, 2, 4, 'h', 'i', 2, 2, 'a', 0, 2}
+	if err := s.validBinary(good); err != nil {
+		t.Errorf("binary: %v", err)
+	}
+	if err := s.validBinary(good[:5]); err == nil {
+		t.Error("truncated binary passed")
+	}
+	if err := s.validBinary(append(good, 0)); err == nil {
+		t.Error("binary with trailing bytes passed")
+	}
+}
+
+func TestTopicSchemaValidatesPublishesAndTagsMessages(t *testing.T) {
+	f := start(t)
+	conn := pubsubpb.NewSchemaServiceClient(f.conn)
+	sc, err := conn.CreateSchema(f.ctx, &pubsubpb.CreateSchemaRequest{Parent: "projects/p", SchemaId: "user",
+		Schema: &pubsubpb.Schema{Type: pubsubpb.Schema_AVRO, Definition: userAvro}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.CreateSchema(f.ctx, &pubsubpb.CreateSchemaRequest{Parent: "projects/p", SchemaId: "bad",
+		Schema: &pubsubpb.Schema{Type: pubsubpb.Schema_AVRO, Definition: `{"type":"nope"}`}}); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("bad schema: %v", err)
+	}
+	if _, err := f.pub.CreateTopic(f.ctx, &pubsubpb.Topic{Name: "projects/p/topics/top",
+		SchemaSettings: &pubsubpb.SchemaSettings{Schema: sc.Name, Encoding: pubsubpb.Encoding_JSON}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.sub.CreateSubscription(f.ctx, &pubsubpb.Subscription{Name: "projects/p/subscriptions/sub1", Topic: "projects/p/topics/top"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.pub.Publish(f.ctx, &pubsubpb.PublishRequest{Topic: "projects/p/topics/top",
+		Messages: []*pubsubpb.PubsubMessage{{Data: []byte(`{"id":"x"}`)}}})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "schema") {
+		t.Fatalf("invalid message: %v", err)
+	}
+	if _, err := f.pub.Publish(f.ctx, &pubsubpb.PublishRequest{Topic: "projects/p/topics/top",
+		Messages: []*pubsubpb.PubsubMessage{{Data: []byte(`{"id":1,"name":null,"kind":"A"}`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	got := f.pull(t, 10)
+	if len(got) != 1 {
+		t.Fatalf("got %d messages", len(got))
+	}
+	a := got[0].Message.Attributes
+	if a["googclient_schemaname"] != sc.Name || a["googclient_schemarevisionid"] != sc.RevisionId || a["googclient_schemaencoding"] != "JSON" {
+		t.Fatalf("attributes %v", a)
+	}
+}
