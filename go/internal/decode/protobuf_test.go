@@ -330,31 +330,11 @@ func benchProtoEvent(i int) string {
 		base64.StdEncoding.EncodeToString([]byte(strings.Repeat("b", 150))))
 }
 
-// BenchmarkDecodeProtobufNative decodes 1000 ~1 KB binary events through
-// the native data-plane path (copy into Arrow memory included).
+// BenchmarkDecodeProtobufNative decodes ~1 KB binary events on the native
+// data-plane path, as BenchmarkDecodeAvroNative does its records.
 func BenchmarkDecodeProtobufNative(b *testing.B) {
 	opts := protoOptions(b, "t.Event", "")
-	d := openProto(b, opts, nil)
-	payloads := make([]string, 1000)
-	size := 0
-	for i := range payloads {
-		payloads[i] = protoBinary(b, opts, benchProtoEvent(i))
-		size += len(payloads[i])
-	}
-	in := binaryArray(payloads...)
-	defer in.Release()
-	b.SetBytes(int64(size))
-	b.ReportMetric(float64(size)/float64(len(payloads)), "B/payload")
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		rec, errs, err := d.Decode(context.Background(), in)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if errs.NullN() != errs.Len() {
-			b.Fatal(errs.Value(0))
-		}
-		rec.Release()
-		errs.Release()
-	}
+	benchDecode(b, Spec{Builtin: "protobuf", Format: "protobuf", Options: opts}, func(i int) []byte {
+		return []byte(protoBinary(b, opts, benchProtoEvent(i)))
+	})
 }
