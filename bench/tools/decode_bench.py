@@ -12,6 +12,14 @@ benchmarks' batch, into the same five columns):
 - Spark's own from_json / from_avro on a payload column (a timed job over
   an in-memory DataFrame, local[1]).
 
+The built-in protobuf decoder on 1000 payloads of about 1 KB (the message
+of tests/protobuf_vectors.py: nested, repeated, map, enum, Timestamp,
+wrapper, oneof fields; = benchProtoEvent in go/internal/decode): natively
+(BenchmarkDecodeProtobufNative, by the decoding thread's CPU time),
+through `pubsub_go.decode`, and Spark's from_protobuf on the same bytes
+(spark-protobuf from Maven: PUBSUB_GO_SPARK_PROTOBUF; "–" where it cannot
+be had). --protobuf-only runs just these and prints their table.
+
 The example user decoder (VPC flow log lines, 1000 per batch) per guest
 SDK: Go (ABI 1) and C (ABI 2, built with zig's clang), each in wazero
 (sandbox on), in wasmtime and compiled natively (for C: the same zig cc
@@ -25,7 +33,7 @@ prints its table.
 
 Writes bench/results/decode_results.md.
 
-    python bench/tools/decode_bench.py [--seconds 3] [--spark-rows 200000] [--no-spark]
+    python bench/tools/decode_bench.py [--seconds 3] [--spark-rows 200000] [--no-spark] [--protobuf-only]
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 ROWS = 1000
 SPARK_AVRO = os.environ.get("PUBSUB_GO_SPARK_AVRO", "org.apache.spark:spark-avro_2.13:4.1.1")
+SPARK_PROTOBUF = os.environ.get("PUBSUB_GO_SPARK_PROTOBUF", "org.apache.spark:spark-protobuf_2.13:4.1.1")
 DDL = "id BIGINT, name STRING, tags ARRAY<STRING>, score DOUBLE, at TIMESTAMP"
 AVRO_SCHEMA = {"type": "record", "name": "E", "fields": [
     {"name": "id", "type": "long"}, {"name": "name", "type": "string"},
@@ -279,6 +288,116 @@ def spark_jobs(rows: int, with_avro: bool) -> dict[str, float]:
     return res
 
 
+def protobuf_payload(i: int) -> bytes:  # = benchProtoEvent in go/internal/decode/protobuf_test.go
+    import base64
+
+    from google.protobuf import json_format
+    sys.path.insert(0, str(ROOT / "tests"))
+    from protobuf_vectors import Event
+
+    text = (f'{{"id": "{i}", "title": "{"t" * 440}",'
+            f' "inner": {{"name": "inner-{i}", "nums": [1, 2, 3, 4, 5, 6, 7, 8]}},'
+            f' "items": [{{"name": "alpha-{i}", "nums": [1, 2]}}, {{"name": "beta", "nums": [3]}}, {{"name": "gamma"}},'
+            f' {{"name": "delta", "nums": [4, 5, 6]}}], "counts": {{"clicks": "{i}", "views": "12345", "shares": "7",'
+            f' "likes": "99"}}, "color": "GREEN", "at": "2024-05-06T07:08:09.123456Z", "maybe": "{i}",'
+            f' "text": "{"x" * 200}", "opt": 1, "u32": 77, "s64": "-12345", "score": 0.25,'
+            f' "blob": "{base64.b64encode(b"b" * 150).decode()}", "colors": ["RED", "GREEN", "RED"],'
+            f' "byid": {{"1": {{"name": "one"}}, "2": {{"name": "two"}}}}, "flag": true}}')
+    return json_format.Parse(text, Event()).SerializeToString()
+
+
+def protobuf_descriptor_file(tmp: Path) -> Path:
+    """The message's descriptor set with its imports, as from_protobuf needs it."""
+    from google.protobuf import descriptor_pb2, timestamp_pb2, wrappers_pb2
+    sys.path.insert(0, str(ROOT / "tests"))
+    from protobuf_vectors import FILE
+
+    files = []
+    for d in (timestamp_pb2.DESCRIPTOR, wrappers_pb2.DESCRIPTOR):
+        fdp = descriptor_pb2.FileDescriptorProto()
+        d.CopyToProto(fdp)
+        files.append(fdp)
+    path = tmp / "pgtest.desc"
+    path.write_bytes(descriptor_pb2.FileDescriptorSet(file=[*files, FILE]).SerializeToString())
+    return path
+
+
+def protobuf_rows(tmp: Path, seconds: float, spark_rows: int, with_spark: bool) -> dict[str, float | str | None]:
+    """MB/s of the protobuf decoder natively (per CPU second of the decoding
+    thread), through pubsub_go.decode, and Spark's from_protobuf; the
+    payload size."""
+    import pyarrow as pa
+
+    import pubsub_go
+
+    res: dict[str, float | str | None] = {}
+    go = subprocess.run(["go", "test", "-run", "^$", "-bench", "ProtobufNative", "-benchtime", f"{seconds}s",
+                         "-cpu", "1", "-count", "1", "."], cwd=ROOT / "go" / "internal" / "decode",
+                        capture_output=True, text=True, timeout=1800)
+    m = re.search(r"BenchmarkDecodeProtobufNative\s.*?([\d.]+) MB/s\s+([\d.]+) cpu-MB/s", go.stdout)
+    res["native_wall"], res["native"] = (float(m.group(1)), float(m.group(2))) if m else (None, None)
+    desc = protobuf_descriptor_file(tmp)
+    payloads = [protobuf_payload(i) for i in range(ROWS)]
+    res["size"] = sum(map(len, payloads)) / ROWS
+    arr = pa.array(payloads, pa.binary())
+    opts = {"protobuf_descriptor_set": desc.read_bytes(), "protobuf_message": "pgtest.Event"}
+    assert pubsub_go.decode(arr, format="protobuf", **opts).column("__decode_error").null_count == ROWS
+    res["api"] = timed(lambda: pubsub_go.decode(arr, format="protobuf", **opts), sum(map(len, payloads)), seconds)
+    if with_spark:
+        res["spark"] = spark_from_protobuf(payloads, desc, spark_rows)
+    return res
+
+
+def spark_from_protobuf(payloads: list[bytes], desc: Path, rows: int) -> float | str:
+    """from_protobuf's MB/s on the same payloads, or why it could not run."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from sparkutil import spark_session, stop_spark
+
+    stop_spark()
+    try:
+        spark = spark_session(master="local[1]", app="decode-bench-protobuf", spark__sql__session__timeZone="UTC",
+                              spark__jars__packages=f"{SPARK_AVRO},{SPARK_PROTOBUF}")
+    except Exception as e:  # the package did not resolve: the JVM does not start
+        return f"not run: {SPARK_PROTOBUF} could not be had ({type(e).__name__})"
+    try:
+        base = spark.createDataFrame([(p,) for p in payloads], "payload BINARY")
+        df = base.crossJoin(spark.range(max(1, rows // ROWS)).withColumnRenamed("id", "rep")).select("payload").cache()
+        size = df.selectExpr("sum(length(payload))").first()[0]
+        expr = f"from_protobuf(payload, 'pgtest.Event', '{desc}')"
+        best = None
+        for _ in range(3):  # best of 3: the first run also warms up the JIT
+            start = time.perf_counter()
+            df.selectExpr(f"{expr} AS r").write.format("noop").mode("overwrite").save()
+            el = time.perf_counter() - start
+            best = el if best is None else min(best, el)
+        return size / best / 1e6
+    except Exception as e:
+        return f"not run: {str(e).splitlines()[0][:200]}"
+    finally:
+        spark.stop()
+
+
+def protobuf_table(pb: dict[str, float | str | None]) -> list[str]:
+    def fmt(v: float | str | None) -> str:
+        return "–" if v is None else (f"{v:.1f}" if isinstance(v, float) else f"– ({v})")
+
+    spark = pb.get("spark")
+    ratio = f"{pb['native'] / spark:.1f}x" if isinstance(spark, float) and pb.get("native") else "–"
+    return [
+        f"## Protobuf: {ROWS} payloads of {pb['size']:.0f} B (nested, repeated, map, enum, Timestamp, wrapper, "
+        "oneof) into the columns from_protobuf derives",
+        "",
+        "| decoder | MB/s |",
+        "| --- | ---: |",
+        f"| **native in the Go data plane — schema mode** (`format=protobuf`), per CPU second of the decoding "
+        f"thread | {fmt(pb.get('native'))} |",
+        f"| the same, wall clock | {fmt(pb.get('native_wall'))} |",
+        f"| native, through `pubsub_go.decode` from Python (C decoder API) | {fmt(pb.get('api'))} |",
+        f"| Spark from_protobuf (local[1], noop sink) | {fmt(spark)} |",
+        f"| schema mode vs Spark | {ratio} |",
+    ]
+
+
 def main() -> None:
     import tempfile
 
@@ -291,9 +410,15 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5, help="side-by-side rounds of the C example")
     ap.add_argument("--c-example-only", action="store_true",
                     help="only the C example side by side: print its table, write nothing")
+    ap.add_argument("--protobuf-only", action="store_true",
+                    help="only the protobuf rows: print their table, write nothing")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "decode_results.md"))
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="decode-bench-"))
+
+    if args.protobuf_only:
+        print("\n".join(protobuf_table(protobuf_rows(tmp, args.seconds, args.spark_rows, not args.no_spark))))
+        return
 
     if args.c_example_only:
         print("\n".join(side_by_side_table(vpcflow_c_side_by_side(tmp, args.rounds, args.seconds / 2))))
@@ -317,6 +442,8 @@ def main() -> None:
     if not args.no_spark:
         print("Spark from_json/from_avro...", flush=True)
         spark = spark_jobs(args.spark_rows, not args.no_spark_avro)
+    print("protobuf...", flush=True)
+    pb = protobuf_rows(tmp, args.seconds, args.spark_rows, not args.no_spark)
     e2e = {}
     e2e_options = "tuned options"
     if not args.no_spark and not args.no_e2e:
@@ -377,6 +504,8 @@ def main() -> None:
         "| --- | ---: | ---: |",
         *(f"| {n} | {fmt(j)} | {fmt(a)} |" for n, j, a in rows),
         f"| schema mode vs Spark | {ratio(nj, spark.get('json'))} | {ratio(na, spark.get('avro'))} |",
+        "",
+        *protobuf_table(pb),
         "",
         f"## The example user decoder (VPC flow log lines, {sizes[2] / ROWS:.0f} B each) per guest SDK",
         "",

@@ -326,7 +326,7 @@ func benchProtoEvent(i int) string {
 	  "counts": {"clicks": "%d", "views": "12345", "shares": "7", "likes": "99"}, "color": "GREEN",
 	  "at": "2024-05-06T07:08:09.123456Z", "maybe": "%d", "text": "%s", "opt": 1, "u32": 77, "s64": "-12345",
 	  "score": 0.25, "blob": "%s", "colors": ["RED", "GREEN", "RED"], "byid": {"1": {"name": "one"}, "2": {"name": "two"}}, "flag": true}`,
-		i, strings.Repeat("t", 220), i, i, i, i, strings.Repeat("x", 200),
+		i, strings.Repeat("t", 440), i, i, i, i, strings.Repeat("x", 200),
 		base64.StdEncoding.EncodeToString([]byte(strings.Repeat("b", 150))))
 }
 

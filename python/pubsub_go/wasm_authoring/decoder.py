@@ -29,12 +29,14 @@ _WASM_DIR = Path(__file__).resolve().parent.parent / "wasm"
 
 
 def builtin_path(name: str) -> Path:
-    """Path of a built-in decoder module ("json" or "avro")."""
+    """Path of a built-in decoder module ("json" or "avro": the built-ins with a .wasm build)."""
     if name not in BUILTINS:
         raise ValueError(f"unknown built-in decoder {name!r}; built-ins: {', '.join(BUILTINS)}")
     path = _WASM_DIR / f"{name}.wasm"
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing; build it with: bash wasm-decoders/build.sh")
+        raise FileNotFoundError(f"{path} is missing; build it with: bash wasm-decoders/build.sh (which builds the "
+                                "built-ins that have a .wasm build; protobuf runs natively only: use "
+                                "pubsub_go.decode(format='protobuf'))")
     return path
 
 
