@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -337,4 +338,45 @@ func BenchmarkDecodeProtobufNative(b *testing.B) {
 	benchDecode(b, Spec{Builtin: "protobuf", Format: "protobuf", Options: opts}, func(i int) []byte {
 		return []byte(protoBinary(b, opts, benchProtoEvent(i)))
 	})
+}
+
+// Mutated payloads are rejected or decoded, never a panic (which the sdk
+// would turn into a row error naming it).
+func TestProtobufMutatedPayloadsNeverPanic(t *testing.T) {
+	opts := protoOptions(t, "t.Event", "")
+	d := openProto(t, opts, nil)
+	seed := protoBinary(t, opts, richEvent)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var payloads []string
+	for i := 0; i < 3000; i++ {
+		b := []byte(seed)
+		for k := 0; k < 1+i%4; k++ {
+			switch rng.IntN(3) {
+			case 0:
+				b[rng.IntN(len(b))] = byte(rng.IntN(256))
+			case 1:
+				b = b[:rng.IntN(len(b))]
+			default:
+				at := rng.IntN(len(b) + 1)
+				b = append(b[:at:at], append([]byte{byte(rng.IntN(256))}, b[at:]...)...)
+			}
+			if len(b) == 0 {
+				b = []byte(seed)
+			}
+		}
+		payloads = append(payloads, string(b))
+	}
+	_, errs := protoRows(t, d, payloads...)
+	failed := 0
+	for _, e := range errs {
+		if strings.Contains(e, "panic") {
+			t.Fatalf("panic: %s", e)
+		}
+		if e != "" {
+			failed++
+		}
+	}
+	if failed == 0 || failed == len(errs) {
+		t.Fatalf("%d of %d mutated payloads failed: the mutations should break some and not all", failed, len(errs))
+	}
 }
