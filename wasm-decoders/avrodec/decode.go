@@ -6,30 +6,49 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/pubsub-go/pubsub-go/wasm-decoders/arrowlite"
 	"github.com/pubsub-go/pubsub-go/wasm-decoders/sdk"
 )
 
-// Decoder decodes Avro binary datums; it implements sdk.Decoder.
+// Decoder decodes Avro datums; it implements sdk.Decoder.
 type Decoder struct {
-	root *step
-	r    reader
+	root   *step
+	r      reader
+	writer *node  // JSON encoding: the schema its datums are transcoded by
+	buf    []byte // JSON encoding: the datum transcoded to binary
 }
 
 // New is the sdk.Factory of the Avro decoder. Options:
 //
-//	avro_schema: the writer's Avro schema as JSON (required); its top
-//	             level must be a record.
+//	avro_schema:        the Avro schema as JSON (required; a record). The
+//	                    columns are derived from it; without
+//	                    avro_writer_schema it is also the writer's schema.
+//	avro_writer_schema: the schema the payloads were written with, when it
+//	                    differs from avro_schema (an older or newer
+//	                    revision): resolved to avro_schema by Avro's rules.
+//	avro_encoding:      "binary" (default) or "json" (Avro's JSON encoding).
 func New(cfg sdk.Config) (sdk.Decoder, *arrowlite.Schema, error) {
-	var text string
+	var text, writerText string
+	jsonEnc := false
 	for k, v := range cfg.Options {
 		switch k {
 		case "avro_schema":
 			text = v
+		case "avro_writer_schema":
+			writerText = v
+		case "avro_encoding":
+			switch strings.ToLower(v) {
+			case "binary":
+			case "json":
+				jsonEnc = true
+			default:
+				return nil, nil, fmt.Errorf("avro decoder: avro_encoding=%q is not binary or json", v)
+			}
 		default:
-			return nil, nil, fmt.Errorf("avro decoder: unknown option %q", k)
+			return nil, nil, fmt.Errorf("avro decoder: unknown option %q (expected avro_schema, avro_writer_schema, avro_encoding)", k)
 		}
 	}
 	if text == "" {
@@ -50,15 +69,39 @@ func New(cfg sdk.Config) (sdk.Decoder, *arrowlite.Schema, error) {
 		}
 		schema = &arrowlite.Schema{Fields: fields}
 	}
-	root, err := plan(n, arrowlite.StructType(schema.Fields...))
+	target := arrowlite.StructType(schema.Fields...)
+	w := n
+	var root *step
+	if writerText != "" {
+		if w, err = parseSchema(writerText); err != nil {
+			return nil, nil, fmt.Errorf("avro decoder: avro_writer_schema: %w", err)
+		}
+		root, err = resolve(w, n, target)
+	} else {
+		root, err = plan(n, target)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("avro decoder: %w", err)
 	}
-	return &Decoder{root: root}, schema, nil
+	d := &Decoder{root: root}
+	if jsonEnc {
+		d.writer = w
+	}
+	return d, schema, nil
 }
 
 // Decode implements sdk.Decoder.
 func (d *Decoder) Decode(payload []byte, cols []*arrowlite.Builder) error {
+	if d.writer != nil {
+		v, err := parseJSON(payload)
+		if err != nil {
+			return err
+		}
+		if d.buf, err = encodeJSON(d.buf[:0], d.writer, v, false); err != nil {
+			return err
+		}
+		payload = d.buf
+	}
 	d.r = reader{b: payload, empties: emptyItemsBase + emptyItemsPerByte*int64(len(payload))}
 	if err := d.fields(d.root, cols); err != nil {
 		return err
@@ -183,12 +226,30 @@ func (d *Decoder) fields(s *step, cols []*arrowlite.Builder) error {
 	for _, j := range s.missing {
 		cols[j].AppendNull()
 	}
+	for _, df := range s.defaults {
+		saved := d.r
+		d.r = reader{b: df.datum, empties: emptyItemsBase}
+		err := d.value(df.st, cols[df.col])
+		d.r = saved
+		if err != nil {
+			return fmt.Errorf("default of %s: %w", s.t.Children[df.col].Name, err)
+		}
+	}
 	return nil
 }
 
 // value decodes one datum of s.n into one slot of b.
 func (d *Decoder) value(s *step, b *arrowlite.Builder) error {
 	r := &d.r
+	if s.wrap != nil {
+		b.AppendStruct()
+		for j, c := range b.Children {
+			if j != s.member {
+				c.AppendNull()
+			}
+		}
+		return d.value(s.wrap, b.Children[s.member])
+	}
 	switch s.n.kind {
 	case aNull:
 		b.AppendNull()
@@ -253,10 +314,13 @@ func (d *Decoder) value(s *step, b *arrowlite.Builder) error {
 		if err != nil {
 			return err
 		}
-		if i < 0 || int(i) >= len(s.n.symbols) {
+		if i < 0 || int(i) >= len(s.syms) {
 			return fmt.Errorf("avro enum index %d out of range", i)
 		}
-		b.AppendString(s.n.symbols[i])
+		if s.syms[i] == "" {
+			return fmt.Errorf("avro enum symbol %q is not in the reader's enum, which has no default", s.n.symbols[i])
+		}
+		b.AppendString(s.syms[i])
 	case aRecord:
 		b.AppendStruct()
 		return d.fields(s, b.Children)
@@ -288,6 +352,9 @@ func (d *Decoder) value(s *step, b *arrowlite.Builder) error {
 		}
 		if i < 0 || i >= int64(len(s.branches)) {
 			return fmt.Errorf("avro union index %d out of range", i)
+		}
+		if s.bad != nil && s.bad[i] != nil {
+			return s.bad[i]
 		}
 		bs := s.branches[i]
 		if s.members == nil {

@@ -28,6 +28,27 @@ type step struct {
 
 	// Long to timestamp: value * mul / div.
 	mul, div int64
+
+	// Enum: the symbol written for each index ("" when the reader's enum
+	// has no such symbol and no default).
+	syms []string
+
+	// Schema resolution (resolve.go). Record: reader fields the writer
+	// lacks, filled from their defaults. Union: why a writer branch cannot
+	// be read (nil where it can). wrap: a writer's non-union value that is
+	// one member of the reader union's member struct.
+	defaults []fieldDefault
+	bad      []error
+	wrap     *step
+	member   int
+}
+
+// fieldDefault is a reader field's default, binary-encoded once, and how
+// it decodes into its target column.
+type fieldDefault struct {
+	col   int
+	datum []byte
+	st    *step
 }
 
 // plan compiles n against target type t.
@@ -90,6 +111,7 @@ func plan(n *node, t *arrowlite.DataType) (*step, error) {
 		if t.ID != arrowlite.Utf8 {
 			return nil, mismatch()
 		}
+		s.syms = n.symbols
 	case aRecord:
 		if t.ID != arrowlite.Struct {
 			return nil, mismatch()

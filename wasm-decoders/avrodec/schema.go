@@ -45,15 +45,20 @@ type node struct {
 	name       string
 	fields     []afield
 	symbols    []string
-	items      *node // array items, map values
+	enumDef    string   // enum: the symbol for writer symbols the reader lacks
+	aliases    []string // named types: other names this type answers to
+	items      *node    // array items, map values
 	branches   []*node
 	minSize    int // fewest bytes one datum can take
 	inProgress bool
 }
 
 type afield struct {
-	name string
-	typ  *node
+	name    string
+	typ     *node
+	aliases []string
+	def     any // the field's default as JSON (json.Number for numbers)
+	hasDef  bool
 }
 
 // parseSchema parses Avro schema JSON. Recursive types are rejected, as
@@ -180,7 +185,7 @@ func (p *schemaParser) namedType(kind string, m map[string]any, ns string, depth
 	if _, dup := p.named[full]; dup {
 		return nil, fmt.Errorf("avro type %q defined twice", full)
 	}
-	n := &node{name: full}
+	n := &node{name: full, aliases: stringList(m["aliases"])}
 	switch kind {
 	case "enum":
 		n.kind = aEnum
@@ -195,6 +200,7 @@ func (p *schemaParser) namedType(kind string, m map[string]any, ns string, depth
 		if len(n.symbols) == 0 {
 			return nil, fmt.Errorf("enum %s has no symbols", full)
 		}
+		n.enumDef, _ = m["default"].(string)
 	case "fixed":
 		n.kind = aFixed
 		n.size = intAttr(m, "size", -1)
@@ -228,12 +234,27 @@ func (p *schemaParser) namedType(kind string, m map[string]any, ns string, depth
 			if err != nil {
 				return nil, fmt.Errorf("%s.%s: %w", full, fname, err)
 			}
-			n.fields = append(n.fields, afield{fname, ft})
+			af := afield{name: fname, typ: ft, aliases: stringList(fm["aliases"])}
+			af.def, af.hasDef = fm["default"]
+			n.fields = append(n.fields, af)
 		}
 		n.inProgress = false
 	}
 	p.named[full] = n
 	return withMin(n), nil
+}
+
+// stringList reads a JSON array of strings (aliases), ignoring other values.
+func stringList(v any) []string {
+	var out []string
+	if list, ok := v.([]any); ok {
+		for _, x := range list {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
 }
 
 func intAttr(m map[string]any, key string, def int) int {
