@@ -39,11 +39,13 @@ type Request struct {
 	// Seek: exactly one of TimeUnixMicros (> 0) and Snapshot.
 	TimeUnixMicros int64  `json:"time_unix_micros"`
 	Snapshot       string `json:"snapshot"`
+	// get_topic_schema: the reader revision to pin (empty: the newest).
+	Revision string `json:"revision"`
 }
 
 // Ops lists the supported operations.
 var Ops = []string{"create_topic", "delete_topic", "get_topic", "create_subscription", "delete_subscription",
-	"get_subscription", "seek", "create_snapshot", "delete_snapshot", "default_project"}
+	"get_subscription", "seek", "create_snapshot", "delete_snapshot", "default_project", "get_topic_schema"}
 
 // Parse decodes a request strictly: unknown keys are errors.
 func Parse(raw []byte) (Request, error) {
@@ -74,6 +76,8 @@ func Do(ctx context.Context, r Request) ([]byte, error) {
 			return nil, rpc.Errorf(codes.FailedPrecondition, "finding the default project: %v", err)
 		}
 		return json.Marshal(map[string]string{"project": p})
+	case "get_topic_schema":
+		return doTopicSchema(ctx, r)
 	case "seek", "create_snapshot", "delete_snapshot":
 		return withClient(ctx, pubsub.NewSubscriptionAdminClient, r, doSnapshotOp)
 	case "create_topic", "delete_topic", "get_topic":

@@ -51,6 +51,9 @@ type DecoderConfig struct {
 	// library.
 	Engine          string `json:"engine"`
 	WasmtimeLibrary string `json:"wasmtime_library"`
+	// TopicSchema decodes each message by its topic's schema revision
+	// (schemaFrom=topic; topicschema.go).
+	TopicSchema *TopicSchema `json:"topic_schema"`
 
 	target *arrow.Schema // Schema, parsed by Validate
 }
@@ -72,6 +75,14 @@ func (d *DecoderConfig) Validate() error {
 		}
 	} else if st, err := os.Stat(d.Wasm); err != nil || st.IsDir() {
 		return invalid("decoder.wasm %q is not a readable file: %v", d.Wasm, statErr(err))
+	}
+	if d.TopicSchema != nil {
+		if d.Wasm != "" {
+			return invalid("decoder.topic_schema decodes with a built-in decoder, not decoder.wasm")
+		}
+		if err := d.TopicSchema.validate(d.Format); err != nil {
+			return err
+		}
 	}
 	switch d.Engine {
 	case "", EngineWazero:
@@ -147,6 +158,7 @@ func (d *DecoderConfig) Open(ctx context.Context, mem memory.Allocator, maxInsta
 		MaxInstances:    maxInstances,
 		Engine:          d.Engine,
 		WasmtimeLibrary: d.WasmtimeLibrary,
+		Topic:           d.TopicSchema,
 	}
 	if d.Wasm == "" {
 		spec.Builtin = d.Format

@@ -69,6 +69,10 @@ type Spec struct {
 	Engine          string
 	WasmtimeLibrary string
 
+	// Topic decodes by the topic's schema revisions (Builtin only): use
+	// DecodeRouted.
+	Topic *TopicSchema
+
 	engine engineOptions // set by this package's tests and benchmarks only
 }
 
@@ -180,6 +184,9 @@ func NewDecoder(ctx context.Context, spec Spec, alloc memory.Allocator) (*Decode
 		if d.native, err = newNativePool(spec.Builtin, d.config, n); err != nil {
 			return nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
 		}
+		if spec.Topic != nil {
+			d.native.factory = spec.Topic.factory()
+		}
 		out, err := d.native.schemaIPC()
 		if err != nil {
 			return nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
@@ -236,9 +243,18 @@ func (d *Decoder) Decode(ctx context.Context, payloads *array.Binary) (arrow.Rec
 	return d.decode(ctx, payloads, false)
 }
 
+// DecodeRouted is Decode for a decoder with a Spec.Topic: route gives
+// each row's revision and encoding (from its message's attributes).
+func (d *Decoder) DecodeRouted(payloads *array.Binary, route func(i int) Route) (arrow.RecordBatch, *array.String, error) {
+	if d.native == nil {
+		return nil, nil, fmt.Errorf("decode: %s decoder: %w: routed decoding needs a built-in decoder", d.name, ErrDecoder)
+	}
+	return d.decodeNative(payloads, route)
+}
+
 func (d *Decoder) decode(ctx context.Context, payloads *array.Binary, first bool) (arrow.RecordBatch, *array.String, error) {
 	if d.native != nil {
-		return d.decodeNative(payloads)
+		return d.decodeNative(payloads, nil)
 	}
 	in, err := d.get(ctx)
 	if err != nil {
@@ -272,14 +288,14 @@ func (d *Decoder) decode(ctx context.Context, payloads *array.Binary, first bool
 }
 
 // decodeNative decodes with the built-in decoder in-process.
-func (d *Decoder) decodeNative(payloads *array.Binary) (arrow.RecordBatch, *array.String, error) {
+func (d *Decoder) decodeNative(payloads *array.Binary, route func(int) Route) (arrow.RecordBatch, *array.String, error) {
 	d.mu.Lock()
 	closed := d.done
 	d.mu.Unlock()
 	if closed {
 		return nil, nil, ErrClosed
 	}
-	cols, err := d.native.decode(payloads, d.full, d.alloc)
+	cols, err := d.native.decode(payloads, route, d.full, d.alloc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
 	}

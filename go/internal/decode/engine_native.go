@@ -50,7 +50,14 @@ func builtinList(sep string) string { return strings.Join(Builtins(), sep) }
 type nativePool struct {
 	factory sdk.Factory
 	config  []byte
-	idle    chan *sdk.Module
+	idle    chan nativeModule
+}
+
+// nativeModule is a module and the decoder its factory made (a router
+// takes each row's Route from it: topicschema.go).
+type nativeModule struct {
+	m   *sdk.Module
+	dec sdk.Decoder
 }
 
 func newNativePool(format string, config []byte, n int) (*nativePool, error) {
@@ -58,23 +65,28 @@ func newNativePool(format string, config []byte, n int) (*nativePool, error) {
 	if f == nil {
 		return nil, fmt.Errorf("%w: no built-in decoder %q (built-ins: %s)", ErrDecoder, format, builtinList(", "))
 	}
-	return &nativePool{factory: f, config: config, idle: make(chan *sdk.Module, n)}, nil
+	return &nativePool{factory: f, config: config, idle: make(chan nativeModule, n)}, nil
 }
 
-func (p *nativePool) get() (*sdk.Module, error) {
+func (p *nativePool) get() (nativeModule, error) {
 	select {
 	case m := <-p.idle:
 		return m, nil
 	default:
 	}
-	m := sdk.NewModule(p.factory)
-	if err := m.Init(p.config); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrDecoder, err)
+	var nm nativeModule
+	nm.m = sdk.NewModule(func(cfg sdk.Config) (sdk.Decoder, *arrowlite.Schema, error) {
+		d, s, err := p.factory(cfg)
+		nm.dec = d
+		return d, s, err
+	})
+	if err := nm.m.Init(p.config); err != nil {
+		return nativeModule{}, fmt.Errorf("%w: %v", ErrDecoder, err)
 	}
-	return m, nil
+	return nm, nil
 }
 
-func (p *nativePool) put(m *sdk.Module) {
+func (p *nativePool) put(m nativeModule) {
 	select {
 	case p.idle <- m:
 	default: // more modules than the bound: let the GC have this one
@@ -89,19 +101,20 @@ func (p *nativePool) schemaIPC() ([]byte, error) {
 		return nil, err
 	}
 	defer p.put(m)
-	out, err := m.Decode(sdk.EncodeInput(nil))
+	out, err := m.m.Decode(sdk.EncodeInput(nil))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrDecoder, err)
 	}
 	return slices.Clone(out), nil
 }
 
-// decode runs the built-in decoder over payloads and copies its builders
+// decode runs the built-in decoder over payloads (route, if not nil, gives
+// a router each row's Route) and copies its builders
 // into arrays of full's types allocated with mem. A panic outside the
 // per-row recovery of sdk.Module (a bug) fails the batch as ErrCrashed
 // instead of the process.
-func (p *nativePool) decode(payloads *array.Binary, full *arrow.Schema, mem memory.Allocator) (cols []arrow.Array, err error) {
-	m, err := p.get()
+func (p *nativePool) decode(payloads *array.Binary, route func(int) Route, full *arrow.Schema, mem memory.Allocator) (cols []arrow.Array, err error) {
+	nm, err := p.get()
 	if err != nil {
 		return nil, err
 	}
@@ -113,10 +126,20 @@ func (p *nativePool) decode(payloads *array.Binary, full *arrow.Schema, mem memo
 			cols, err = nil, fmt.Errorf("%w: built-in decoder panic: %v\n%s", ErrCrashed, r, debug.Stack())
 			return // m is dropped: its state is unknown
 		}
-		p.put(m)
+		p.put(nm)
 	}()
 	n := payloads.Len()
-	builders, err := m.DecodeEach(n, func(i int) []byte {
+	rt, _ := nm.dec.(*router)
+	if route != nil && rt == nil {
+		return nil, fmt.Errorf("%w: routed decoding without a topic schema", ErrDecoder)
+	}
+	builders, err := nm.m.DecodeEach(n, func(i int) []byte {
+		if rt != nil {
+			rt.cur = Route{}
+			if route != nil {
+				rt.cur = route(i)
+			}
+		}
 		if payloads.IsNull(i) {
 			return nil
 		}

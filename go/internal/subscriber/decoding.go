@@ -49,7 +49,15 @@ func (d *decoding) apply(ctx context.Context, raw arrow.RecordBatch) (arrow.Reco
 		}
 		errs = array.MakeArrayOfNull(d.mem, arrow.BinaryTypes.String, 0)
 	} else {
-		rec, rowErrs, err := d.dec.Decode(ctx, raw.Column(rawbatch.ColPayload).(*array.Binary))
+		payloads := raw.Column(rawbatch.ColPayload).(*array.Binary)
+		var rec arrow.RecordBatch
+		var rowErrs *array.String
+		var err error
+		if d.cfg.TopicSchema != nil {
+			rec, rowErrs, err = d.dec.DecodeRouted(payloads, routes(raw))
+		} else {
+			rec, rowErrs, err = d.dec.Decode(ctx, payloads)
+		}
 		if err != nil {
 			return nil, 0, err
 		}
@@ -69,6 +77,31 @@ func (d *decoding) apply(ctx context.Context, raw arrow.RecordBatch) (arrow.Reco
 	nerr := errs.Len() - errs.NullN()
 	errs.Release()
 	return out, nerr, nil
+}
+
+// routes reads each message's schema revision and encoding from its
+// attributes (schemaFrom=topic).
+func routes(raw arrow.RecordBatch) func(int) decode.Route {
+	ids := raw.Column(rawbatch.ColMessageID).(*array.String)
+	attrs := raw.Column(rawbatch.ColAttributes).(*array.Map)
+	keys := attrs.Keys().(*array.String)
+	vals := attrs.Items().(*array.String)
+	return func(i int) decode.Route {
+		r := decode.Route{MessageID: ids.Value(i)}
+		if attrs.IsNull(i) {
+			return r
+		}
+		start, end := attrs.ValueOffsets(i)
+		for j := int(start); j < int(end); j++ {
+			switch keys.Value(j) {
+			case decode.AttrSchemaRevision:
+				r.Revision = vals.Value(j)
+			case decode.AttrSchemaEncoding:
+				r.Encoding = vals.Value(j)
+			}
+		}
+		return r
+	}
 }
 
 // close is a no-op on nil (a subscriber without a decoder).

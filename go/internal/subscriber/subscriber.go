@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/pubsub-go/pubsub-go/go/internal/admin"
 	"github.com/pubsub-go/pubsub-go/go/internal/clientopt"
 	"github.com/pubsub-go/pubsub-go/go/internal/cmem"
 	"github.com/pubsub-go/pubsub-go/go/internal/rawbatch"
@@ -117,6 +118,12 @@ func open(ctx context.Context, cfg Config, mem memory.Allocator, tune func(*sett
 	if cfg.Decoder != nil && !cfg.NoPull {
 		// Before any pulling: a module that does not load fails Open.
 		var err error
+		if ts := cfg.Decoder.TopicSchema; ts != nil && ts.Fetch == nil {
+			conn := cfg.Options
+			ts.Fetch = func(ctx context.Context, schema, revision string) (string, error) {
+				return admin.SchemaRevision(ctx, conn, schema, revision)
+			}
+		}
 		if dec, err = newDecoding(ctx, cfg.Decoder, mem); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,95 @@
+package decode
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+const (
+	revV1 = `{"type": "record", "name": "R", "fields": [{"name": "a", "type": "long"}]}`
+	revV2 = `{"type": "record", "name": "R", "fields": [{"name": "a", "type": "long"},
+	  {"name": "b", "type": ["null", "string"], "default": null}]}`
+	revV3 = `{"type": "record", "name": "R", "fields": [{"name": "a", "type": "long"},
+	  {"name": "b", "type": ["null", "string"], "default": null}, {"name": "c", "type": "int", "default": 7}]}`
+)
+
+// Rows of one lot decode by their own revision and encoding into the
+// reader revision's columns, in order; bad rows name message, revision
+// and reason; a revision committed later is fetched once per process.
+func TestTopicSchemaRoutesRowsByRevision(t *testing.T) {
+	var fetches atomic.Int32
+	ts := &TopicSchema{Schema: "projects/p/schemas/s", Type: "AVRO", RevisionID: "r2",
+		Revisions: map[string]string{"r1": revV1, "r2": revV2},
+		Fetch: func(_ context.Context, schema, rev string) (string, error) {
+			fetches.Add(1)
+			if rev == "r3" {
+				return revV3, nil
+			}
+			return "", errors.New("NotFound: no such revision")
+		}}
+	cfg := &DecoderConfig{Format: "avro", TopicSchema: ts}
+	routes := []Route{
+		{"m1", "r1", "BINARY"}, {"m2", "r2", "JSON"}, {"m3", "r3", "BINARY"}, {"m4", "", ""},
+		{"m5", "gone", "BINARY"}, {"m6", "r2", "BINARY"}, {"m7", "r1", "XML"}, {"m8", "r2", "BINARY"},
+	}
+	payloads := binaryArray("\x02", `{"a": 2, "b": {"string": "x"}}`, "\x06\x02\x02y\x10", "\x02",
+		"\x02", `{"a": 1}`, "\x02", "\x08\x00")
+	for round := 0; round < 2; round++ { // a second decoder: r3 comes from the process cache
+		dec, err := cfg.Open(context.Background(), nil, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, errs, err := dec.DecodeRouted(payloads, func(i int) Route { return routes[i] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := array.RecordToJSON(rec, &buf); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+		for i, want := range map[int]string{0: `{"a":1,"b":null}`, 1: `{"a":2,"b":"x"}`, 2: `{"a":3,"b":"y"}`, 7: `{"a":4,"b":null}`} {
+			if lines[i] != want || errs.IsValid(i) {
+				t.Errorf("row %d: %s (error %q), want %s", i, lines[i], errs.Value(i), want)
+			}
+		}
+		for i, want := range map[int]string{
+			3: "message m4 has no googclient_schemarevisionid and googclient_schemaencoding attributes",
+			4: "message m5, schema revision gone: unknown or deleted revision: NotFound",
+			5: "message m6, schema revision r2, BINARY encoding: ",
+			6: `message m7, schema revision r1: encoding "XML" is not BINARY or JSON`,
+		} {
+			if !errs.IsValid(i) || !strings.Contains(errs.Value(i), want) {
+				t.Errorf("row %d error %q, want %q", i, errs.Value(i), want)
+			}
+		}
+		rec.Release()
+		errs.Release()
+		dec.Close()
+	}
+	// r3 once for the process; "gone" once per decoder (failures are not cached).
+	if n := fetches.Load(); n != 3 {
+		t.Errorf("%d fetches, want 3", n)
+	}
+}
+
+func TestTopicSchemaConfigErrors(t *testing.T) {
+	for _, c := range []struct {
+		cfg  DecoderConfig
+		want string
+	}{
+		{DecoderConfig{Format: "avro", TopicSchema: &TopicSchema{Type: "PROTOCOL_BUFFER"}}, "not supported"},
+		{DecoderConfig{Format: "json", TopicSchema: &TopicSchema{Type: "AVRO"}}, `needs decoder.format "avro"`},
+		{DecoderConfig{Format: "avro", TopicSchema: &TopicSchema{Type: "AVRO", Schema: "s", RevisionID: "x"}}, "that revision's definition"},
+	} {
+		if err := c.cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.cfg.TopicSchema, err, c.want)
+		}
+	}
+}
