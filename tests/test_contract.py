@@ -22,7 +22,8 @@ import pubsub_go
 from pubsub_go import client, contract, errors
 
 # Python type of each contract type name.
-_TYPES = {"str": str, "int": int, "bool": bool, "dict": dict, "DecoderConfig": client.DecoderConfig}
+_TYPES = {"str": str, "int": int, "bool": bool, "dict": dict, "DecoderConfig": client.DecoderConfig,
+          "TopicSchema": client.TopicSchema}
 
 
 @pytest.mark.parametrize("cls,struct", [

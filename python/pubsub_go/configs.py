@@ -24,6 +24,17 @@ def _config_json(cfg: Any) -> str:
 
 
 @dataclass
+class TopicSchema:
+    """Mirrors go/internal/decode.TopicSchema: decode each message by the
+    revision of its topic's Pub/Sub schema (schemaFrom=topic)."""
+
+    schema: str = ""  # projects/P/schemas/S
+    type: str = ""  # AVRO
+    revision_id: str = ""  # the reader revision: the columns come from it
+    revisions: dict[str, str] = field(default_factory=dict)  # definitions known at query start, by revision id
+
+
+@dataclass
 class DecoderConfig:
     """Mirrors go/internal/decode.DecoderConfig: schema mode's decoder."""
 
@@ -35,6 +46,7 @@ class DecoderConfig:
     timeout_ms: int = 0
     engine: str = ""  # "wazero" (default) or "wasmtime", loaded from wasmtime_library
     wasmtime_library: str = ""  # wasmtime's C library (_libwasmtime.so in the wasmtime package)
+    topic_schema: TopicSchema | None = None  # schemaFrom=topic
 
     def to_json(self) -> str:
         return _config_json(self)

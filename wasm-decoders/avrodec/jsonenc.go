@@ -13,7 +13,7 @@ import (
 
 // Avro's JSON encoding (the Avro specification, "JSON Encoding"; what
 // Pub/Sub validates and delivers for a topic whose schema settings say
-// JSON) is decoded by transcoding each datum to the binary encoding and
+// JSON; like Pub/Sub, a union's value may also be given bare) is decoded by transcoding each datum to the binary encoding and
 // decoding that: one decoding path, so both encodings give the same
 // columns. Field defaults in a schema use the same JSON form (except that
 // a union's default is its first branch's value, unwrapped), so reader
@@ -239,16 +239,25 @@ func encodeJSON(out []byte, n *node, v any, defaultForm bool) ([]byte, error) {
 			}
 			return nil, bad()
 		}
-		keys, vals, ok := entries(v)
-		if !ok || len(keys) != 1 {
-			return nil, fmt.Errorf("JSON value %s for avro union %s must be null or {\"<type name>\": value}", shortJSON(v), branchNames(n))
-		}
-		for i, b := range n.branches {
-			if typeName(b) == keys[0] || (b.name != "" && shortName(b.name) == keys[0]) {
-				return encodeJSON(appendZigzag(out, int64(i)), b, vals[0], false)
+		if keys, vals, ok := entries(v); ok && len(keys) == 1 {
+			for i, b := range n.branches {
+				if typeName(b) == keys[0] || (b.name != "" && shortName(b.name) == keys[0]) {
+					return encodeJSON(appendZigzag(out, int64(i)), b, vals[0], false)
+				}
 			}
 		}
-		return nil, fmt.Errorf("%q is not a branch of avro union %s", keys[0], branchNames(n))
+		// A bare value, as Pub/Sub's validation also accepts: the first
+		// branch it is a valid value of.
+		for i, b := range n.branches {
+			if b.kind == aNull {
+				continue
+			}
+			if enc, err := encodeJSON(appendZigzag(out, int64(i)), b, v, false); err == nil {
+				return enc, nil
+			}
+		}
+		return nil, fmt.Errorf("JSON value %s matches no branch of avro union %s (as {\"<type name>\": value} or bare)",
+			shortJSON(v), branchNames(n))
 	}
 	return nil, bad()
 }

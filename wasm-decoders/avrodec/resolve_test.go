@@ -118,8 +118,8 @@ func TestJSONEncodingErrors(t *testing.T) {
 	  {"name": "u", "type": ["null", "int"]}, {"name": "by", "type": "bytes"}, {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A"]}}]}`,
 		"avro_encoding": "json"}
 	for _, c := range []struct{ payload, want string }{
-		{`{"u": 1, "by": "", "e": "A"}`, `must be null or {"<type name>": value}`},
-		{`{"u": {"long": 1}, "by": "", "e": "A"}`, `"long" is not a branch of avro union [null, int]`},
+		{`{"u": "1", "by": "", "e": "A"}`, `JSON value "1" matches no branch of avro union [null, int]`},
+		{`{"u": {"long": 1}, "by": "", "e": "A"}`, `JSON value {long} matches no branch of avro union [null, int]`},
 		{`{"u": null, "by": "\u0100", "e": "A"}`, "above U+00FF"},
 		{`{"u": null, "by": "", "e": "Z"}`, `"Z" is not a symbol`},
 		{`{"u": null, "by": ""}`, "e: missing (and no default)"},
@@ -130,6 +130,19 @@ func TestJSONEncodingErrors(t *testing.T) {
 		got := errorOf(t, rows(t, opts, []byte(c.payload))[0])
 		if !strings.Contains(got, c.want) {
 			t.Errorf("%s: %s, want %q", c.payload, got, c.want)
+		}
+	}
+}
+
+// A union's value may be bare, as Pub/Sub's validation accepts it.
+func TestJSONEncodingBareUnionValue(t *testing.T) {
+	opts := map[string]string{"avro_schema": `{"type": "record", "name": "R", "fields": [
+	  {"name": "u", "type": ["null", "int", "string"]}]}`, "avro_encoding": "json"}
+	got := rows(t, opts, []byte(`{"u": 5}`), []byte(`{"u": "x"}`), []byte(`{"u": {"string": "y"}}`))
+	want := []string{`"u":{"member0":5,"member1":null}`, `"u":{"member0":null,"member1":"x"}`, `"u":{"member0":null,"member1":"y"}`}
+	for i, w := range want {
+		if !strings.Contains(got[i], w) {
+			t.Errorf("row %d: %s, want %s", i, got[i], w)
 		}
 	}
 }

@@ -35,6 +35,9 @@ type TopicSchema struct {
 const (
 	AttrSchemaRevision = "googclient_schemarevisionid"
 	AttrSchemaEncoding = "googclient_schemaencoding"
+	// deletedRevision is the revision id Pub/Sub delivers for a message
+	// whose revision was deleted after it was published.
+	deletedRevision = "_deleted-schema-revision_"
 )
 
 // Route is what one message's attributes say about its payload; empty
@@ -70,6 +73,9 @@ func (ts *TopicSchema) validate(format string) error {
 func (ts *TopicSchema) definition(revision string) (string, error) {
 	if d := ts.Revisions[revision]; d != "" {
 		return d, nil
+	}
+	if revision == deletedRevision {
+		return "", fmt.Errorf("its revision was deleted after it was published (Pub/Sub delivers it as %s)", deletedRevision)
 	}
 	key := ts.Schema + "@" + revision
 	if d, ok := revisionCache.Load(key); ok {

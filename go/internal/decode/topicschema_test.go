@@ -37,9 +37,10 @@ func TestTopicSchemaRoutesRowsByRevision(t *testing.T) {
 	routes := []Route{
 		{"m1", "r1", "BINARY"}, {"m2", "r2", "JSON"}, {"m3", "r3", "BINARY"}, {"m4", "", ""},
 		{"m5", "gone", "BINARY"}, {"m6", "r2", "BINARY"}, {"m7", "r1", "XML"}, {"m8", "r2", "BINARY"},
+		{"m9", "_deleted-schema-revision_", "BINARY"},
 	}
 	payloads := binaryArray("\x02", `{"a": 2, "b": {"string": "x"}}`, "\x06\x02\x02y\x10", "\x02",
-		"\x02", `{"a": 1}`, "\x02", "\x08\x00")
+		"\x02", `{"a": 1}`, "\x02", "\x08\x00", "\x02")
 	for round := 0; round < 2; round++ { // a second decoder: r3 comes from the process cache
 		dec, err := cfg.Open(context.Background(), nil, 1)
 		if err != nil {
@@ -64,6 +65,7 @@ func TestTopicSchemaRoutesRowsByRevision(t *testing.T) {
 			4: "message m5, schema revision gone: unknown or deleted revision: NotFound",
 			5: "message m6, schema revision r2, BINARY encoding: ",
 			6: `message m7, schema revision r1: encoding "XML" is not BINARY or JSON`,
+			8: "message m9, schema revision _deleted-schema-revision_: its revision was deleted after it was published",
 		} {
 			if !errs.IsValid(i) || !strings.Contains(errs.Value(i), want) {
 				t.Errorf("row %d error %q, want %q", i, errs.Value(i), want)

@@ -42,6 +42,10 @@ class PubSubDataSource(DataSource):
             return RAW_SPARK_SCHEMA
         parsed = SourceOptions.parse(self.options)
         if parsed.decode is not None:
+            if parsed.decode.schema_from_topic:
+                from .read.topic_schema import fetch_topic_schema
+
+                return derive_schema(parsed.decode, fetch_topic_schema(parsed))
             return derive_schema(parsed.decode)
         if parsed.derived is not None:
             return parsed.derived.extend(RAW_SPARK_SCHEMA)

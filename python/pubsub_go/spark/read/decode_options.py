@@ -20,8 +20,8 @@ from .protobuf_options import parse_protobuf
 FORMATS = tuple(contract.builtin_formats())  # the built-in decoders (go/internal/decode)
 ON_DECODE_ERROR = ("deadletter", "fail", "column")
 # Options that only mean something in schema mode (format or decoder set).
-SCHEMA_MODE_ONLY = ["avroSchema", "onDecodeError", "errorColumn", "deadLetterTopicId", "decoderOptions",
-                    "decoderTimeoutMs", "decoderMemoryLimitMB", "decoderEngine", *PROTOBUF_OPTIONS]
+SCHEMA_MODE_ONLY = ["avroSchema", "schemaRevision", "onDecodeError", "errorColumn", "deadLetterTopicId",
+                    "decoderOptions", "decoderTimeoutMs", "decoderMemoryLimitMB", "decoderEngine", *PROTOBUF_OPTIONS]
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,10 @@ class DecodeOptions:
     memory_limit_mb: int = field(default_factory=lambda: contract.limit("decoder_config", "memory_limit_mb").default)
     engine: str = "wazero"  # what runs a decoder module: one of decode_api.ENGINES
     protobuf: dict[str, str] = field(default_factory=dict)  # format=protobuf: the decoder's options
+    # schemaFrom=topic: decode by the topic's Pub/Sub schema (topic_schema.py),
+    # reading into schema_revision (None: the newest).
+    schema_from_topic: bool = False
+    schema_revision: str | None = None
 
     def module_options(self) -> dict[str, str]:
         out = dict(self.decoder_options)
@@ -51,6 +55,9 @@ class DecodeOptions:
 def parse_decode(opts: Mapping[str, str], project: str) -> DecodeOptions | None:
     fmt = (opts.get("format") or "").strip().lower() or None
     module = opts.get("decoder") or None
+    from_topic = _schema_from(opts, fmt, module)
+    if from_topic:
+        fmt = "avro"
     if fmt is None and module is None:
         stray = [n for n in SCHEMA_MODE_ONLY if n.lower() in opts]
         if stray:
@@ -69,7 +76,13 @@ def parse_decode(opts: Mapping[str, str], project: str) -> DecodeOptions | None:
             raise OptionError(f"option decoder={opts.get('decoder')!r}: no such file; expected the path of a "
                               "decoder module (.wasm), present at the same path on every executor")
     avro = opts.get("avroschema")
-    if fmt == "avro":
+    if from_topic:
+        if avro:
+            raise OptionError("option avroSchema does not go with schemaFrom=topic: the schema is the topic's "
+                              "(pin a revision with option schemaRevision)")
+    elif opts.get("schemarevision"):
+        raise OptionError("option schemaRevision only applies to schemaFrom=topic")
+    elif fmt == "avro":
         if not avro:
             raise OptionError("option avroSchema is required with format=avro: the writer's Avro schema as "
                               'JSON text, e.g. {"type": "record", "name": "E", "fields": [...]}')
@@ -128,7 +141,27 @@ def parse_decode(opts: Mapping[str, str], project: str) -> DecodeOptions | None:
         memory_limit_mb=go_int_option(opts, "decoderMemoryLimitMB", "decoder_config", "memory_limit_mb"),
         engine=engine,
         protobuf=protobuf,
+        schema_from_topic=from_topic,
+        schema_revision=(opts.get("schemarevision") or "").strip() or None,
     )
+
+
+def _schema_from(opts: Mapping[str, str], fmt: str | None, module: str | None) -> bool:
+    """Option schemaFrom: "topic" decodes by the Pub/Sub schema of the
+    subscription's topic, in the encoding and revision each message names."""
+    raw = (opts.get("schemafrom") or "").strip()
+    if not raw:
+        return False
+    if raw.lower() != "topic":
+        raise OptionError(f"option schemaFrom={raw!r} is not supported; expected topic (decode by the Pub/Sub "
+                          "schema of the subscription's topic)")
+    if module is not None:
+        raise OptionError("options schemaFrom and decoder are exclusive: schemaFrom=topic decodes with the "
+                          "built-in decoder of the topic's schema type")
+    if fmt not in (None, "avro"):
+        raise OptionError(f"option format={fmt!r} does not go with schemaFrom=topic, which decodes Avro schemas "
+                          "(leave format out)")
+    return True
 
 
 def _engine(opts: Mapping[str, str], module: str | None) -> str:

@@ -35,7 +35,7 @@ DOCUMENTED = [
     "maxBatchDurationMs", "drainBacklog", "ackOnCommit", "batchLogLocation", "streamsPerPartition",
     "maxOutstandingMessages",
     "maxBytesPerPartition", "maxWorkerMemoryBytes", "subscriberIdleMs", "quietPeriodMs",
-    "ackDeadlineSeconds", "commitLeaseSeconds", "format", "decoder", *SCHEMA_MODE_ONLY, "path",
+    "ackDeadlineSeconds", "commitLeaseSeconds", "format", "decoder", "schemaFrom", *SCHEMA_MODE_ONLY, "path",
     *subscription_lifecycle.OPTIONS, *start_position.OPTIONS, *attribute_columns.OPTIONS,
     *id_window.OPTIONS,
 ]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql.datasource import InputPartition
+
+from ...configs import TopicSchema
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,9 @@ class PubSubPartition:
     min_rows: int = 0
     min_bytes: int = 0
     wait_until_ms: int = 0
+    # schemaFrom=topic: the topic's schema as the driver read it at query
+    # start (the tasks' reader objects never see the driver's state).
+    topic_schema: TopicSchema | None = field(default=None, compare=False)
 
 
 class PubSubInputPartition(InputPartition):

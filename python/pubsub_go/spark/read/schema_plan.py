@@ -20,7 +20,7 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
-from ...configs import DecoderConfig
+from ...configs import DecoderConfig, TopicSchema
 from ...decode_api import decoder_config
 from ...errors import PubSubError
 from ...schema import DECODE_ERROR_COLUMN, RAW_SCHEMA
@@ -83,9 +83,10 @@ class SchemaPlan:
                               "the message); add the payload's fields")
         return SchemaPlan(decode=dec, output=_arrow(schema), target=_arrow(StructType(decoded)))
 
-    def decoder_config(self) -> DecoderConfig:
-        """The subscriber config's `decoder` (go/internal/decode.DecoderConfig)."""
-        return _decoder_config(self.decode, self.target)
+    def decoder_config(self, topic: TopicSchema | None = None) -> DecoderConfig:
+        """The subscriber config's `decoder` (go/internal/decode.DecoderConfig);
+        topic: schemaFrom=topic's schema, as the driver read it."""
+        return _decoder_config(self.decode, self.target, topic)
 
     def project(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """The output columns of a decoded batch (no copy)."""
@@ -94,31 +95,33 @@ class SchemaPlan:
             cols.append(batch.column(DECODE_ERROR_COLUMN if name == self.decode.error_column else name))
         return pa.RecordBatch.from_arrays(cols, schema=self.output)
 
-    def check_on_driver(self) -> None:
+    def check_on_driver(self, topic: TopicSchema | None = None) -> None:
         """Opens the decoder on the driver, with the same native host the
         tasks use, so that a schema the decoder rejects fails the query at
         its start instead of in every task attempt."""
         try:
-            _open_on_driver(self.decode, self.target).close()
+            _open_on_driver(self.decode, self.target, topic).close()
         except PubSubError as e:
             raise OptionError(f"the {self.decode.format} decoder rejects the schema or options: {e}") from None
 
 
-def _decoder_config(dec: DecodeOptions, target: pa.Schema | None) -> DecoderConfig:
+def _decoder_config(dec: DecodeOptions, target: pa.Schema | None, topic: TopicSchema | None = None) -> DecoderConfig:
     """go/internal/decode.DecoderConfig: a built-in format runs natively
     (no module), a user's module in the sandbox."""
-    return decoder_config(None if dec.decoder_path else dec.format, target, dec.decoder_path,
-                          dec.module_options(), timeout_ms=dec.timeout_ms, memory_limit_mb=dec.memory_limit_mb,
-                          engine=dec.engine)
+    cfg = decoder_config(None if dec.decoder_path else dec.format, target, dec.decoder_path,
+                         dec.module_options(), timeout_ms=dec.timeout_ms, memory_limit_mb=dec.memory_limit_mb,
+                         engine=dec.engine)
+    cfg.topic_schema = topic
+    return cfg
 
 
-def _open_on_driver(dec: DecodeOptions, target: pa.Schema | None) -> NativeDecoder:
+def _open_on_driver(dec: DecodeOptions, target: pa.Schema | None, topic: TopicSchema | None = None) -> NativeDecoder:
     from ...decode_api import NativeDecoder
 
-    return NativeDecoder(_decoder_config(dec, target))
+    return NativeDecoder(_decoder_config(dec, target, topic))
 
 
-def derive_schema(dec: DecodeOptions) -> StructType:
+def derive_schema(dec: DecodeOptions, topic: TopicSchema | None = None) -> StructType:
     """The output schema when no .schema() is given: the decoder's own
     (Avro: from avroSchema, as Spark's from_avro; protobuf: from the message
     type, as from_protobuf), top-level columns
@@ -130,8 +133,10 @@ def derive_schema(dec: DecodeOptions) -> StructType:
                           "attributes are filled from the message")
     what = {"avro": "option avroSchema", "protobuf": f"protobuf message {dec.protobuf.get('protobuf_message')}"}.get(
         dec.format, f"decoder {dec.decoder_path}")
+    if topic is not None:
+        what = f"schemaFrom=topic ({topic.schema} revision {topic.revision_id})"
     try:
-        with _open_on_driver(dec, None) as d:
+        with _open_on_driver(dec, None, topic) as d:
             derived = d.schema
     except PubSubError as e:
         raise OptionError(f"{what}: {e}") from None

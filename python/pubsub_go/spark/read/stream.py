@@ -20,6 +20,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
+from ...configs import TopicSchema
 from ..compat import (
     ADMISSION_CONTROL,
     ReadAllAvailable,
@@ -39,6 +40,7 @@ from .schema_plan import RAW_SPARK_SCHEMA, SchemaPlan
 from .start_position import seek_on_first_start
 from .subscription_lifecycle import delete_subscription, ensure_subscription
 from .task import read_partition
+from .topic_schema import fetch_topic_schema
 
 
 class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -55,17 +57,20 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise OptionError("a .schema(...) other than the raw schema needs schema mode: set option format "
                               "(json or avro) or decoder (a .wasm module) to decode payloads into it")
         self._driver: DriverState | None = None
+        self._topic_schema: TopicSchema | None = None  # schemaFrom=topic, read in _state()
         # PySpark 4.0/4.1 (no start passed to latestOffset): the end of the
         # last batch this run knows of (returned, planned or committed).
         self._known_end: BatchOffset | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"opts": self.opts, "plan": self.plan, "_driver": None, "_known_end": None}
+        return {"opts": self.opts, "plan": self.plan, "_driver": None, "_known_end": None, "_topic_schema": None}
 
     def _state(self) -> DriverState:
         if self._driver is None:
             if self.plan is not None:
-                self.plan.check_on_driver()
+                if self.plan.decode.schema_from_topic:
+                    self._topic_schema = fetch_topic_schema(self.opts)
+                self.plan.check_on_driver(self._topic_schema)
             ensure_subscription(self.opts.subscription, self.opts.setup, self.opts.conn)  # topicId only
             stop_on_sigterm()  # else Spark's stop never reaches stop() below
             self._driver = DriverState(self.opts)
@@ -189,7 +194,7 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 max_bytes=(max_bytes // n or 1) if max_bytes else 0, cutoff_us=last.cutoff_us or 0,
                 min_rows=min(rows, share(last.min_rows, n, i)) if last.min_rows else 0,
                 min_bytes=share(last.min_bytes, n, i) if last.min_bytes else 0,
-                wait_until_ms=last.wait_until_ms or 0,
+                wait_until_ms=last.wait_until_ms or 0, topic_schema=self._topic_schema,
             )))
         return parts
 

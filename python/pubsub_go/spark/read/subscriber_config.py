@@ -22,7 +22,7 @@ def subscriber_config(opts: SourceOptions, pull: bool = True, plan: SchemaPlan |
         ack_deadline_seconds=opts.ack_deadline_seconds,
         arrival_cutoff_us=part.cutoff_us if part else 0,
         no_pull=not pull,
-        decoder=plan.decoder_config() if pull and plan is not None else None,
+        decoder=plan.decoder_config(part.topic_schema if part else None) if pull and plan is not None else None,
     )
 
 
