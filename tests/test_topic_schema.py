@@ -1,0 +1,175 @@
+"""schemaFrom=topic against Google's official emulator: topics with a
+Pub/Sub Avro schema (made with Google's own SchemaServiceClient), messages
+published by Google's client in BINARY and JSON encoding, decoded by the
+revision each message names into the columns Spark's from_avro gives; a
+revision committed while the query runs; the bad cases answered by the
+decode-error policy."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from sparkutil import registered_session, run_until
+from test_schema_mode import AVRO_SCHEMA, META, avro_payloads, reader, run_available_now
+
+pytestmark = pytest.mark.spark
+
+V1 = {"type": "record", "name": "Item", "fields": [{"name": "id", "type": "long"}, {"name": "name", "type": "string"}]}
+V2 = {"type": "record", "name": "Item", "fields": [*V1["fields"],
+                                                    {"name": "extra", "type": ["null", "string"], "default": None}]}
+V3 = {"type": "record", "name": "Item", "fields": [*V2["fields"], {"name": "more", "type": "int", "default": 0}]}
+REVISION = "googclient_schemarevisionid"
+
+
+@pytest.fixture(scope="module")
+def spark():
+    yield from registered_session(master="local[2,2]", app="topic-schema", spark__sql__session__timeZone="UTC")
+
+
+@pytest.fixture(scope="module")
+def schemas(google):
+    from google.cloud.pubsub import SchemaServiceClient
+
+    return SchemaServiceClient()  # google set PUBSUB_EMULATOR_HOST
+
+
+def create_schema(google, schemas, definition: dict):
+    from google.pubsub_v1.types import Schema
+
+    return schemas.create_schema(request={
+        "parent": f"projects/{google.project}", "schema_id": f"sch-{uuid.uuid4().hex[:10]}",
+        "schema": Schema(type_=Schema.Type.AVRO, definition=json.dumps(definition))})
+
+
+def commit(schemas, name: str, definition: dict):
+    from google.pubsub_v1.types import Schema
+
+    return schemas.commit_schema(request={"name": name, "schema": Schema(
+        name=name, type_=Schema.Type.AVRO, definition=json.dumps(definition))})
+
+
+def schema_topic(google, schema: str | None, encoding: str = "BINARY", subs: int = 1) -> tuple[str, list[str]]:
+    """A topic (with the schema, if given) and subscriptions on it."""
+    suffix = uuid.uuid4().hex[:10]
+    topic = f"projects/{google.project}/topics/ts-{suffix}"
+    req: dict = {"name": topic}
+    if schema:
+        req["schema_settings"] = {"schema": schema, "encoding": encoding}
+    google.publisher.create_topic(request=req)
+    names = [f"projects/{google.project}/subscriptions/ts-{suffix}-{i}" for i in range(subs)]
+    for s in names:
+        google.subscriber.create_subscription(request={"name": s, "topic": topic, "ack_deadline_seconds": 30})
+    return topic, names
+
+
+def item(i: int, name: str, extra: str | None = None, v2: bool = False) -> bytes:
+    """An Item datum in Avro's binary encoding, written out by hand."""
+    def varint(v: int) -> bytes:
+        u, out = (v << 1) ^ (v >> 63), b""
+        while u >= 0x80:
+            out, u = out + bytes([u & 0x7F | 0x80]), u >> 7
+        return out + bytes([u])
+    out = varint(i) + varint(len(name.encode())) + name.encode()
+    if v2:
+        out += varint(0) if extra is None else varint(1) + varint(len(extra)) + extra.encode()
+    return out
+
+
+def avro_json(r: dict, at_us: int, day: int) -> bytes:
+    """A from_avro row of AVRO_SCHEMA in Avro's JSON encoding (unions as
+    {"type": value}, bytes as ISO-8859-1 strings), as Pub/Sub validates it."""
+    unscaled = int(r["price"].scaleb(2))
+    price = unscaled.to_bytes(unscaled.bit_length() // 8 + 1, "big", signed=True)
+    cust = r["customer"]
+    addr = cust["address"]
+    return json.dumps({
+        "id": r["id"], "qty": r["qty"], "price": price.decode("latin-1"), "ratio": r["ratio"],
+        "weight": r["weight"], "ok": r["ok"], "note": None if r["note"] is None else {"string": r["note"]},
+        "at": at_us, "day": day, "status": r["status"], "tags": r["tags"],
+        "props": {k: None if v is None else {"long": v} for k, v in r["props"].items()},
+        "customer": {"name": cust["name"], "address": None if addr is None else {"t.Address": {
+            "city": addr["city"], "zip": None if addr["zip"] is None else {"string": addr["zip"]}}}},
+        "raw": r["raw"].decode("latin-1"),
+    }).encode()
+
+
+def test_binary_and_json_messages_decode_like_from_avro(spark, google, schemas, emulator, tmp_path):
+    s = create_schema(google, schemas, AVRO_SCHEMA)
+    payloads = avro_payloads(spark, 20)
+    ref_expr = f"from_avro(payload, '{json.dumps(AVRO_SCHEMA)}')"
+    ref = (spark.createDataFrame([(p,) for p in payloads], "payload BINARY")
+           .selectExpr(f"{ref_expr} AS r").selectExpr("r", "unix_micros(r.at) AS at_us", "unix_date(r.day) AS d")
+           .collect())
+    # The same records in both encodings, in one stream: the topic's
+    # encoding is switched from BINARY to JSON between the two halves.
+    topic, (sub,) = schema_topic(google, s.name, "BINARY")
+    google.publish(topic, payloads)
+    google.publisher.update_topic(request={"topic": {"name": topic, "schema_settings": {
+        "schema": s.name, "encoding": "JSON"}}, "update_mask": {"paths": ["schema_settings"]}})
+    google.publish(topic, [avro_json(x.r.asDict(recursive=True), x.at_us, x.d) for x in ref])
+
+    df = reader(spark, emulator, sub, tmp_path, schemaFrom="topic", quietPeriodMs=1500)  # no .schema() or avroSchema
+    ref_schema = spark.createDataFrame([(b"",)], "payload BINARY").selectExpr(f"{ref_expr} AS r").schema[0].dataType
+    assert [f.simpleString() for f in df.schema.fields[:-3]] == [f.simpleString() for f in ref_schema.fields]
+    assert df.columns[-3:] == list(META)
+    run_available_now(df, "ts_encodings", tmp_path)
+    decoded = [f.name for f in ref_schema.fields]
+    want = {x.r.id: x.r.asDict(recursive=True) for x in ref}
+    for encoding in ("BINARY", "JSON"):
+        got = {r.id: {c: r.asDict(recursive=True)[c] for c in decoded} for r in spark.sql(
+            f"SELECT * FROM ts_encodings WHERE attributes['googclient_schemaencoding'] = '{encoding}'").collect()}
+        assert sorted(got) == sorted(want), encoding
+        bad = [(k, got[k], w) for k, w in want.items() if got[k] != w]
+        assert not bad, f"{encoding}: {len(bad)} rows differ from from_avro, e.g. {bad[:1]}"
+
+
+def test_old_and_new_revisions_decode_in_one_stream(spark, google, schemas, emulator, tmp_path):
+    s = create_schema(google, schemas, V1)
+    topic, (sub,) = schema_topic(google, s.name)
+    google.publish(topic, [item(i, f"old{i}") for i in range(3)])
+    r2 = commit(schemas, s.name, V2)  # adds an optional field
+    google.publish(topic, [item(10 + i, f"new{i}", extra=f"x{i}", v2=True) for i in range(3)])
+    # The query reads into the newest revision; revision 3, committed while
+    # it runs, is fetched by its executors.
+    df = reader(spark, emulator, sub, tmp_path, schemaFrom="topic")
+    assert df.columns == ["id", "name", "extra", *META]
+    q = (df.writeStream.format("memory").queryName("ts_revisions")
+         .option("checkpointLocation", str(tmp_path / "ckpt-revisions")).start())
+    try:
+        run_until(q, lambda: spark.sql("SELECT count(*) c FROM ts_revisions").first().c >= 6)
+        r3 = commit(schemas, s.name, V3)
+        google.publish(topic, [item(20 + i, f"v3-{i}", extra="y", v2=True) + b"\x04" for i in range(2)])
+        run_until(q, lambda: spark.sql("SELECT count(*) c FROM ts_revisions").first().c >= 8)
+    finally:
+        q.stop()
+    rows = spark.sql("SELECT * FROM ts_revisions").collect()
+    assert sorted((r.id, r.name, r.extra) for r in rows) == [
+        (0, "old0", None), (1, "old1", None), (2, "old2", None), (10, "new0", "x0"), (11, "new1", "x1"),
+        (12, "new2", "x2"), (20, "v3-0", "y"), (21, "v3-1", "y")]
+    by_rev = {rev: sorted(r.id for r in rows if r.attributes[REVISION] == rev)
+              for rev in (s.revision_id, r2.revision_id, r3.revision_id)}
+    assert by_rev == {s.revision_id: [0, 1, 2], r2.revision_id: [10, 11, 12], r3.revision_id: [20, 21]}
+
+
+def test_messages_that_cannot_be_decoded_by_their_revision(spark, google, schemas, emulator, tmp_path):
+    s = create_schema(google, schemas, V1)
+    r2 = commit(schemas, s.name, V2)
+    topic, (sub,) = schema_topic(google, None)
+    (plain,) = google.publish(topic, [b"published before the topic had a schema"])
+    google.publisher.update_topic(request={"topic": {"name": topic, "schema_settings": {
+        "schema": s.name, "encoding": "BINARY"}}, "update_mask": {"paths": ["schema_settings"]}})
+    good, orphan = google.publish(topic, [item(1, "ok"), item(2, "v2 only", extra="e", v2=True)])
+    schemas.delete_schema_revision(request={"name": f"{s.name}@{r2.revision_id}"})
+
+    df = reader(spark, emulator, sub, tmp_path, schemaFrom="topic", onDecodeError="column", quietPeriodMs=1500)
+    run_available_now(df, "ts_bad", tmp_path)
+    rows = {r.message_id: r for r in spark.sql("SELECT * FROM ts_bad").collect()}
+    assert sorted(rows) == sorted([plain, good, orphan])
+    assert rows[good]._decode_error is None and (rows[good].id, rows[good].name) == (1, "ok")
+    err = rows[plain]._decode_error
+    assert f"message {plain} has no googclient_schemarevisionid" in err and rows[plain].id is None, err
+    err = rows[orphan]._decode_error
+    assert f"message {orphan}, schema revision _deleted-schema-revision_: its revision was deleted" in err, err
