@@ -343,9 +343,37 @@ def protobuf_rows(tmp: Path, seconds: float, spark_rows: int, with_spark: bool) 
     opts = {"protobuf_descriptor_set": desc.read_bytes(), "protobuf_message": "pgtest.Event"}
     assert pubsub_go.decode(arr, format="protobuf", **opts).column("__decode_error").null_count == ROWS
     res["api"] = timed(lambda: pubsub_go.decode(arr, format="protobuf", **opts), sum(map(len, payloads)), seconds)
+    res["java_wall"], res["java"] = protobuf_java_parse(tmp, payloads, desc, seconds)
     if with_spark:
         res["spark"] = spark_from_protobuf(payloads, desc, spark_rows)
     return res
+
+
+PROTOBUF_JAVA = "com.google.protobuf:protobuf-java:4.33.5"
+
+
+def protobuf_java_parse(tmp: Path, payloads: list[bytes], desc: Path, seconds: float) -> tuple[float | None, ...]:
+    """protobuf-java's DynamicMessage.parseFrom alone, MB/s by the wall
+    clock and by the thread's CPU time (bench/tools/ProtobufParseBound.java;
+    protobuf-java from Maven through mvn)."""
+    group, artifact, version = PROTOBUF_JAVA.split(":")
+    jar = Path.home() / ".m2" / "repository" / group.replace(".", "/") / artifact / version
+    jar = jar / f"{artifact}-{version}.jar"
+    try:
+        if not jar.exists():
+            subprocess.run(["mvn", "-q", "dependency:get", f"-Dartifact={PROTOBUF_JAVA}"], check=True,
+                           capture_output=True, timeout=600)
+        src = ROOT / "bench" / "tools" / "ProtobufParseBound.java"
+        subprocess.run(["javac", "-d", str(tmp), "-cp", str(jar), str(src)], check=True, capture_output=True,
+                       timeout=600)
+        (tmp / "payloads.hex").write_text("\n".join(p.hex() for p in payloads))
+        out = subprocess.run(["java", "-cp", f"{jar}:{tmp}", "ProtobufParseBound", str(desc), "Event",
+                              str(tmp / "payloads.hex"), str(seconds)], check=True, capture_output=True, text=True,
+                             timeout=600).stdout.split()
+        return float(out[1]), float(out[3])
+    except (OSError, subprocess.SubprocessError) as e:
+        print(f"protobuf-java not measured: {e}", file=sys.stderr)
+        return None, None
 
 
 def spark_from_protobuf(payloads: list[bytes], desc: Path, rows: int) -> float | str:
@@ -381,8 +409,9 @@ def protobuf_table(pb: dict[str, float | str | None]) -> list[str]:
     def fmt(v: float | str | None) -> str:
         return "–" if v is None else (f"{v:.1f}" if isinstance(v, float) else f"– ({v})")
 
-    spark = pb.get("spark")
-    ratio = f"{pb['native'] / spark:.1f}x" if isinstance(spark, float) and pb.get("native") else "–"
+    spark, java, native = pb.get("spark"), pb.get("java"), pb.get("native")
+    ratio = f"{native / spark:.1f}x" if isinstance(spark, float) and native else "–"
+    java_ratio = f"{native / java:.1f}x" if isinstance(java, float) and isinstance(native, float) else "–"
     return [
         f"## Protobuf: {ROWS} payloads of {pb['size']:.0f} B (nested, repeated, map, enum, Timestamp, wrapper, "
         "oneof) into the columns from_protobuf derives",
@@ -393,8 +422,12 @@ def protobuf_table(pb: dict[str, float | str | None]) -> list[str]:
         f"thread | {fmt(pb.get('native'))} |",
         f"| the same, wall clock | {fmt(pb.get('native_wall'))} |",
         f"| native, through `pubsub_go.decode` from Python (C decoder API) | {fmt(pb.get('api'))} |",
+        f"| protobuf-java `DynamicMessage.parseFrom` alone, per CPU second (from_protobuf's first step: an upper "
+        f"bound for it) | {fmt(java)} |",
+        f"| the same, wall clock | {fmt(pb.get('java_wall'))} |",
         f"| Spark from_protobuf (local[1], noop sink) | {fmt(spark)} |",
         f"| schema mode vs Spark | {ratio} |",
+        f"| schema mode vs `DynamicMessage.parseFrom` alone (CPU time) | {java_ratio} |",
     ]
 
 
