@@ -336,7 +336,7 @@ def test_options_are_validated_up_front(spark, emulator, tmp_path):
         ("id BIGINT", {"format": "json", "errorColumn": "e"}, "errorColumn only applies to onDecodeError=column"),
         ("id BIGINT", {"format": "json", "onDecodeError": "deadletter"}, "needs option deadLetterTopicId"),
         ("id BIGINT", {"format": "json", "onDecodeError": "skip"}, "onDecodeError='skip'"),
-        ("id BIGINT", {"format": "json", "decoderEngine": "v8"}, "decoderEngine='v8' is not one of wazero, wasmtime"),
+        ("id BIGINT", {"format": "json", "decoderEngine": "v8"}, "is not one of auto, wazero, wasmtime"),
         ("id BIGINT", {"format": "json", "decoderEngine": "wasmtime"}, "decoderEngine applies to a decoder module"),
         (None, {"avroSchema": "{}"}, "avroSchema only applies to schema mode"),
         (None, {"format": "json"}, "format=json needs a schema"),

@@ -6,6 +6,8 @@ recovered and Python's own signal handling still works."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -52,9 +54,9 @@ def test_the_library_is_found():
 
 def test_without_the_library_the_error_says_how_to_install_it(monkeypatch):
     monkeypatch.setattr(wasmtime_library, "find", lambda: None)
-    with pytest.raises(InvalidArgumentError, match="pip install wasmtime"):
+    with pytest.raises(InvalidArgumentError, match=r"pip install 'pubsub-go\[wasm\]'"):
         pubsub_go.decode(pa.array([b"x"]), format="json", schema="x INT", engine="wasmtime")
-    with pytest.raises(InvalidArgumentError, match="engine='v8'; expected one of wazero, wasmtime"):
+    with pytest.raises(InvalidArgumentError, match="engine='v8'; expected one of auto, wazero, wasmtime"):
         pubsub_go.decode(pa.array([b"x"]), format="json", schema="x INT", engine="v8")
 
 
@@ -88,16 +90,19 @@ SIGNALS = """
 import os, signal, sys, time
 import pyarrow as pa
 import pubsub_go
-from pubsub_go.errors import AbortedError, InternalError
+from pubsub_go.errors import AbortedError, DeadlineExceededError, InternalError
 from native_debug import debug_panic
 ok = pa.array([b"ok"])
 dec = {dec!r}
 assert pubsub_go.decode(ok, decoder=dec, engine="wasmtime").column("v").to_pylist() == ["ok"]
 for i in range(3):
-    try:
-        pubsub_go.decode(pa.array([b"x"]), decoder={trap!r}, engine="wasmtime")
-    except AbortedError:
-        pass
+    for module, error in (({trap!r}, AbortedError), ({recurse!r}, AbortedError), ({loop!r}, DeadlineExceededError)):
+        try:
+            pubsub_go.decode(pa.array([b"x"]), decoder=module, engine="wasmtime", timeout_ms=100)
+        except error:
+            pass
+        else:
+            raise AssertionError(f"{{module}}: no {{error.__name__}}")
     try:
         debug_panic()  # a Go runtime panic in an exported call
     except InternalError as e:
@@ -122,8 +127,43 @@ print("alive")
 
 def test_traps_panics_and_python_signals_coexist(hostile_wasm, tmp_path):
     """In a fresh interpreter with the test build of the library (its
-    panic hook): guest traps, Go panics, Ctrl-C and SIGTERM, in turn."""
+    panic hook): a guest trap, a guest stack overflow and an endless loop
+    (each contained), Go panics, Ctrl-C and SIGTERM, in turn."""
     lib = native_debug.build(tmp_path)
-    code = SIGNALS.format(dec=str(hostile_wasm), trap=abi_module(tmp_path, "trap", TRAP))
+    code = SIGNALS.format(dec=str(hostile_wasm), trap=abi_module(tmp_path, "trap", TRAP),
+                          recurse=abi_module(tmp_path, "recurse", RECURSE), loop=abi_module(tmp_path, "loop", LOOP))
     p = native_debug.run(lib, textwrap.dedent(code), timeout=120)
     assert p.returncode == 0 and p.stdout.strip() == "alive", (p.returncode, p.stdout, p.stderr[-3000:])
+
+
+AUTO = """
+import sys
+if {absent!r}:
+    sys.modules["wasmtime"] = None  # as if the package were not installed: find_spec gives None
+import pyarrow as pa
+import pubsub_go
+from pubsub_go.errors import InvalidArgumentError
+assert pubsub_go.decode(pa.array([b"ok"]), decoder={dec!r}).column("v").to_pylist() == ["ok"]
+loaded = "_libwasmtime.so" in open("/proc/self/maps").read()
+try:
+    pubsub_go.decode(pa.array([b"ok"]), decoder={dec!r}, engine="wasmtime")
+    explicit = "ok"
+except InvalidArgumentError as e:
+    explicit = str(e)
+print(loaded, explicit)
+"""
+
+
+@pytest.mark.parametrize("absent", [False, True], ids=["installed", "absent"])
+def test_the_default_engine_is_wasmtime_where_installed_else_wazero(hostile_wasm, absent):
+    """engine="auto" (the default): wasmtime's library is loaded when the
+    package is installed; without it the module decodes in wazero, and only
+    an explicit engine="wasmtime" fails, saying how to install it."""
+    code = AUTO.format(absent=absent, dec=str(hostile_wasm))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    loaded, explicit = p.stdout.strip().split(" ", 1)
+    if absent:
+        assert loaded == "False" and "pip install 'pubsub-go[wasm]'" in explicit, p.stdout
+    else:
+        assert loaded == "True" and explicit == "ok", p.stdout

@@ -37,7 +37,9 @@ DEFAULT_TIMEOUT_MS = contract.limit("decoder_config", "timeout_ms").default
 DEFAULT_MEMORY_LIMIT_MB = contract.limit("decoder_config", "memory_limit_mb").default
 BUILTIN_FORMATS = tuple(contract.builtin_formats())
 ON_ERROR = ("column", "null", "raise")
-ENGINES = ("wazero", "wasmtime")
+# What runs a decoder module; the first is the default: wasmtime when its
+# package is installed (about 1.7x wazero, RATIONALE.md), else wazero.
+ENGINES = ("auto", "wazero", "wasmtime")
 
 
 def _arrow_schema(schema: Any) -> pa.Schema | None:
@@ -61,18 +63,19 @@ def _arrow_schema(schema: Any) -> pa.Schema | None:
 
 def decoder_config(format: str | None = None, schema: pa.Schema | None = None, decoder: str | None = None,
                    options: Mapping[str, Any] | None = None, *, timeout_ms: int = DEFAULT_TIMEOUT_MS,
-                   memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB, engine: str = "wazero") -> DecoderConfig:
+                   memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB, engine: str = ENGINES[0]) -> DecoderConfig:
     """The library's decoder config (go/internal/decode.DecoderConfig)."""
     if engine not in ENGINES:
         raise InvalidArgumentError.new(f"engine={engine!r}; expected one of {', '.join(ENGINES)}")
     library = ""
-    if engine == "wasmtime":
+    if engine != "wazero":
         from . import wasmtime_library
 
         library = wasmtime_library.find() or ""
-        if not library:
+        if not library and engine == "wasmtime":
             raise InvalidArgumentError.new("engine='wasmtime' needs the wasmtime package's C library "
-                                           "(pip install wasmtime); engine='wazero' needs nothing")
+                                           "(pip install 'pubsub-go[wasm]'); engine='auto' (the default) "
+                                           "runs the module in wazero without it")
     builtins = " or ".join(BUILTIN_FORMATS)
     if (format is None) == (decoder is None):
         raise InvalidArgumentError.new(f"give exactly one of format (a built-in decoder: {builtins}) and decoder "
@@ -145,7 +148,7 @@ def _cached(config: DecoderConfig) -> NativeDecoder:
 
 def decode(payloads: pa.Array | pa.ChunkedArray, format: str | None = None, schema: Any = None,
            decoder: str | None = None, *, on_error: str = "column", timeout_ms: int = DEFAULT_TIMEOUT_MS,
-           memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB, engine: str = "wazero", **options: Any) -> pa.RecordBatch:
+           memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB, engine: str = ENGINES[0], **options: Any) -> pa.RecordBatch:
     """Decodes a pyarrow array of payloads (binary or string) into a record
     batch, row i from payload i, on the native data plane.
 
@@ -155,8 +158,10 @@ def decode(payloads: pa.Array | pa.ChunkedArray, format: str | None = None, sche
     it when not given). decoder: instead, the path of a ``.wasm`` decoder
     module (docs/writing-a-decoder.md), run in a sandbox with a memory cap
     (``memory_limit_mb``) and a time limit per batch (``timeout_ms``), by
-    the engine ``engine``: ``"wazero"`` (default), or ``"wasmtime"``, faster,
-    loaded from the installed ``wasmtime`` package.
+    the engine ``engine``: ``"auto"`` (default): wasmtime when the
+    ``wasmtime`` package is installed (``pip install 'pubsub-go[wasm]'``),
+    else wazero; or either by name. Same results and sandbox; wasmtime is
+    faster.
     schema: the target, a ``pyarrow.Schema``, a Spark ``StructType`` or DDL
     text as ``from_json`` takes it (``"id BIGINT, tags ARRAY<STRING>"``).
     options: decoder options (``avro_schema``, ``timezone``...).

@@ -46,9 +46,9 @@ type DecoderConfig struct {
 	MemoryLimitMB int `json:"memory_limit_mb"`
 	// TimeoutMs bounds decoding one batch (default and range: Limits).
 	TimeoutMs int `json:"timeout_ms"`
-	// Engine runs the module (Spec.Engine): "wazero" (default) or
+	// Engine runs the module (Spec.Engine): "wazero" (default),
 	// "wasmtime", loaded from WasmtimeLibrary, the path of wasmtime's C
-	// library.
+	// library, or "auto": wasmtime when that library loads, else wazero.
 	Engine          string `json:"engine"`
 	WasmtimeLibrary string `json:"wasmtime_library"`
 	// TopicSchema decodes each message by its topic's schema revision
@@ -85,14 +85,14 @@ func (d *DecoderConfig) Validate() error {
 		}
 	}
 	switch d.Engine {
-	case "", EngineWazero:
+	case "", EngineWazero, EngineAuto:
 	case EngineWasmtime:
 		if d.WasmtimeLibrary == "" {
 			return invalid("decoder.engine %q needs decoder.wasmtime_library, the path of wasmtime's C library "+
 				"(_libwasmtime.so in the wasmtime Python package)", d.Engine)
 		}
 	default:
-		return invalid("decoder.engine %q is not an engine: give %q (the default) or %q", d.Engine, EngineWazero, EngineWasmtime)
+		return invalid("decoder.engine %q is not an engine: give %q (the default), %q or %q", d.Engine, EngineWazero, EngineWasmtime, EngineAuto)
 	}
 	if err := clientopt.ApplyLimit(Limits, "decoder.memory_limit_mb", &d.MemoryLimitMB); err != nil {
 		return invalid("%v", err)

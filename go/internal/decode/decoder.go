@@ -12,6 +12,7 @@ package decode
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -63,9 +64,10 @@ type Spec struct {
 	// MaxInstances bounds concurrent instances (default GOMAXPROCS).
 	MaxInstances int
 
-	// Engine runs the module: EngineWazero (the default, also for "") or
+	// Engine runs the module: EngineWazero (the default, also for ""),
 	// EngineWasmtime, which needs WasmtimeLibrary, the path of wasmtime's
-	// C library (_libwasmtime.so in the wasmtime Python package).
+	// C library (_libwasmtime.so in the wasmtime Python package), or
+	// EngineAuto: wasmtime when WasmtimeLibrary loads, else wazero.
 	Engine          string
 	WasmtimeLibrary string
 
@@ -80,7 +82,17 @@ type Spec struct {
 const (
 	EngineWazero   = "wazero"
 	EngineWasmtime = "wasmtime"
+	// EngineAuto is what Python asks for by default: wasmtime is about
+	// 1.7x wazero with the sandbox on (RATIONALE.md), but an optional
+	// package, so without a usable library (none given, another major
+	// version, a build without cgo) the module runs in wazero, whole.
+	EngineAuto = "auto"
 )
+
+// errNoWasmtime wraps why the wasmtime engine cannot run here (no library
+// path, a library that does not load or is of another version, no cgo):
+// EngineAuto then runs the module in wazero.
+var errNoWasmtime = errors.New("no usable wasmtime library")
 
 // defaultEngine is the engine (and its library) of a Spec that names
 // none: wazero until wasmtime is made the default (issue 41); this
@@ -206,8 +218,13 @@ func NewDecoder(ctx context.Context, spec Spec, alloc memory.Allocator) (*Decode
 			d.mod, err = compiled(ctx, wasm, uint32(d.limit/65536), spec.engine)
 		case EngineWasmtime:
 			d.mod, err = compiledWasmtime(wasm, spec.WasmtimeLibrary, spec.engine)
+		case EngineAuto:
+			d.mod, err = compiledWasmtime(wasm, spec.WasmtimeLibrary, spec.engine)
+			if errors.Is(err, errNoWasmtime) {
+				d.mod, err = compiled(ctx, wasm, uint32(d.limit/65536), spec.engine)
+			}
 		default:
-			err = fmt.Errorf("engine %q is not %q or %q", spec.Engine, EngineWazero, EngineWasmtime)
+			err = fmt.Errorf("engine %q is not %q, %q or %q", spec.Engine, EngineAuto, EngineWazero, EngineWasmtime)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)

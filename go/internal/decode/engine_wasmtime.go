@@ -135,7 +135,7 @@ func compiledWasmtime(wasm []byte, lib string, opts engineOptions) (compiledModu
 	defer wasmtime.Unlock()
 	e, err := wasmtimeEngine(lib, opts.noTimeLimit)
 	if err != nil {
-		return compiledModule{}, err
+		return compiledModule{}, fmt.Errorf("%w: %w", errNoWasmtime, err)
 	}
 	key := wtKey{sha256.Sum256(wasm), opts.noTimeLimit}
 	if m, ok := wasmtime.modules[key]; ok {

@@ -4,14 +4,14 @@ package decode
 
 import (
 	"context"
-	"errors"
+	"fmt"
 )
 
 // Without cgo there is no wasmtime engine (engine_wasmtime.go).
 
 type wasmtimeModule = *struct{}
 
-var errNoCgo = errors.New("the wasmtime engine needs a build with cgo")
+var errNoCgo = fmt.Errorf("%w: the wasmtime engine needs a build with cgo", errNoWasmtime)
 
 func compiledWasmtime([]byte, string, engineOptions) (compiledModule, error) {
 	return compiledModule{}, errNoCgo

@@ -309,3 +309,34 @@ func TestWasmtimeVersionIsChecked(t *testing.T) {
 		}
 	}
 }
+
+// EngineAuto: wasmtime when its library loads, else the whole module in
+// wazero (no library given, or one that does not load); an invalid module
+// is an error on either, not a reason to fall back.
+func TestEngineAuto(t *testing.T) {
+	lib, err := wasmtimeLibrary()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	for _, c := range []struct {
+		lib      string
+		wasmtime bool
+	}{{lib, true}, {"", false}, {"/nonexistent/_libwasmtime.so", false}} {
+		d := newHostile(t, func(s *Spec) { s.Engine, s.WasmtimeLibrary = EngineAuto, c.lib })
+		if (d.mod.wt != nil) != c.wasmtime {
+			t.Errorf("library %q: wasmtime engine %v, want %v", c.lib, d.mod.wt != nil, c.wasmtime)
+		}
+		assertRecovers(t, d)
+		_, err := NewDecoder(context.Background(), Spec{Wasm: []byte("\x00asm\x01\x00\x00\x00\xff"), Format: "bad",
+			Engine: EngineAuto, WasmtimeLibrary: c.lib}, nil)
+		if !errors.Is(err, ErrDecoder) || errors.Is(err, errNoWasmtime) {
+			t.Errorf("library %q: an invalid module: %v", c.lib, err)
+		}
+	}
+	if err := (&DecoderConfig{Format: "json", Engine: EngineAuto}).Validate(); err != nil {
+		t.Errorf("engine auto without a library: %v", err)
+	}
+}

@@ -37,7 +37,7 @@ class DecodeOptions:
     error_column: str | None = None  # column mode only
     timeout_ms: int = field(default_factory=lambda: contract.limit("decoder_config", "timeout_ms").default)
     memory_limit_mb: int = field(default_factory=lambda: contract.limit("decoder_config", "memory_limit_mb").default)
-    engine: str = "wazero"  # what runs a decoder module: one of decode_api.ENGINES
+    engine: str = "auto"  # what runs a decoder module: one of decode_api.ENGINES
     protobuf: dict[str, str] = field(default_factory=dict)  # format=protobuf: the decoder's options
     # schemaFrom=topic: decode by the topic's Pub/Sub schema (topic_schema.py),
     # reading into schema_revision (None: the newest).
@@ -180,5 +180,6 @@ def _engine(opts: Mapping[str, str], module: str | None) -> str:
 
         if wasmtime_library.find() is None:
             raise OptionError("option decoderEngine=wasmtime needs the wasmtime package on the driver and every "
-                              "executor: pip install wasmtime (or leave decoderEngine at wazero)")
+                              "executor: pip install 'pubsub-go[wasm]' (or leave decoderEngine at auto, which "
+                              "runs the module in wazero where wasmtime is missing)")
     return engine
