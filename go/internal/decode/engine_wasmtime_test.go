@@ -64,6 +64,7 @@ func TestWasmtimeHostile(t *testing.T) {
 			"trap":        TestTrapIsCrash,
 			"stack":       testWasmtimeStackOverflow,
 			"authority":   TestNoAmbientAuthority,
+			"import":      TestUnofferedImportIsRefused,
 			"go panic":    testGoPanicWithWasmtime,
 			"many":        testWasmtimeManyHostile,
 			"compile err": testWasmtimeBadModule,

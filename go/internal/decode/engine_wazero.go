@@ -101,6 +101,15 @@ func compiled(ctx context.Context, wasm []byte, pages uint32, opts engineOptions
 	if err != nil {
 		return compiledModule{}, fmt.Errorf("%w: invalid module: %v", ErrDecoder, err)
 	}
+	// wazero's own error for these names only the module ("module[env]
+	// not instantiated"); wasmtime's names the function too.
+	for _, f := range cm.ImportedFunctions() {
+		if mod, name, _ := f.Import(); mod != wasi_snapshot_preview1.ModuleName && mod != tickModule {
+			cm.Close(ctx)
+			return compiledModule{}, fmt.Errorf("%w: unknown import: the module imports %s::%s, which the host "+
+				"does not offer (a decoder module may import WASI preview 1 only)", ErrDecoder, mod, name)
+		}
+	}
 	m := compiledModule{rt: rt, cm: cm, instrumented: !rkey.close}
 	engines.modules[key] = m
 	engines.compiles++

@@ -234,3 +234,16 @@ func TestRunawayLoopAcrossCallsHitsTimeLimit(t *testing.T) {
 	rec.Release()
 	errs.Release()
 }
+
+// A module importing a function the host does not offer is refused when
+// the decoder opens, naming the import.
+func TestUnofferedImportIsRefused(t *testing.T) {
+	m := []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+		0x01, 0x04, 0x01, 0x60, 0x00, 0x00, // types: () -> ()
+		0x02, 0x0c, 0x01, 0x03, 'e', 'n', 'v', 0x04, 'n', 'o', 'p', 'e', 0x00, 0x00} // import env.nope: func type 0
+	_, err := NewDecoder(context.Background(), Spec{Wasm: m, Format: "imports"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("want an error naming the import env.nope, got %v", err)
+	}
+	t.Log(err)
+}
