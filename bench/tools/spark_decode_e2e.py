@@ -1,7 +1,9 @@
 """Spark end to end at 1 KB JSON messages with five typed columns, from
 bench/loadserver (--payload-json) into the noop sink, local[2]: the
 source's raw mode, schema mode (`format=json`: decoded natively in the Go
-data plane), and raw mode + Spark's from_json. Rows/s from the queries'
+data plane), raw mode + Spark's from_json, and a user's decoder module
+(`decoder=`, the JSON decoder's WebAssembly build, wasm-decoders/cmd/json,
+on the default engine: wasmtime where installed). Rows/s from the queries'
 progress (bench/harness/sparkrun.measure). The modes run side by side:
 each round measures all three in turn on the same Spark session and server,
 so that load from other work on a shared machine falls on all of them; the
@@ -19,8 +21,10 @@ server), which is what the modes compare on when the cores are saturated.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -37,7 +41,8 @@ from harness.spark_e2e import TUNED  # noqa: E402
 from harness.sparkrun import measure, session  # noqa: E402
 
 DDL = "id BIGINT, name STRING, score DOUBLE, ok BOOLEAN, at TIMESTAMP"  # = jsonPayload in bench/loadserver
-MODES = ("raw", "schema mode", "raw + from_json")
+MODES = ("raw", "schema mode", "raw + from_json", "wasm decoder")
+WASM_JSON = Path(tempfile.gettempdir()) / f"decode-e2e-json-{os.getpid()}.wasm"  # built on first use
 
 
 def reader(spark, mode: str, host: str, sub: str, batchlog: str, batch_size: int,
@@ -48,6 +53,11 @@ def reader(spark, mode: str, host: str, sub: str, batchlog: str, batch_size: int
         r = r.option(k, v)
     if mode == "schema mode":
         return r.option("format", "json").schema(DDL).load()
+    if mode == "wasm decoder":
+        if not WASM_JSON.exists():
+            subprocess.run(["bash", str(BENCH.parent / "wasm-decoders" / "build-guest.sh"), str(WASM_JSON), "cmd/json"],
+                           check=True)
+        return r.option("decoder", str(WASM_JSON)).schema(DDL).load()
     df = r.load()
     if mode == "raw + from_json":
         return df.selectExpr(f"from_json(CAST(payload AS STRING), '{DDL}') AS r").select("r.*")
@@ -141,6 +151,9 @@ def summary(res: dict[str, list[float]]) -> dict[str, tuple[float, float, float]
         raw, fj = res["raw" + suffix], res["raw + from_json" + suffix]
         series[f"schema mode / raw{suffix}"] = [s / r for s, r in zip(res[k], raw, strict=True)]
         series[f"schema mode / (raw + from_json){suffix}"] = [s / f for s, f in zip(res[k], fj, strict=True)]
+        if "wasm decoder" + suffix in res:
+            series[f"wasm decoder / schema mode{suffix}"] = [
+                w / s for w, s in zip(res["wasm decoder" + suffix], res[k], strict=True)]
     return {k: (statistics.median(v), min(v), max(v)) for k, v in series.items()}
 
 
@@ -152,7 +165,7 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, nargs="+", default=[1000],
                     help="the source's batchSize, the same in every mode; several: each measured in every round")
     ap.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES),
-                    help="the modes to run (default all three; the ratios need all three)")
+                    help="the modes to run (default all; the ratios need raw, schema mode and raw + from_json)")
     ap.add_argument("--cpu", action="store_true", help="also µs of CPU per row by process, per mode")
     ap.add_argument("--lib", help="libpubsubgo.so to use instead of building one from the tree "
                     "(e.g. one built with symbols, for perf)")

@@ -6,6 +6,7 @@ ctypes for nothing)."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import platform
 import sys
@@ -17,6 +18,7 @@ __all__ = ["find"]
 _MACHINES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
 
 
+@functools.cache  # pubsub_go.decode asks on every call (its default engine is "auto")
 def find() -> str | None:
     """The library's path, or None without a wasmtime package for this machine."""
     spec = importlib.util.find_spec("wasmtime")
