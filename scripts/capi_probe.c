@@ -2,7 +2,11 @@
  * dlopen()s the library, prints pg_version_info, starts the embedded
  * emulator, creates a topic on it through pg_admin and stops it. Built for
  * aarch64 with zig and run under qemu-user by scripts/packaging-check.sh.
- * Usage: capi_probe /path/to/libpubsubgo.so   (exit 0 when every call worked) */
+ * With a decoder module and wasmtime's C library it also decodes one Avro
+ * payload on the wasmtime engine (the library loaded at run time, the
+ * module compiled by Cranelift for this machine).
+ * Usage: capi_probe /path/to/libpubsubgo.so [avro.wasm _libwasmtime.so]
+ * (exit 0 when every call worked) */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +19,10 @@ typedef int (*emu_start_fn)(char*, uint64_t*, char**, struct PgError*);
 typedef int (*emu_stop_fn)(uint64_t, struct PgError*);
 typedef int (*admin_fn)(char*, char**, struct PgError*);
 typedef void (*free_fn)(char*);
+typedef int (*dec_open_fn)(char*, uint64_t*, struct PgError*);
+typedef int (*dec_decode_fn)(uint64_t, struct ArrowArray*, struct ArrowSchema*, struct ArrowArray*,
+                             struct ArrowSchema*, struct PgError*);
+typedef int (*dec_close_fn)(uint64_t, struct PgError*);
 
 static void* sym(void* h, const char* name) {
   void* p = dlsym(h, name);
@@ -22,9 +30,55 @@ static void* sym(void* h, const char* name) {
   return p;
 }
 
+static void no_release_array(struct ArrowArray* a) { a->release = NULL; }
+static void no_release_schema(struct ArrowSchema* s) { s->release = NULL; }
+
+/* decode_on_wasmtime decodes the Avro long 21 (one payload, zigzag 0x2a)
+ * with the module wasm on the wasmtime engine and checks the value. */
+static int decode_on_wasmtime(void* h, const char* wasm, const char* wasmtime) {
+  dec_open_fn dec_open = (dec_open_fn)sym(h, "pg_decoder_open");
+  dec_decode_fn dec_decode = (dec_decode_fn)sym(h, "pg_decoder_decode");
+  dec_close_fn dec_close = (dec_close_fn)sym(h, "pg_decoder_close");
+  if (!dec_open || !dec_decode || !dec_close) return 1;
+  char cfg[4096];
+  snprintf(cfg, sizeof cfg,
+           "{\"wasm\": \"%s\", \"format\": \"avro\", \"engine\": \"wasmtime\", \"wasmtime_library\": \"%s\", "
+           "\"options\": {\"avro_schema\": \"{\\\"type\\\": \\\"record\\\", \\\"name\\\": \\\"R\\\", "
+           "\\\"fields\\\": [{\\\"name\\\": \\\"v\\\", \\\"type\\\": \\\"long\\\"}]}\"}}",
+           wasm, wasmtime);
+  struct PgError err;
+  memset(&err, 0, sizeof err);
+  uint64_t dec = 0;
+  int rc = dec_open(cfg, &dec, &err);
+  if (rc != 0) {
+    fprintf(stderr, "capi_probe: pg_decoder_open (wasmtime): %d %s %s\n", rc, err.kind, err.message ? err.message : "");
+    return 1;
+  }
+  static const int32_t offsets[2] = {0, 1};
+  static const uint8_t payload[1] = {0x2a};
+  const void* buffers[3] = {NULL, offsets, payload};
+  struct ArrowArray in = {1, 0, 0, 3, 0, buffers, NULL, NULL, no_release_array, NULL};
+  struct ArrowSchema in_schema = {"z", "payload", NULL, 2, 0, NULL, NULL, no_release_schema, NULL};
+  struct ArrowArray out;
+  struct ArrowSchema out_schema;
+  rc = dec_decode(dec, &in, &in_schema, &out, &out_schema, &err);
+  if (rc != 0) {
+    fprintf(stderr, "capi_probe: pg_decoder_decode (wasmtime): %d %s %s\n", rc, err.kind, err.message ? err.message : "");
+    return 1;
+  }
+  /* A struct array: v (int64), then __decode_error (null: the row decoded). */
+  int ok = out.length == 1 && out.n_children == 2 && out.children[1]->null_count == 1 &&
+           ((const int64_t*)out.children[0]->buffers[1])[out.children[0]->offset] == 21;
+  printf("decoded on wasmtime: %s\n", ok ? "v=21" : "WRONG");
+  out.release(&out);
+  out_schema.release(&out_schema);
+  if (dec_close(dec, &err) != 0 || !ok) return 1;
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s libpubsubgo.so\n", argv[0]);
+  if (argc != 2 && argc != 4) {
+    fprintf(stderr, "usage: %s libpubsubgo.so [avro.wasm _libwasmtime.so]\n", argv[0]);
     return 2;
   }
   void* h = dlopen(argv[1], RTLD_NOW);
@@ -72,6 +126,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "capi_probe: pg_emulator_stop: %d %s %s\n", rc, err.kind, err.message ? err.message : "");
     return 1;
   }
+  if (argc == 4 && decode_on_wasmtime(h, argv[2], argv[3]) != 0) return 1;
   printf("capi_probe: ok\n");
   return 0;
 }

