@@ -106,17 +106,19 @@ def test_old_wasmtime_host_path_is_deprecated_but_works():
 
 
 def test_hostile_modules_are_stopped_and_the_process_carries_on(hostile_wasm):
+    """On wazero, the fallback (wasmtime, the default where installed:
+    test_wasmtime_engine.py)."""
     dec = str(hostile_wasm)
     start = time.monotonic()
     with pytest.raises(DeadlineExceededError, match="exceeded its time limit.*timeout_ms=500"):
-        pubsub_go.decode(pa.array([b"loop"]), decoder=dec, timeout_ms=500)
+        pubsub_go.decode(pa.array([b"loop"]), decoder=dec, timeout_ms=500, engine="wazero")
     assert time.monotonic() - start < 10
     with pytest.raises(ResourceExhaustedError, match="memory limit of 48 MiB"):
-        pubsub_go.decode(pa.array([b"alloc"]), decoder=dec, memory_limit_mb=48, timeout_ms=30_000)
+        pubsub_go.decode(pa.array([b"alloc"]), decoder=dec, memory_limit_mb=48, timeout_ms=30_000, engine="wazero")
     with pytest.raises(AbortedError, match="crashed"):
-        pubsub_go.decode(pa.array([b"exit"]), decoder=dec)
+        pubsub_go.decode(pa.array([b"exit"]), decoder=dec, engine="wazero")
     # A panic in the guest is that row's error; opening a file fails inside the sandbox.
-    batch = pubsub_go.decode(pa.array([b"panic", b"probe", b"ok"]), decoder=dec)
+    batch = pubsub_go.decode(pa.array([b"panic", b"probe", b"ok"]), decoder=dec, engine="wazero")
     assert "boom" in batch.column("__decode_error")[0].as_py()
     assert batch.column("v").to_pylist()[1:] == ["env=0 args=0 file=true dir=true", "ok"]
 

@@ -305,20 +305,21 @@ def test_hostile_decoder_is_stopped_and_the_session_carries_on(spark, google, em
     assert [tuple(r) for r in spark.sql("SELECT v, message_id FROM hostile_after").collect()] == [("ok", ids[0])]
 
 
-def test_wasmtime_engine_decodes_and_stops_a_hostile_decoder(spark, google, emulator, tmp_path, hostile_wasm):
-    """decoderEngine=wasmtime: the executors' subscribers run the module in
-    wasmtime (loaded from the wasmtime package), within the same limits."""
+def test_wazero_engine_decodes_and_stops_a_hostile_decoder(spark, google, emulator, tmp_path, hostile_wasm):
+    """decoderEngine=wazero, the fallback where the wasmtime package is not
+    installed (the test above runs the default, wasmtime here): the same
+    rows, within the same limits."""
     topic, sub = google.topic(ack_deadline=30)
     ids = google.publish(topic, [b"ok"])
     df = reader(spark, emulator, sub, tmp_path, schema="v STRING, message_id STRING", decoder=str(hostile_wasm),
-                decoderEngine="wasmtime")
-    run_available_now(df, "wasmtime_ok", tmp_path)
-    assert [tuple(r) for r in spark.sql("SELECT v, message_id FROM wasmtime_ok").collect()] == [("ok", ids[0])]
+                decoderEngine="wazero")
+    run_available_now(df, "wazero_ok", tmp_path)
+    assert [tuple(r) for r in spark.sql("SELECT v, message_id FROM wazero_ok").collect()] == [("ok", ids[0])]
     topic, sub = google.topic(ack_deadline=30)
     google.publish(topic, [b"loop"])
     df = reader(spark, emulator, sub, tmp_path, schema="v STRING", decoder=str(hostile_wasm),
-                decoderEngine="wasmtime", decoderTimeoutMs=1000)
-    err = run_failing(df, "wasmtime_loop", tmp_path)
+                decoderEngine="wazero", decoderTimeoutMs=1000)
+    err = run_failing(df, "wazero_loop", tmp_path)
     assert all(x in err for x in ["DEADLINE_EXCEEDED", "exceeded its time limit", "decoderTimeoutMs=1000"]), err[-3000:]
     assert "crashed" not in err.lower() and "exited unexpectedly" not in err, "the Python worker survives"
 

@@ -83,7 +83,7 @@ def test_hostile_modules_are_stopped_and_the_process_carries_on(hostile_wasm, tm
     assert "boom" in batch.column("__decode_error")[0].as_py()
     assert batch.column("v").to_pylist()[1:] == ["env=0 args=0 file=true dir=true", "ok"]
     # The same rows as wazero gives.
-    assert batch.equals(pubsub_go.decode(pa.array([b"panic", b"probe", b"ok"]), decoder=dec))
+    assert batch.equals(pubsub_go.decode(pa.array([b"panic", b"probe", b"ok"]), decoder=dec, engine="wazero"))
 
 
 SIGNALS = """
