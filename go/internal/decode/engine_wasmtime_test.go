@@ -217,7 +217,7 @@ func TestDecoderConfigEngine(t *testing.T) {
 // store: memory stays flat and the next batch decodes.
 func TestWasmtimeThousandHostileBatches(t *testing.T) {
 	withWasmtime(t, func(t *testing.T) {
-		d := newHostile(t, func(s *Spec) { s.Timeout = 10 * time.Millisecond })
+		d := newHostile(t, func(s *Spec) { s.Timeout = 50 * time.Millisecond }) // instantiation too, on a loaded machine
 		fail := func(n int) {
 			for i := range n {
 				payload := "exit" // the module exits: its store is discarded
