@@ -7,6 +7,7 @@ import (
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 const userAvro = `{"type":"record","name":"User","namespace":"t","fields":[
@@ -78,5 +79,26 @@ func TestTopicSchemaValidatesPublishesAndTagsMessages(t *testing.T) {
 	a := got[0].Message.Attributes
 	if a["googclient_schemaname"] != sc.Name || a["googclient_schemarevisionid"] != sc.RevisionId || a["googclient_schemaencoding"] != "JSON" {
 		t.Fatalf("attributes %v", a)
+	}
+}
+
+func TestPublishCodecReadsWhatProtoWrites(t *testing.T) {
+	in := &pubsubpb.PublishRequest{Topic: "projects/p/topics/top", Messages: []*pubsubpb.PubsubMessage{
+		{Data: []byte("one"), Attributes: map[string]string{"a": "1", "b": ""}, OrderingKey: "k"},
+		{Data: nil, Attributes: map[string]string{"only": "attrs"}},
+	}}
+	b, err := proto.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out pubsubpb.PublishRequest
+	if err := unmarshalPublish(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(in, &out) {
+		t.Fatalf("got %v, want %v", &out, in)
+	}
+	if err := unmarshalPublish(b[:len(b)-3], &pubsubpb.PublishRequest{}); err == nil {
+		t.Fatal("truncated request parsed")
 	}
 }

@@ -47,7 +47,7 @@ func Start(hostPort string) (*Emulator, error) {
 		return nil, fmt.Errorf("emulator cannot listen on %s: %v", hostPort, err)
 	}
 	st := newState(maxBytes)
-	gs := grpc.NewServer(grpc.MaxRecvMsgSize(maxRecvMsgSize),
+	gs := grpc.NewServer(grpc.MaxRecvMsgSize(maxRecvMsgSize), grpc.ForceServerCodecV2(newCodec()),
 		// Windows that hold several full publish requests and responses: with
 		// gRPC's 64 KiB start a 1 MB request waits on window updates.
 		grpc.InitialWindowSize(flowWindow), grpc.InitialConnWindowSize(flowWindow),
