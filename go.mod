@@ -6,6 +6,7 @@ require (
 	cloud.google.com/go/auth v0.20.0
 	cloud.google.com/go/pubsub/v2 v2.7.0
 	github.com/apache/arrow-go/v18 v18.8.0
+	github.com/bufbuild/protocompile v0.14.1
 	github.com/googleapis/gax-go/v2 v2.23.0
 	github.com/tetratelabs/wazero v1.12.0
 	golang.org/x/sys v0.47.0
@@ -20,7 +21,6 @@ require (
 	cloud.google.com/go/auth/oauth2adapt v0.2.8 // indirect
 	cloud.google.com/go/compute/metadata v0.9.0 // indirect
 	cloud.google.com/go/iam v1.11.0 // indirect
-	github.com/bufbuild/protocompile v0.14.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/felixge/httpsnoop v1.0.4 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect

@@ -2,7 +2,10 @@ module github.com/pubsub-go/pubsub-go/wasm-decoders
 
 go 1.26
 
-require github.com/apache/arrow-go/v18 v18.8.0
+require (
+	github.com/apache/arrow-go/v18 v18.8.0
+	google.golang.org/protobuf v1.36.12
+)
 
 require (
 	github.com/goccy/go-json v0.10.6 // indirect
@@ -13,5 +16,4 @@ require (
 	github.com/zeebo/xxh3 v1.1.0 // indirect
 	golang.org/x/exp v0.0.0-20260112195511-716be5621a96 // indirect
 	golang.org/x/sys v0.47.0 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
 )
