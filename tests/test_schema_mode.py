@@ -366,7 +366,7 @@ def test_protobuf_source_text_derives_the_columns_and_decodes_as_decode_does(spa
     .schema(), on the embedded emulator: the columns are derived from the
     message type on the driver, and the rows equal pubsub_go.decode's of the
     same payloads (which tests/test_protobuf.py checks against Google's
-    parser)."""
+    parser); a truncated payload keeps its row with the error (column mode)."""
     import pyarrow as pa
 
     from emulators import topic_with_messages
@@ -375,14 +375,18 @@ def test_protobuf_source_text_derives_the_columns_and_decodes_as_decode_does(spa
     payloads = [m.SerializeToString() for m in events(12)]
     ref = pubsub_go.decode(pa.array(payloads), format="protobuf", protobuf_descriptor_set=DESCRIPTOR_SET,
                            protobuf_message="pgtest.Event")
+    payloads.append(b"\x12\xff")  # truncated: kept with its error (onDecodeError=column)
     with pubsub_go.Emulator() as emu:
         sub = topic_with_messages(emu.host_port, "pb", payloads, ack_deadline_seconds=60)
         df = reader(spark, emu, sub, tmp_path, format="protobuf", protobufSource=SOURCE,
-                    protobufMessage="pgtest.Event")
-        assert df.schema.names == [*ref.schema.names[:-1], *META]
+                    protobufMessage="pgtest.Event", onDecodeError="column")
+        assert df.schema.names == [*ref.schema.names[:-1], *META, "_decode_error"]
         assert df.schema["counts"].dataType.simpleString() == "map<string,bigint>"
         run_available_now(df, "protobuf_mode", tmp_path)
-        got = spark.sql("SELECT * FROM protobuf_mode").collect()
+        rows = spark.sql("SELECT * FROM protobuf_mode").collect()
+    failed = [r for r in rows if r["_decode_error"] is not None]
+    assert len(failed) == 1 and "malformed protobuf" in failed[0]["_decode_error"] and failed[0]["id"] is None
+    got = [r for r in rows if r["_decode_error"] is None]
     want = {r["id"]: {k: v for k, v in normalize(r).items() if k != "__decode_error"} for r in ref.to_pylist()}
     assert sorted(spark_row(r)["id"] for r in got) == sorted(want)
     for r in got:
