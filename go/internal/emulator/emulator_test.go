@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -268,5 +269,45 @@ func TestMemoryCapRefusesWithResourceExhausted(t *testing.T) {
 		Messages: []*pubsubpb.PubsubMessage{{Data: make([]byte, 2000)}}})
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), memoryCapEnv) {
 		t.Fatalf("over the cap: %v", err)
+	}
+}
+
+func TestRetryPolicyHoldsANackedMessageForItsBackoff(t *testing.T) {
+	f := start(t)
+	f.topicSub(t, &pubsubpb.Subscription{RetryPolicy: &pubsubpb.RetryPolicy{
+		MinimumBackoff: durationpb.New(time.Second), MaximumBackoff: durationpb.New(time.Second)}})
+	f.publish(t, 1, nil)
+	got := f.pull(t, 1)
+	nacked := time.Now()
+	f.sub.ModifyAckDeadline(f.ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: "projects/p/subscriptions/sub1", AckIds: ids(got)})
+	if again := f.pull(t, 1); len(again) != 0 {
+		t.Fatalf("redelivered %v after the nack, before the 1 s backoff", time.Since(nacked))
+	}
+	for time.Since(nacked) < 3*time.Second {
+		if again := f.pull(t, 1); len(again) == 1 {
+			if d := time.Since(nacked); d < time.Second {
+				t.Fatalf("redelivered after %v, backoff is 1 s", d)
+			}
+			return
+		}
+	}
+	t.Fatal("not redelivered within 3 s of a 1 s backoff")
+}
+
+func TestModifyAckDeadlineExtendsALease(t *testing.T) {
+	f := start(t)
+	f.topicSub(t, &pubsubpb.Subscription{})
+	f.publish(t, 1, nil)
+	got := f.pull(t, 1)
+	// A 1 s lease, then extended to 60 s: still leased after the first runs out.
+	f.sub.ModifyAckDeadline(f.ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: "projects/p/subscriptions/sub1", AckIds: ids(got), AckDeadlineSeconds: 1})
+	f.sub.ModifyAckDeadline(f.ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: "projects/p/subscriptions/sub1", AckIds: ids(got), AckDeadlineSeconds: 60})
+	time.Sleep(1200 * time.Millisecond)
+	if again := f.pull(t, 1); len(again) != 0 {
+		t.Fatal("redelivered although its lease was extended")
+	}
+	_, err := f.sub.ModifyAckDeadline(f.ctx, &pubsubpb.ModifyAckDeadlineRequest{Subscription: "projects/p/subscriptions/sub1", AckIds: ids(got), AckDeadlineSeconds: 601})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("601 s: %v", err)
 	}
 }
