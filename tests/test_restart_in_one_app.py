@@ -96,7 +96,8 @@ def _wait_for(emulator, queries, bases, want: int, bound: float) -> dict[str, tu
 # On every supported PySpark (scripts/compat.sh runs what is marked compat):
 # the variant with both subscriberIdleMs settings and five restarts.
 @pytest.mark.parametrize("idle", [("default", "default", 3),
-                                  pytest.param(("default", "0", 5), marks=[pytest.mark.compat, pytest.mark.compat_oldest])],
+                                  pytest.param(("default", "0", 5),
+                                               marks=[pytest.mark.compat, pytest.mark.compat_oldest])],
                          ids=["two-kept", "kept-and-unpooled-5-restarts"])
 def test_two_queries_stopped_and_restarted_in_one_application_read_everything_once(
         google, emulator, tmp_path, idle):
