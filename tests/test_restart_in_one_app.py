@@ -93,7 +93,7 @@ def _wait_for(emulator, queries, bases, want: int, bound: float) -> dict[str, tu
         time.sleep(1)
 
 
-# On every supported PySpark (scripts/compat.sh runs what is marked compat):
+# On PySpark 4.0 too (scripts/compat.sh runs what is marked compat, compat_oldest on the oldest series):
 # the variant with both subscriberIdleMs settings and five restarts.
 @pytest.mark.parametrize("idle", [("default", "default", 3),
                                   pytest.param(("default", "0", 5),
