@@ -62,6 +62,8 @@ func (s *subscription) acknowledge(ids []string) map[string]string {
 func (s *subscription) modifyAckDeadline(ids []string, secs int32) map[string]string {
 	now := time.Now()
 	var failed map[string]string
+	var dues []due
+	deadline := now.Add(time.Duration(secs) * time.Second)
 	s.mu.Lock()
 	for _, id := range ids {
 		e, current := s.lookup(id, now)
@@ -78,8 +80,11 @@ func (s *subscription) modifyAckDeadline(ids []string, secs int32) map[string]st
 			s.redeliver(e, now)
 			continue
 		}
-		e.deadline = now.Add(time.Duration(secs) * time.Second)
-		s.pushTimer(timer{at: e.deadline, e: e, gen: e.gen, kind: leaseEnds})
+		e.deadline = deadline
+		dues = append(dues, due{e, e.gen})
+	}
+	if len(dues) > 0 {
+		s.pushTimer(timer{at: deadline, kind: leaseEnds, due: dues})
 	}
 	out, dl := s.takeOutbox()
 	s.mu.Unlock()

@@ -23,6 +23,7 @@ const (
 // larger than its byte limit), and appends them to out.
 func (s *subscription) claim(c *consumer, limit int, now time.Time, out []*pubsubpb.ReceivedMessage) []*pubsubpb.ReceivedMessage {
 	var batchKeys map[string]bool
+	var dues []due
 	bytes := 0
 	for len(out) < limit && s.readyQ.len() > 0 {
 		if c.maxMsgs > 0 && c.outMsgs >= c.maxMsgs {
@@ -65,12 +66,15 @@ func (s *subscription) claim(c *consumer, limit int, now time.Time, out []*pubsu
 		c.outMsgs++
 		c.outBytes += size
 		bytes += int(size) + perMessageOverhead
-		s.pushTimer(timer{at: e.deadline, e: e, gen: e.gen, kind: leaseEnds})
+		dues = append(dues, due{e, e.gen})
 		rm := &pubsubpb.ReceivedMessage{AckId: s.ackID(e), Message: e.msg.pb}
 		if s.set.deadLetter != "" {
 			rm.DeliveryAttempt = int32(e.gen)
 		}
 		out = append(out, rm)
+	}
+	if len(dues) > 0 {
+		s.pushTimer(timer{at: now.Add(c.ackDeadline), kind: leaseEnds, due: dues})
 	}
 	return out
 }

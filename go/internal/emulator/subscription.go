@@ -227,7 +227,7 @@ func (s *subscription) redeliver(e *entry, now time.Time) {
 			d = s.set.retryMax
 		}
 		e.state = backoff
-		s.pushTimer(timer{at: now.Add(d), e: e, gen: e.gen, kind: backoffEnds})
+		s.pushTimer(timer{at: now.Add(d), kind: backoffEnds, due: []due{{e, e.gen}}})
 		return
 	}
 	s.makeReady(e)
@@ -286,6 +286,7 @@ func (s *subscription) drop(e *entry) {
 	}
 	e.state = dropped
 	e.msg.release()
+	e.msg = nil // a timer may still hold the entry: not its message
 }
 
 // takeOutbox returns the dead-lettered messages to publish; call with mu held.
@@ -311,16 +312,18 @@ func (s *subscription) reap() {
 		now := time.Now()
 		for len(s.timers) > 0 && !s.timers[0].at.After(now) {
 			tm := s.timers.pop()
-			e := tm.e
-			if e.gen != tm.gen {
-				continue
-			}
-			switch {
-			case tm.kind == leaseEnds && e.state == leased && !e.deadline.After(now):
-				s.redeliver(e, now)
-			case tm.kind == backoffEnds && e.state == backoff:
-				s.makeReady(e)
-				s.notify()
+			for _, d := range tm.due {
+				e := d.e
+				if e.gen != d.gen {
+					continue
+				}
+				switch {
+				case tm.kind == leaseEnds && e.state == leased && !e.deadline.After(now):
+					s.redeliver(e, now)
+				case tm.kind == backoffEnds && e.state == backoff:
+					s.makeReady(e)
+					s.notify()
+				}
 			}
 		}
 		if now.Sub(lastTrim) >= trimEvery {

@@ -11,14 +11,20 @@ const (
 	backoffEnds
 )
 
-// timer is one pending deadline. Timers are not removed when a lease is
-// extended or acked: a timer whose entry moved on (another delivery, or a
-// later deadline) is stale and skipped when it fires.
+// timer is one deadline shared by the messages of one response (or one
+// modack request): one heap item per batch, not per message. Timers are not
+// removed when a lease is extended or acked: an entry that moved on
+// (another delivery, or a later deadline) is skipped when its timer fires.
 type timer struct {
 	at   time.Time
-	e    *entry
-	gen  uint32
 	kind timerKind
+	due  []due
+}
+
+// due is an entry as it was when the timer was set.
+type due struct {
+	e   *entry
+	gen uint32
 }
 
 // timerHeap is a min-heap by deadline, written out rather than through
