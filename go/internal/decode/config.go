@@ -68,6 +68,16 @@ var Limits = map[string]clientopt.Limit{
 
 // Validate fills defaults and checks the fields; errors name the JSON key.
 func (d *DecoderConfig) Validate() error {
+	if d.TopicSchema != nil {
+		if d.Wasm != "" {
+			return invalid("decoder.topic_schema decodes with a built-in decoder, not decoder.wasm")
+		}
+		format, err := d.TopicSchema.validate()
+		if err != nil {
+			return err
+		}
+		d.Format = format
+	}
 	if d.Wasm == "" {
 		if !IsBuiltin(d.Format) {
 			return invalid("decoder.format %q is not a built-in decoder (%s): give decoder.format "+
@@ -75,14 +85,6 @@ func (d *DecoderConfig) Validate() error {
 		}
 	} else if st, err := os.Stat(d.Wasm); err != nil || st.IsDir() {
 		return invalid("decoder.wasm %q is not a readable file: %v", d.Wasm, statErr(err))
-	}
-	if d.TopicSchema != nil {
-		if d.Wasm != "" {
-			return invalid("decoder.topic_schema decodes with a built-in decoder, not decoder.wasm")
-		}
-		if err := d.TopicSchema.validate(d.Format); err != nil {
-			return err
-		}
 	}
 	switch d.Engine {
 	case "", EngineWazero, EngineAuto:

@@ -2,6 +2,7 @@ package decode
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"maps"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/pubsub-go/pubsub-go/wasm-decoders/arrowlite"
 	"github.com/pubsub-go/pubsub-go/wasm-decoders/avrodec"
+	"github.com/pubsub-go/pubsub-go/wasm-decoders/protodec"
 	"github.com/pubsub-go/pubsub-go/wasm-decoders/sdk"
 )
 
@@ -17,10 +19,11 @@ import (
 // revision of the topic's Pub/Sub schema and the encoding its attributes
 // name (schemaFrom=topic, docs/source.md): a message written under another
 // revision is resolved to the reader revision's columns (Avro's schema
-// resolution). The driver fills it from the admin op get_topic_schema.
+// resolution; protobuf by field number). The driver fills it from the admin
+// op get_topic_schema.
 type TopicSchema struct {
 	Schema     string `json:"schema"` // projects/P/schemas/S
-	Type       string `json:"type"`   // AVRO
+	Type       string `json:"type"`   // AVRO or PROTOCOL_BUFFER
 	RevisionID string `json:"revision_id"`
 	// Revisions are the definitions known when the query started, by
 	// revision id (RevisionID's at least).
@@ -55,17 +58,20 @@ const fetchTimeout = 30 * time.Second
 // "schema@revision": each is fetched once however many decoders meet it.
 var revisionCache sync.Map
 
-func (ts *TopicSchema) validate(format string) error {
-	if ts.Type != "AVRO" {
-		return invalid("decoder.topic_schema.type %q is not supported: schemaFrom=topic decodes AVRO schemas", ts.Type)
-	}
-	if format != "avro" {
-		return invalid("decoder.topic_schema of type %s needs decoder.format \"avro\", not %q", ts.Type, format)
+// topicFormats are the built-in decoders of the schema types.
+var topicFormats = map[string]string{"AVRO": "avro", "PROTOCOL_BUFFER": "protobuf"}
+
+// validate checks ts and returns the built-in format that decodes it (the
+// schema's type decides it, whatever decoder.format said).
+func (ts *TopicSchema) validate() (string, error) {
+	format, ok := topicFormats[ts.Type]
+	if !ok {
+		return "", invalid("decoder.topic_schema.type %q is not supported: schemaFrom=topic decodes AVRO and PROTOCOL_BUFFER schemas", ts.Type)
 	}
 	if ts.Schema == "" || ts.Revisions[ts.RevisionID] == "" {
-		return invalid("decoder.topic_schema needs schema, revision_id and that revision's definition in revisions")
+		return "", invalid("decoder.topic_schema needs schema, revision_id and that revision's definition in revisions")
 	}
-	return nil
+	return format, nil
 }
 
 // definition is a revision's schema text, from Revisions, this process's
@@ -102,13 +108,43 @@ func (ts *TopicSchema) factory() sdk.Factory {
 		if base == nil {
 			base = map[string]string{}
 		}
-		base["avro_schema"] = ts.Revisions[ts.RevisionID]
-		_, schema, err := avrodec.New(sdk.Config{Schema: cfg.Schema, Options: base})
+		reader := ts.Revisions[ts.RevisionID]
+		newDec := avrodec.New
+		if ts.Type == "PROTOCOL_BUFFER" {
+			newDec = protodec.New
+			set, messages, err := CompileProtoSource(reader)
+			if err != nil {
+				return nil, nil, fmt.Errorf("schema %s revision %s: %w", ts.Schema, ts.RevisionID, err)
+			}
+			base[protodec.OptDescriptorSet] = base64.StdEncoding.EncodeToString(set)
+			base[protodec.OptMessage] = topLevel(messages)
+		} else {
+			base["avro_schema"] = reader
+		}
+		_, schema, err := newDec(sdk.Config{Schema: cfg.Schema, Options: base})
 		if err != nil {
 			return nil, nil, fmt.Errorf("schema %s revision %s: %w", ts.Schema, ts.RevisionID, err)
 		}
-		return &router{ts: ts, schema: schema, base: base, subs: map[routeKey]routed{}}, schema, nil
+		return &router{ts: ts, schema: schema, base: base, newDec: newDec, subs: map[routeKey]routed{}}, schema, nil
 	}
+}
+
+// topLevel is the message a Pub/Sub protobuf schema defines: its one
+// top-level message type (the others listed are nested in it).
+func topLevel(messages []string) string {
+	for _, m := range messages {
+		nested := false
+		for _, o := range messages {
+			if strings.HasPrefix(m, o+".") {
+				nested = true
+				break
+			}
+		}
+		if !nested {
+			return m
+		}
+	}
+	return ""
 }
 
 type routeKey struct{ revision, encoding string }
@@ -125,6 +161,7 @@ type router struct {
 	ts     *TopicSchema
 	schema *arrowlite.Schema
 	base   map[string]string
+	newDec sdk.Factory
 	subs   map[routeKey]routed
 	cur    Route
 }
@@ -160,9 +197,15 @@ func (r *router) open(k routeKey) routed {
 		return routed{err: err}
 	}
 	opts := maps.Clone(r.base)
-	opts["avro_writer_schema"] = def
-	opts["avro_encoding"] = enc
-	dec, _, err := avrodec.New(sdk.Config{Schema: r.schema, Options: opts})
+	if r.ts.Type == "PROTOCOL_BUFFER" {
+		// Protobuf decodes by field number: the reader revision's
+		// descriptor reads what older and newer revisions wrote.
+		opts[protodec.OptEncoding] = enc
+	} else {
+		opts["avro_writer_schema"] = def
+		opts["avro_encoding"] = enc
+	}
+	dec, _, err := r.newDec(sdk.Config{Schema: r.schema, Options: opts})
 	if err != nil {
 		return routed{err: fmt.Errorf("cannot be read as revision %s: %v", r.ts.RevisionID, err)}
 	}

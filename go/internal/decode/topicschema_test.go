@@ -86,12 +86,46 @@ func TestTopicSchemaConfigErrors(t *testing.T) {
 		cfg  DecoderConfig
 		want string
 	}{
-		{DecoderConfig{Format: "avro", TopicSchema: &TopicSchema{Type: "PROTOCOL_BUFFER"}}, "not supported"},
-		{DecoderConfig{Format: "json", TopicSchema: &TopicSchema{Type: "AVRO"}}, `needs decoder.format "avro"`},
+		{DecoderConfig{Format: "avro", TopicSchema: &TopicSchema{Type: "THRIFT"}}, "not supported"},
+		{DecoderConfig{Wasm: "x.wasm", TopicSchema: &TopicSchema{Type: "AVRO"}}, "not decoder.wasm"},
 		{DecoderConfig{Format: "avro", TopicSchema: &TopicSchema{Type: "AVRO", Schema: "s", RevisionID: "x"}}, "that revision's definition"},
 	} {
 		if err := c.cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.cfg.TopicSchema, err, c.want)
 		}
+	}
+}
+
+// A protobuf schema's revisions all decode with the reader revision's
+// descriptor (by field number), in the encoding each message names.
+func TestTopicSchemaProtobufRevisions(t *testing.T) {
+	v1 := "syntax = \"proto3\";\npackage t;\nmessage Item {\n  int64 id = 1;\n  string name = 2;\n  message Sub { int32 x = 1; }\n}\n"
+	v2 := "syntax = \"proto3\";\npackage t;\nmessage Item {\n  int64 id = 1;\n  string name = 2;\n  message Sub { int32 x = 1; }\n  optional string extra = 3;\n}\n"
+	ts := &TopicSchema{Schema: "projects/p/schemas/s", Type: "PROTOCOL_BUFFER", RevisionID: "r2",
+		Revisions: map[string]string{"r1": v1, "r2": v2}}
+	cfg := &DecoderConfig{Format: "avro", TopicSchema: ts} // the schema's type decides the decoder
+	dec, err := cfg.Open(context.Background(), nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	routes := []Route{{"m1", "r1", "BINARY"}, {"m2", "r2", "JSON"}, {"m3", "r9", "BINARY"}}
+	rec, errs, err := dec.DecodeRouted(binaryArray("\x08\x05\x12\x01a", `{"id": "7", "name": "b", "extra": "e"}`, "\x08\x01"),
+		func(i int) Route { return routes[i] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	defer errs.Release()
+	var buf bytes.Buffer
+	if err := array.RecordToJSON(rec, &buf); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if lines[0] != `{"extra":null,"id":5,"name":"a"}` || lines[1] != `{"extra":"e","id":7,"name":"b"}` {
+		t.Errorf("rows: %v (errors %v)", lines, errs)
+	}
+	if !strings.Contains(errs.Value(2), "message m3, schema revision r9: revision r9 is not one the query started with") {
+		t.Errorf("row 2 error %q", errs.Value(2))
 	}
 }

@@ -2,7 +2,9 @@
 the driver (at load() to derive the columns, and at query start for the
 tasks, which get it in their partitions: docs/source.md, "The topic's
 schema"). The Go decoder then decodes each message by the revision and
-encoding its attributes name (go/internal/decode/topicschema.go)."""
+encoding its attributes name (go/internal/decode/topicschema.go), with the
+built-in decoder of the schema's type (Avro or protobuf), whatever the
+DecodeOptions' format says."""
 
 from __future__ import annotations
 
@@ -27,8 +29,8 @@ def fetch_topic_schema(opts: SourceOptions) -> TopicSchema:
         got = admin("get_topic_schema", revision=opts.decode.schema_revision, **where, **opts.conn.client_kwargs())
     except PubSubError as e:
         raise OptionError(f"schemaFrom=topic: cannot read the schema of {next(iter(where.values()))}: {e}") from None
-    if got.get("type") != "AVRO":
+    if got.get("type") not in ("AVRO", "PROTOCOL_BUFFER"):
         raise OptionError(f"schemaFrom=topic: topic {got.get('topic')} has a {got.get('type')} schema "
-                          f"({got.get('schema')}); the source decodes AVRO schemas")
+                          f"({got.get('schema')}); the source decodes AVRO and PROTOCOL_BUFFER schemas")
     return TopicSchema(schema=got["schema"], type=got["type"], revision_id=got["revision_id"],
                        revisions=dict(got.get("revisions") or {}))
