@@ -3,15 +3,19 @@ Pub/Sub Avro schema (made with Google's own SchemaServiceClient), messages
 published by Google's client in BINARY and JSON encoding, decoded by the
 revision each message names into the columns Spark's from_avro gives; a
 revision committed while the query runs; the bad cases answered by the
-decode-error policy."""
+decode-error policy; protocol buffer revisions (on the embedded emulator:
+Google's has no protocol buffer schemas)."""
 
 from __future__ import annotations
 
 import json
+import os
 import uuid
 
 import pytest
 
+from google_peer import GoogleClients
+from pubsub_go import Emulator
 from sparkutil import registered_session, run_until
 from test_schema_mode import AVRO_SCHEMA, META, avro_payloads, reader, run_available_now
 
@@ -173,3 +177,44 @@ def test_messages_that_cannot_be_decoded_by_their_revision(spark, google, schema
     assert f"message {plain} has no googclient_schemarevisionid" in err and rows[plain].id is None, err
     err = rows[orphan]._decode_error
     assert f"message {orphan}, schema revision _deleted-schema-revision_: its revision was deleted" in err, err
+
+
+PROTO_V1 = 'syntax = "proto3";\npackage shop;\nmessage Item {\n  int64 id = 1;\n  string name = 2;\n}\n'
+PROTO_V2 = PROTO_V1.replace("}\n", "  optional string extra = 3;\n}\n")
+
+
+def test_protobuf_revisions_in_both_encodings(spark, tmp_path):
+    """On the embedded emulator: Google's emulator has no protocol buffer
+    schemas (UNIMPLEMENTED)."""
+    with Emulator() as emu:
+        before = os.environ.get("PUBSUB_EMULATOR_HOST")
+        google = GoogleClients(emu.host_port)
+        from google.cloud.pubsub import SchemaServiceClient
+
+        schemas = SchemaServiceClient()
+        os.environ.pop("PUBSUB_EMULATOR_HOST", None)
+        if before is not None:  # leave the session's clients' setting as it was
+            os.environ["PUBSUB_EMULATOR_HOST"] = before
+        protobuf_revisions(spark, google, schemas, emu, tmp_path)
+
+
+def protobuf_revisions(spark, google, schemas, emulator, tmp_path):
+    from google.pubsub_v1.types import Schema
+
+    s = schemas.create_schema(request={
+        "parent": f"projects/{google.project}", "schema_id": f"sch-{uuid.uuid4().hex[:10]}",
+        "schema": Schema(type_=Schema.Type.PROTOCOL_BUFFER, definition=PROTO_V1)})
+    topic, (sub,) = schema_topic(google, s.name, "BINARY")
+    google.publish(topic, [b"\x08\x05\x12\x03old"])  # id=5, name="old", written by hand
+    schemas.commit_schema(request={"name": s.name, "schema": Schema(
+        name=s.name, type_=Schema.Type.PROTOCOL_BUFFER, definition=PROTO_V2)})
+    google.publisher.update_topic(request={"topic": {"name": topic, "schema_settings": {
+        "schema": s.name, "encoding": "JSON"}}, "update_mask": {"paths": ["schema_settings"]}})
+    google.publish(topic, [json.dumps({"id": "7", "name": "new", "extra": "e"}).encode()])
+
+    df = reader(spark, emulator, sub, tmp_path, schemaFrom="topic", quietPeriodMs=1500)
+    assert df.columns == ["id", "name", "extra", *META]
+    run_available_now(df, "ts_protobuf", tmp_path)
+    rows = spark.sql("SELECT * FROM ts_protobuf").collect()
+    assert sorted((r.id, r.name, r.extra, r.attributes["googclient_schemaencoding"]) for r in rows) == [
+        (5, "old", None, "BINARY"), (7, "new", "e", "JSON")]
