@@ -102,3 +102,28 @@ func TestPublishCodecReadsWhatProtoWrites(t *testing.T) {
 		t.Fatal("truncated request parsed")
 	}
 }
+
+func TestProtoSchemaValidatesBinaryAndJSON(t *testing.T) {
+	md, err := compileProtoSchema(`syntax = "proto3"; message Reading { int64 id = 1; string note = 2; }`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validProto(md, []byte(`{"id": "7", "note": "ok"}`), false); err != nil {
+		t.Errorf("JSON: %v", err)
+	}
+	if err := validProto(md, []byte(`{"id": "x"}`), false); err == nil {
+		t.Error("JSON with a bad id passed")
+	}
+	if err := validProto(md, []byte{0x08, 0x07, 0x12, 0x02, 'o', 'k'}, true); err != nil {
+		t.Errorf("binary: %v", err)
+	}
+	if err := validProto(md, []byte{0x12, 0x05, 'o'}, true); err == nil {
+		t.Error("truncated binary passed")
+	}
+	if _, err := compileProtoSchema(`syntax = "proto3"; message A {} message B {}`); err == nil {
+		t.Error("two top-level messages compiled")
+	}
+	if _, err := compileProtoSchema(`syntax = "proto3"; message A { nope x = 1; }`); err == nil {
+		t.Error("an unknown type compiled")
+	}
+}

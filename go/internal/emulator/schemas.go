@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -18,16 +19,23 @@ import (
 // revision parsed once.
 type schemaRevisions struct {
 	revs   []*pubsubpb.Schema
-	parsed map[string]*avroType // by revision id
+	parsed map[string]*avroType                      // by revision id
+	protos map[string]protoreflect.MessageDescriptor // by revision id
 }
 
 func (r *schemaRevisions) add(pb *pubsubpb.Schema) {
 	r.revs = append(r.revs, pb)
-	if pb.Type == pubsubpb.Schema_AVRO {
+	switch pb.Type { // definitions were checked by checkSchemaDefinition
+	case pubsubpb.Schema_AVRO:
 		if r.parsed == nil {
 			r.parsed = map[string]*avroType{}
 		}
-		r.parsed[pb.RevisionId], _ = parseAvro(pb.Definition) // checked by checkSchemaDefinition
+		r.parsed[pb.RevisionId], _ = parseAvro(pb.Definition)
+	case pubsubpb.Schema_PROTOCOL_BUFFER:
+		if r.protos == nil {
+			r.protos = map[string]protoreflect.MessageDescriptor{}
+		}
+		r.protos[pb.RevisionId], _ = compileProtoSchema(pb.Definition)
 	}
 }
 
@@ -48,8 +56,8 @@ func (st *state) newRevision(in *pubsubpb.Schema, name string) *pubsubpb.Schema 
 	return pb
 }
 
-// checkSchemaDefinition checks a schema; Avro definitions are parsed
-// (protocol buffer definitions are taken as given: see docs/emulator.md).
+// checkSchemaDefinition checks a schema: Avro definitions parse, protocol
+// buffer ones compile.
 func checkSchemaDefinition(s *pubsubpb.Schema) error {
 	if s == nil || s.Type == pubsubpb.Schema_TYPE_UNSPECIFIED || s.Definition == "" {
 		return status.Error(codes.InvalidArgument, "schema: a type (AVRO or PROTOCOL_BUFFER) and a definition are required")
@@ -57,6 +65,11 @@ func checkSchemaDefinition(s *pubsubpb.Schema) error {
 	if s.Type == pubsubpb.Schema_AVRO {
 		if _, err := parseAvro(s.Definition); err != nil {
 			return status.Errorf(codes.InvalidArgument, "invalid Avro schema: %v", err)
+		}
+	}
+	if s.Type == pubsubpb.Schema_PROTOCOL_BUFFER {
+		if _, err := compileProtoSchema(s.Definition); err != nil {
+			return status.Errorf(codes.InvalidArgument, "invalid protocol buffer schema: %v", err)
 		}
 	}
 	return nil
@@ -270,7 +283,7 @@ func (st *state) validateSchema(t *pubsubpb.Topic, msgs []*pubsubpb.PubsubMessag
 	var firstErr error
 	for i := hi; i >= lo; i-- {
 		rev := r.revs[i]
-		if err := checkMessages(rev, r.parsed[rev.RevisionId], ss.Encoding, msgs); err != nil {
+		if err := checkMessages(rev, r.parsed[rev.RevisionId], r.protos[rev.RevisionId], ss.Encoding, msgs); err != nil {
 			if firstErr == nil {
 				firstErr = err
 			}
@@ -285,20 +298,25 @@ func (st *state) validateSchema(t *pubsubpb.Topic, msgs []*pubsubpb.PubsubMessag
 	return nil, status.Errorf(codes.InvalidArgument, "Invalid data in message: message failed schema validation against %s: %v", ss.Schema, firstErr)
 }
 
-// checkMessages checks each message against one revision.
-func checkMessages(rev *pubsubpb.Schema, avro *avroType, enc pubsubpb.Encoding, msgs []*pubsubpb.PubsubMessage) error {
-	if avro == nil {
-		return nil // protocol buffer schemas are not checked (docs/emulator.md)
-	}
+// checkMessages checks each message against one revision (its parsed
+// Avro schema or compiled protocol buffer message).
+func checkMessages(rev *pubsubpb.Schema, avro *avroType, md protoreflect.MessageDescriptor, enc pubsubpb.Encoding,
+	msgs []*pubsubpb.PubsubMessage) error {
+	binary := enc == pubsubpb.Encoding_BINARY
 	for i, m := range msgs {
 		var err error
-		if enc == pubsubpb.Encoding_BINARY {
+		kind := "Avro"
+		switch {
+		case avro != nil && binary:
 			err = avro.validBinary(m.Data)
-		} else {
+		case avro != nil:
 			err = avro.validJSON(m.Data)
+		case md != nil:
+			kind = "protocol buffer"
+			err = validProto(md, m.Data, binary)
 		}
 		if err != nil {
-			return fmt.Errorf("message %d is not %s-encoded Avro of revision %s: %v", i, enc, rev.RevisionId, err)
+			return fmt.Errorf("message %d is not %s-encoded %s of revision %s: %v", i, enc, kind, rev.RevisionId, err)
 		}
 	}
 	return nil
@@ -323,10 +341,14 @@ func (s *schemaService) ValidateMessage(_ context.Context, req *pubsubpb.Validat
 		return nil, status.Error(codes.InvalidArgument, "validate message: give a schema name or a schema")
 	}
 	var avro *avroType
-	if rev.Type == pubsubpb.Schema_AVRO {
+	var md protoreflect.MessageDescriptor
+	switch rev.Type {
+	case pubsubpb.Schema_AVRO:
 		avro, _ = parseAvro(rev.Definition)
+	case pubsubpb.Schema_PROTOCOL_BUFFER:
+		md, _ = compileProtoSchema(rev.Definition)
 	}
-	if err := checkMessages(rev, avro, req.Encoding, []*pubsubpb.PubsubMessage{{Data: req.Message}}); err != nil {
+	if err := checkMessages(rev, avro, md, req.Encoding, []*pubsubpb.PubsubMessage{{Data: req.Message}}); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "Invalid data in message: %v", err)
 	}
 	return &pubsubpb.ValidateMessageResponse{}, nil
