@@ -74,7 +74,7 @@ def pull(g: GoogleClients, sub: str, want: int, within: float = 10.0) -> list:
     return out
 
 
-def pull_none(g: GoogleClients, sub: str, wait: float = 1.5) -> list:
+def pull_none(g: GoogleClients, sub: str, wait: float = 1.0) -> list:
     """What a subscription delivers within `wait` s (expected: nothing)."""
     out: list = []
     deadline = time.monotonic() + wait
@@ -138,7 +138,7 @@ def test_filter_delivers_only_matching_messages(g, request):
     topic, sub = make(g, filter='attributes.kind = "keep" AND NOT attributes:skip')
     g.publish(topic, [b"1", b"2", b"3", b"4"],
               attributes=[{"kind": "keep"}, {"kind": "drop"}, {"kind": "keep", "skip": "y"}, {"kind": "keep"}])
-    got = pull(g, sub, 4, within=2)
+    got = pull(g, sub, 4, within=1.0)
     if sorted(data(got)) == [b"1", b"2", b"3", b"4"] and request.node.callspec.params["g"] == "official":
         pytest.xfail("Google's emulator stores a subscription's filter but does not apply it; "
                      "the embedded one filters as the service does (docs/emulator.md)")
