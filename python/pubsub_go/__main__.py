@@ -30,6 +30,9 @@ def _emulator(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from .demo import run
 
+    if args.messages < 1:
+        print(f"--messages must be at least 1, got {args.messages}", file=sys.stderr)
+        return 2
     return run(messages=args.messages, spark=args.spark)
 
 
@@ -56,14 +59,17 @@ def _version(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .demo import DEFAULT_MESSAGES
+
     p = argparse.ArgumentParser(prog="python -m pubsub_go", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     e = sub.add_parser("emulator", help="serve the embedded Pub/Sub emulator on loopback")
     e.add_argument("--host", default="127.0.0.1")
     e.add_argument("--port", type=int, default=8085)
     e.set_defaults(fn=_emulator)
-    d = sub.add_parser("demo", help="embedded emulator -> publish -> read back into Arrow (and Spark)")
-    d.add_argument("--messages", type=int, default=4_000)
+    d = sub.add_parser("demo", help="embedded emulator -> publish -> read back into Arrow and through Spark")
+    d.add_argument("--messages", type=int, default=DEFAULT_MESSAGES,
+                   help="how many messages to publish and read back (default: %(default)s)")
     d.add_argument("--spark", action=argparse.BooleanOptionalAction, default=True,
                    help="also read the messages back through spark.readStream.format('pubsub-go')")
     d.set_defaults(fn=_demo)

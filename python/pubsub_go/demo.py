@@ -1,14 +1,19 @@
-"""The main job: embedded emulator -> publish sample messages -> read them
-back as Arrow batches through the Go data plane (and, optionally, through
-spark.readStream.format("pubsub-go")) -> print a summary."""
+"""The main job: embedded emulator -> publish numbered sample messages ->
+read every one back as Arrow batches through the Go data plane (one
+subscription) and through spark.readStream.format("pubsub-go") (a second
+subscription on the same topic) -> print rows/s of each and whether each
+read every message exactly once. Progress lines show each step as it goes.
+
+Every message carries its number n in its JSON payload, so "exactly once"
+is checked, not assumed: each path counts how often it saw each n."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
 import time
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -17,87 +22,184 @@ from .client import Emulator, Publisher, Subscriber, admin
 
 PROJECT = "pubsub-go-demo"
 TOPIC = f"projects/{PROJECT}/topics/demo"
-SUB = f"projects/{PROJECT}/subscriptions/demo"
+SUB_ARROW = f"projects/{PROJECT}/subscriptions/demo-arrow"
+SUB_SPARK = f"projects/{PROJECT}/subscriptions/demo-spark"
+
+DEFAULT_MESSAGES = 4_000
+# Messages per published batch: large enough that building them in Python
+# costs little per message, small enough that progress moves.
+PUBLISH_CHUNK = 50_000
+# A step that makes no progress this long fails the demo instead of hanging.
+STALL_S = 120
+PROGRESS_EVERY_S = 1.0
 
 
-def _sample(n: int, start: int) -> pa.RecordBatch:
-    ids = range(start, start + n)
-    return pa.record_batch({
-        "payload": pa.array([json.dumps({"n": i, "sensor": f"s{i % 7}"}).encode() for i in ids], pa.binary()),
-        "attributes": pa.array([[("source", "demo"), ("parity", "even" if i % 2 == 0 else "odd")] for i in ids],
-                               pa.map_(pa.string(), pa.string())),
-    })
+class Progress:
+    """One progress line, rewritten in place on a terminal and printed at
+    most once per PROGRESS_EVERY_S otherwise (a log keeps every line)."""
+
+    def __init__(self, label: str, total: int) -> None:
+        self.label, self.total = label, total
+        self.t0 = self._last = time.monotonic()
+        self.tty = sys.stdout.isatty()
+
+    def update(self, done: int, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last < PROGRESS_EVERY_S:
+            return
+        self._last = now
+        rate = done / max(now - self.t0, 1e-9)
+        line = f"      {self.label}: {done:,}/{self.total:,} ({rate:,.0f} msg/s)"
+        print(line, end="\r" if self.tty else "\n", flush=True)
+
+    def done(self, done: int) -> float:
+        """Prints the final line; returns the seconds since the start."""
+        self.update(done, force=True)
+        if self.tty:
+            print(flush=True)
+        return time.monotonic() - self.t0
 
 
-def run(messages: int = 4_000, spark: bool = True) -> int:
+def _sample(start: int, n: int) -> pa.RecordBatch:
+    """Messages start..start+n-1: payload {"n": i, "sensor": "s<i%7>"},
+    attributes source=demo and parity=even|odd (built column-wise: a
+    million messages in well under a second)."""
+    ids = pa.array(range(start, start + n), pa.int64())
+    sensor = pc.subtract(ids, pc.multiply(pc.divide(ids, 7), 7))
+    payload = pc.binary_join_element_wise('{"n": ', pc.cast(ids, pa.string()), ', "sensor": "s',
+                                          pc.cast(sensor, pa.string()), '"}', "")
+    pair = ["source", "parity"] * n
+    items = (["demo", "even", "demo", "odd"] if start % 2 == 0 else ["demo", "odd", "demo", "even"]) * (n // 2 + 1)
+    attrs = pa.MapArray.from_arrays(pa.array(range(0, 2 * n + 1, 2), pa.int32()), pa.array(pair, pa.string()),
+                                    pa.array(items[:2 * n], pa.string()))
+    return pa.record_batch({"payload": pc.cast(payload, pa.binary()), "attributes": attrs})
+
+
+def _numbers(payload: pa.Array) -> pa.Array:
+    """The n of each demo payload (`{"n": 123, ...`)."""
+    found = pc.extract_regex(pc.cast(payload, pa.string()), r'^\{"n": (?P<n>\d+),')
+    return pc.cast(found.field("n"), pa.int64())
+
+
+class Tally:
+    """The message numbers one path saw, to count each exactly once."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.chunks: list[pa.Array] = []
+        self.rows = 0
+
+    def add(self, numbers: pa.Array) -> None:
+        self.chunks.append(numbers)
+        self.rows += len(numbers)
+
+    def verdict(self) -> tuple[bool, str]:
+        seen = pa.chunked_array(self.chunks, pa.int64())
+        counts = pc.value_counts(seen).field("counts") if len(seen) else pa.array([], pa.int64())
+        once = pc.sum(pc.equal(counts, 1)).as_py() or 0
+        dup, missing = self.rows - len(counts), self.total - len(counts)
+        return once == self.total, f"exactly once {once:,}/{self.total:,}, duplicates {dup:,}, missing {missing:,}"
+
+
+def run(messages: int = DEFAULT_MESSAGES, spark: bool = True, session: Any = None) -> int:
+    """Runs the demo; returns the process exit code (0: every path read every
+    message exactly once). session: a SparkSession to use (else one is
+    started, local[2], and stopped at the end)."""
     t0 = time.monotonic()
     with Emulator() as emu:
-        print(f"[1/4] embedded emulator on {emu.host_port}", flush=True)
-        admin("create_topic", emulator_host=emu.host_port, topic=TOPIC)
-        admin("create_subscription", emulator_host=emu.host_port, topic=TOPIC, subscription=SUB,
-              ack_deadline_seconds=60)
-        with Publisher(topic=TOPIC, emulator_host=emu.host_port) as pub:
-            for start in range(0, messages, 1000):
-                pub.publish(_sample(min(1000, messages - start), start))
-            res = pub.flush(timeout_ms=120_000)
-        print(f"[2/4] published {res['published']} messages ({res['bytes']} bytes)", flush=True)
+        host = emu.host_port
+        print(f"[1/4] embedded emulator on {host}", flush=True)
+        admin("create_topic", emulator_host=host, topic=TOPIC)
+        for sub in (SUB_ARROW, SUB_SPARK) if spark else (SUB_ARROW,):
+            admin("create_subscription", emulator_host=host, topic=TOPIC, subscription=sub,
+                  ack_deadline_seconds=60)
 
-        batches = []
-        t_read = time.monotonic()
-        # pstest hands each stream one message per 10 ms tick: use several streams.
-        with Subscriber(subscription=SUB, emulator_host=emu.host_port, streams=8,
-                        max_outstanding_messages=5000) as sub:
-            rows, deadline = 0, time.monotonic() + 120
-            half = messages // 2 if spark else messages
-            while rows < half and time.monotonic() < deadline:
-                b, acks = sub.next_batch(max_rows=min(1000, half - rows), wait_ms=500)
-                if b.num_rows:
-                    batches.append(b)
-                    rows += b.num_rows
-                    sub.ack(acks)
-                    print(f"      read {rows}/{half} rows", end="\r", flush=True)
-        elapsed = time.monotonic() - t_read
-        table = pa.Table.from_batches(batches) if batches else None
-        print(f"\n[3/4] read {rows} messages back as {len(batches)} Arrow batches in {elapsed:.2f}s "
-              f"({rows / max(elapsed, 1e-9):,.0f} msg/s)", flush=True)
-        if table is not None:
-            print(f"      schema: {table.schema}".replace("\n", "\n      "))
-            print(f"      payload bytes: {pc.sum(pc.binary_length(table['payload'])).as_py()}, "
-                  f"publish_time range: {pc.min(table['publish_time'])} .. {pc.max(table['publish_time'])}")
-        spark_rows = 0
+        prog = Progress("[2/4] published (acknowledged by the server)", messages)
+        with Publisher(topic=TOPIC, emulator_host=host) as pub:
+            for start in range(0, messages, PUBLISH_CHUNK):
+                pub.publish(_sample(start, min(PUBLISH_CHUNK, messages - start)))
+                prog.update(start)
+            res = pub.flush(timeout_ms=STALL_S * 1000)
+        took = prog.done(res["published"])
+        print(f"[2/4] published {res['published']:,} messages ({res['bytes']:,} bytes) in {took:.2f} s "
+              f"({res['published'] / took:,.0f} msg/s)", flush=True)
+
+        arrow = _read_arrow(host, messages)
+        results = [("data plane (Subscriber -> Arrow)", arrow)]
         if spark:
-            spark_rows = _spark_read(emu.host_port, messages - rows)
-        total = rows + spark_rows
-        ok = total == messages
-        print(f"[4/4] summary: published {messages}, read {rows} via Subscriber + {spark_rows} via Spark = "
-              f"{total} -> {'OK' if ok else 'MISMATCH'} in {time.monotonic() - t0:.1f}s", flush=True)
+            results.append(("Spark (readStream, drainBacklog)", _read_spark(host, messages, session)))
+        print("[4/4] summary:", flush=True)
+        ok = True
+        for name, (tally, seconds) in results:
+            good, verdict = tally.verdict()
+            ok &= good
+            print(f"      {name}: {tally.rows:,} rows in {seconds:.2f} s = {tally.rows / seconds:,.0f} rows/s; "
+                  f"{verdict}", flush=True)
+        print(f"      {'OK' if ok else 'MISMATCH'}: {messages:,} messages in {time.monotonic() - t0:.1f} s",
+              flush=True)
         return 0 if ok else 1
 
 
-def _spark_read(host_port: str, want: int) -> int:
-    from pyspark.sql import SparkSession
+def _read_arrow(host: str, messages: int) -> tuple[Tally, float]:
+    """Reads SUB_ARROW with the Go data plane, acking each batch; stops at
+    every message or STALL_S without any."""
+    tally = Tally(messages)
+    prog = Progress("[3/4] read through the data plane", messages)
+    schema = None
+    with Subscriber(subscription=SUB_ARROW, emulator_host=host) as sub:
+        last = time.monotonic()
+        while tally.rows < messages and time.monotonic() - last < STALL_S:
+            b, acks = sub.next_batch(max_rows=0, wait_ms=200)
+            if b.num_rows:
+                schema = b.schema
+                tally.add(_numbers(b.column("payload")))
+                sub.ack(acks)
+                last = time.monotonic()
+            prog.update(tally.rows)
+    took = prog.done(tally.rows)
+    if schema is not None:
+        print(f"      Arrow schema: {', '.join(f'{f.name} {f.type}' for f in schema)}", flush=True)
+    return tally, took
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (SparkSession.builder.master("local[2]").appName("pubsub-go-demo")
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+
+def _read_spark(host: str, messages: int, session: Any) -> tuple[Tally, float]:
+    """Reads SUB_SPARK with a streaming query that drains the backlog and
+    stops (drainBacklog, pubsub_go.drain), counting every micro-batch's
+    message numbers in foreachBatch. The time is to the last row, without
+    the quiet period that ends the query."""
+    import pubsub_go
+
+    own = session is None
+    if own:
+        from pyspark.sql import SparkSession
+
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        print("      starting Spark (local[2])", flush=True)
+        session = (SparkSession.builder.master("local[2]").appName("pubsub-go-demo")
+                   .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+                   .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+        session.sparkContext.setLogLevel("ERROR")
+    pubsub_go.register(session)
+    tally = Tally(messages)
+    prog = Progress("[3/4] read through Spark", messages)
+    last_row = [prog.t0]
+
+    def count(df: Any, _batch_id: int) -> None:
+        got = df.select("payload").toArrow()
+        if got.num_rows:
+            tally.add(_numbers(got.column("payload").combine_chunks()))
+            last_row[0] = time.monotonic()
+        prog.update(tally.rows)
+
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            df = (spark.readStream.format("pubsub-go").option("subscriptionId", SUB)
-                  .option("emulatorHost", host_port).option("numPartitions", "2")
-                  .option("streamsPerPartition", "4").option("maxWaitTimeMs", "500")
-                  .option("batchLogLocation", f"{tmp}/log")
-                  .option("drainBacklog", "true").load())  # read the backlog, then stop: every Spark 4
-            q = (df.selectExpr("CAST(payload AS STRING) AS payload", "attributes['parity'] AS parity")
-                 .writeStream.format("memory").queryName("demo")
-                 .option("checkpointLocation", f"{tmp}/ckpt").start())
-            import pubsub_go
-
-            pubsub_go.drain(q, timeout_s=300)
-            got = spark.sql("SELECT parity, count(*) AS n FROM demo GROUP BY parity ORDER BY parity").collect()
-            n = sum(r.n for r in got)
-            print(f"      Spark readStream (drainBacklog) got {n}/{want} rows: "
-                  + ", ".join(f"{r.parity}={r.n}" for r in got), flush=True)
-            return n
+        with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
+            q = (session.readStream.format("pubsub-go").option("subscriptionId", SUB_SPARK)
+                 .option("emulatorHost", host).option("batchLogLocation", f"{tmp}/log")
+                 .option("drainBacklog", "true").load()  # read the backlog, then stop: every Spark 4
+                 .writeStream.foreachBatch(count).option("checkpointLocation", f"{tmp}/ckpt").start())
+            pubsub_go.drain(q, timeout_s=STALL_S + messages / 10_000)
     finally:
-        spark.stop()
+        if own:
+            session.stop()
+    prog.done(tally.rows)
+    return tally, last_row[0] - prog.t0
