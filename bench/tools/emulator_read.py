@@ -49,7 +49,7 @@ def run_available_now(spark, host: str, sub: str, n: int, tmp: str) -> dict:
             counted["t_all"] = time.monotonic() - t0
 
     q = (spark.readStream.format("pubsub-go").option("subscriptionId", sub).option("emulatorHost", host)
-         .option("batchLogLocation", f"{tmp}/log").load()
+         .option("batchLogLocation", f"{tmp}/log").options(**EXTRA_OPTIONS).load()
          .writeStream.foreachBatch(count).trigger(availableNow=True).option("checkpointLocation", f"{tmp}/ck").start())
     if not q.awaitTermination(600):
         q.stop()
@@ -61,9 +61,13 @@ def run_available_now(spark, host: str, sub: str, n: int, tmp: str) -> dict:
             "end_seconds": time.monotonic() - t0, "batches": sizes}
 
 
+# pubsub-go options besides the defaults (--option k=v), to try one lever.
+EXTRA_OPTIONS: dict[str, str] = {}
+
+
 def run_streaming(spark, host: str, sub: str, n: int, tmp: str) -> dict:
     df = (spark.readStream.format("pubsub-go").option("subscriptionId", sub).option("emulatorHost", host)
-          .option("batchLogLocation", f"{tmp}/log").load())
+          .option("batchLogLocation", f"{tmp}/log").options(**EXTRA_OPTIONS).load())
     return _until_all(df, n, tmp, "pubsub-go streaming")
 
 
@@ -111,7 +115,10 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--trigger", choices=sorted(TRIGGERS), default="streaming",
                     help="how pubsub-go's query runs (default: streaming, the default trigger)")
+    ap.add_argument("--option", action="append", default=[], metavar="K=V",
+                    help="a pubsub-go source option besides the defaults (repeatable)")
     args = ap.parse_args()
+    EXTRA_OPTIONS.update(kv.split("=", 1) for kv in args.option)
 
     import pubsub_go
     from emulators import OfficialEmulator
