@@ -114,11 +114,11 @@ def run(messages: int = DEFAULT_MESSAGES, spark: bool = True, session: Any = Non
             admin("create_subscription", emulator_host=host, topic=TOPIC, subscription=sub,
                   ack_deadline_seconds=60)
 
-        prog = Progress("[2/4] published (acknowledged by the server)", messages)
+        prog = Progress("[2/4] handed to the publisher", messages)
         with Publisher(topic=TOPIC, emulator_host=host) as pub:
             for start in range(0, messages, PUBLISH_CHUNK):
                 pub.publish(_sample(start, min(PUBLISH_CHUNK, messages - start)))
-                prog.update(start)
+                prog.update(start + min(PUBLISH_CHUNK, messages - start))
             res = pub.flush(timeout_ms=STALL_S * 1000)
         took = prog.done(res["published"])
         print(f"[2/4] published {res['published']:,} messages ({res['bytes']:,} bytes) in {took:.2f} s "
