@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/pubsub-go/pubsub-go/wasm-decoders/internal/ipccheck"
 	"github.com/pubsub-go/pubsub-go/wasm-decoders/sdk"
 )
 
@@ -43,7 +44,7 @@ func errorOf(t *testing.T, row string) string {
 }
 
 // binaryOf is the binary encoding of a datum given in Avro's JSON encoding.
-func binaryOf(t *testing.T, schema, datum string) []byte {
+func binaryOf(t testing.TB, schema, datum string) []byte {
 	t.Helper()
 	n, err := parseSchema(schema)
 	if err != nil {
@@ -228,4 +229,45 @@ func TestResolutionErrors(t *testing.T) {
 	if !strings.Contains(got[0], `"a":"X"`) || !strings.Contains(errorOf(t, got[1]), `avro enum symbol "Y" is not in the reader's enum`) {
 		t.Fatal(got)
 	}
+}
+
+// Hostile JSON datums and binary datums of another revision never panic,
+// and a bad row does not disturb the next one.
+func FuzzAvroJSONAndResolution(f *testing.F) {
+	f.Add([]byte(`{"id": 5, "name": "n", "gone": ["x"], "e": "B", "u": {"int": 3}, "old_name": 0.5, "inner": {"x": 1}}`), false)
+	f.Add([]byte(`{"id": 1, "name": "", "gone": [], "e": "C", "u": null, "old_name": "NaN", "inner": {"x": 2}}`), false)
+	f.Add([]byte(`[[[[[[[[[[[[[[[[[[[[{"a":`), false)
+	f.Add([]byte{0x0a, 0x02, 'n', 0x02, 0x02, 'x', 0x00, 0x04, 0x02, 0x06, 0, 0, 0, 0x3f, 0x02}, true)
+	f.Add([]byte{0x0a}, true)
+	var ms [2]*sdk.Module
+	for i, enc := range []string{"json", "binary"} {
+		ms[i] = sdk.NewModule(New)
+		if err := ms[i].Init(sdk.EncodeConfig(nil, map[string]string{"avro_schema": readerV2, "avro_writer_schema": writerV1, "avro_encoding": enc})); err != nil {
+			f.Fatal(err)
+		}
+	}
+	good := map[bool][]byte{false: []byte(`{"id": 9, "name": "g", "gone": [], "e": "A", "u": null, "old_name": 1, "inner": {"x": 0}}`)}
+	good[true] = binaryOf(f, writerV1, string(good[false]))
+	f.Fuzz(func(t *testing.T, payload []byte, binary bool) {
+		m, next := ms[0], good[false]
+		if binary {
+			m, next = ms[1], good[true]
+		}
+		out, err := m.Decode(sdk.EncodeInput([][]byte{payload, next}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := ipccheck.Read(out)
+		if err != nil {
+			t.Fatalf("invalid output: %v", err)
+		}
+		defer rec.Release()
+		errs := rec.Column(int(rec.NumCols()) - 1).(*array.String)
+		if errs.IsValid(0) && strings.HasPrefix(errs.Value(0), "decoder panic") {
+			t.Fatalf("panic: %s", errs.Value(0))
+		}
+		if errs.IsValid(1) {
+			t.Fatalf("a bad row disturbed the next one: %s", errs.Value(1))
+		}
+	})
 }
