@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import threading
 import time
 from typing import Any
 
@@ -45,13 +46,13 @@ class Progress:
         self.t0 = self._last = time.monotonic()
         self.tty = sys.stdout.isatty()
 
-    def update(self, done: int, force: bool = False) -> None:
+    def update(self, done: int, force: bool = False, note: str = "") -> None:
         now = time.monotonic()
         if not force and now - self._last < PROGRESS_EVERY_S:
             return
         self._last = now
         rate = done / max(now - self.t0, 1e-9)
-        line = f"      {self.label}: {done:,}/{self.total:,} ({rate:,.0f} msg/s)"
+        line = f"      {self.label}: {done:,}/{self.total:,} ({rate:,.0f} msg/s){note}"
         print(line, end="\r" if self.tty else "\n", flush=True)
 
     def done(self, done: int) -> float:
@@ -77,9 +78,13 @@ def _sample(start: int, n: int) -> pa.RecordBatch:
     return pa.record_batch({"payload": pc.cast(payload, pa.binary()), "attributes": attrs})
 
 
+# The n of a demo payload (`{"n": 123, ...`), for pyarrow and for Spark SQL.
+NUMBER_PATTERN = r'^\{"n": (\d+),'
+
+
 def _numbers(payload: pa.Array) -> pa.Array:
-    """The n of each demo payload (`{"n": 123, ...`)."""
-    found = pc.extract_regex(pc.cast(payload, pa.string()), r'^\{"n": (?P<n>\d+),')
+    """The n of each demo payload."""
+    found = pc.extract_regex(pc.cast(payload, pa.string()), NUMBER_PATTERN.replace("(", "(?P<n>"))
     return pc.cast(found.field("n"), pa.int64())
 
 
@@ -169,6 +174,8 @@ def _read_spark(host: str, messages: int, session: Any) -> tuple[Tally, float]:
     stops (drainBacklog, pubsub_go.drain), counting every micro-batch's
     message numbers in foreachBatch. The time is to the last row, without
     the quiet period that ends the query."""
+    from pyspark.sql import functions as F
+
     import pubsub_go
 
     own = session is None
@@ -187,9 +194,11 @@ def _read_spark(host: str, messages: int, session: Any) -> tuple[Tally, float]:
     last_row = [prog.t0]
 
     def count(df: Any, _batch_id: int) -> None:
-        got = df.select("payload").toArrow()
+        # Only the numbers travel to the driver (8 bytes a row, not the payload).
+        got = df.select(F.regexp_extract(F.col("payload").cast("string"), NUMBER_PATTERN, 1).cast("bigint")
+                        .alias("n")).toArrow()
         if got.num_rows:
-            tally.add(_numbers(got.column("payload").combine_chunks()))
+            tally.add(got.column("n").combine_chunks())
             last_row[0] = time.monotonic()
         prog.update(tally.rows)
 
@@ -199,9 +208,34 @@ def _read_spark(host: str, messages: int, session: Any) -> tuple[Tally, float]:
                  .option("emulatorHost", host).option("batchLogLocation", f"{tmp}/log")
                  .option("drainBacklog", "true").load()  # read the backlog, then stop: every Spark 4
                  .writeStream.foreachBatch(count).option("checkpointLocation", f"{tmp}/ckpt").start())
-            pubsub_go.drain(q, timeout_s=STALL_S + messages / 10_000)
+            _drain_with_progress(q, prog, tally, timeout_s=STALL_S + messages / 10_000)
     finally:
         if own:
             session.stop()
     prog.done(tally.rows)
     return tally, last_row[0] - prog.t0
+
+
+def _drain_with_progress(query: Any, prog: Progress, tally: Tally, timeout_s: float) -> None:
+    """pubsub_go.drain(query) in a thread while this one prints a progress
+    line with Spark's status: rows count only when a micro-batch ends, and
+    the first one (Python workers starting) can take many seconds."""
+    import pubsub_go
+
+    failed: list[BaseException] = []
+
+    def drive() -> None:
+        try:
+            pubsub_go.drain(query, timeout_s=timeout_s)
+        except BaseException as e:  # re-raised below, in the caller's thread
+            failed.append(e)
+
+    t = threading.Thread(target=drive, name="demo-drain", daemon=True)
+    t.start()
+    while t.is_alive():
+        t.join(PROGRESS_EVERY_S)
+        status = query.status if t.is_alive() else None
+        if status is not None:
+            prog.update(tally.rows, note=f"; Spark: {status['message']}")
+    if failed:
+        raise failed[0]
