@@ -74,6 +74,17 @@ message_type {{ name: "Event"
 """, descriptor_pb2.FileDescriptorProto())
 DESCRIPTOR_SET = descriptor_pb2.FileDescriptorSet(file=[FILE]).SerializeToString()  # imports left to the decoder
 
+
+def descriptor_set_with_imports() -> bytes:
+    """DESCRIPTOR_SET with the files it imports (Timestamp, wrappers), as
+    Spark's from_protobuf needs it: it resolves no well-known type itself."""
+    files = []
+    for d in (timestamp_pb2.DESCRIPTOR, wrappers_pb2.DESCRIPTOR):
+        fdp = descriptor_pb2.FileDescriptorProto()
+        d.CopyToProto(fdp)
+        files.append(fdp)
+    return descriptor_pb2.FileDescriptorSet(file=[*files, FILE]).SerializeToString()
+
 _pool = descriptor_pool.Default()
 try:
     _pool.FindFileByName(FILE.name)

@@ -38,6 +38,20 @@ def spark_session(master: str = "local[2]", app: str = "pubsub-go-tests", **conf
     return spark
 
 
+def classpath_conf(*specs: str) -> dict[str, str]:
+    """spark_session arguments that put each of specs (comma-separated lists
+    allowed) on the classpath beside spark-avro: Maven coordinates
+    (group:artifact:version) through spark.jars.packages, local jar paths (a
+    locally built stand-in such as bench/tools/build_spark_protobuf.sh's)
+    through spark.jars."""
+    items = [s.strip() for spec in specs for s in spec.split(",") if s.strip()]
+    jars = [s for s in items if s.endswith(".jar")]
+    conf = {"spark__jars__packages": ",".join([SPARK_AVRO, *(s for s in items if s not in jars)])}
+    if jars:
+        conf["spark__jars"] = ",".join(jars)
+    return conf
+
+
 def stop_spark() -> None:
     """Stops any SparkContext of this process, so the next session gets the
     context settings it asks for (getOrCreate would reuse the old one)."""
