@@ -17,8 +17,10 @@ of tests/protobuf_vectors.py: nested, repeated, map, enum, Timestamp,
 wrapper, oneof fields; = benchProtoEvent in go/internal/decode): natively
 (BenchmarkDecodeProtobufNative, by the decoding thread's CPU time),
 through `pubsub_go.decode`, and Spark's from_protobuf on the same bytes
-(spark-protobuf from Maven: PUBSUB_GO_SPARK_PROTOBUF; "–" where it cannot
-be had). --protobuf-only runs just these and prints their table.
+(spark-protobuf: PUBSUB_GO_SPARK_PROTOBUF, Maven coordinates or local jars
+from bench/tools/build_spark_protobuf.sh where Maven Central's is not
+served; "–" where it cannot be had). --protobuf-only runs just these,
+--rounds times, and replaces their section of decode_results.md.
 
 The example user decoder (VPC flow log lines, 1000 per batch) per guest
 SDK: Go (ABI 1) and C (ABI 2, built with zig's clang), each in wazero
@@ -34,6 +36,7 @@ prints its table.
 Writes bench/results/decode_results.md.
 
     python bench/tools/decode_bench.py [--seconds 3] [--spark-rows 200000] [--no-spark] [--protobuf-only]
+        [--rounds 5]
 """
 
 from __future__ import annotations
@@ -338,17 +341,10 @@ def protobuf_payload(i: int) -> bytes:  # = benchProtoEvent in go/internal/decod
 
 def protobuf_descriptor_file(tmp: Path) -> Path:
     """The message's descriptor set with its imports, as from_protobuf needs it."""
-    from google.protobuf import descriptor_pb2, timestamp_pb2, wrappers_pb2
     sys.path.insert(0, str(ROOT / "tests"))
-    from protobuf_vectors import FILE
-
-    files = []
-    for d in (timestamp_pb2.DESCRIPTOR, wrappers_pb2.DESCRIPTOR):
-        fdp = descriptor_pb2.FileDescriptorProto()
-        d.CopyToProto(fdp)
-        files.append(fdp)
+    from protobuf_vectors import descriptor_set_with_imports
     path = tmp / "pgtest.desc"
-    path.write_bytes(descriptor_pb2.FileDescriptorSet(file=[*files, FILE]).SerializeToString())
+    path.write_bytes(descriptor_set_with_imports())
     return path
 
 
@@ -409,12 +405,12 @@ def protobuf_java_parse(tmp: Path, payloads: list[bytes], desc: Path, seconds: f
 def spark_from_protobuf(payloads: list[bytes], desc: Path, rows: int) -> float | str:
     """from_protobuf's MB/s on the same payloads, or why it could not run."""
     sys.path.insert(0, str(ROOT / "tests"))
-    from sparkutil import spark_session, stop_spark
+    from sparkutil import classpath_conf, spark_session, stop_spark
 
     stop_spark()
     try:
         spark = spark_session(master="local[1]", app="decode-bench-protobuf", spark__sql__session__timeZone="UTC",
-                              spark__jars__packages=f"{SPARK_AVRO},{SPARK_PROTOBUF}")
+                              **classpath_conf(SPARK_PROTOBUF))
     except Exception as e:  # the package did not resolve: the JVM does not start
         return f"not run: {SPARK_PROTOBUF} could not be had ({type(e).__name__})"
     try:
@@ -435,30 +431,55 @@ def spark_from_protobuf(payloads: list[bytes], desc: Path, rows: int) -> float |
         spark.stop()
 
 
-def protobuf_table(pb: dict[str, float | str | None]) -> list[str]:
-    def fmt(v: float | str | None) -> str:
-        return "–" if v is None else (f"{v:.1f}" if isinstance(v, float) else f"– ({v})")
+def protobuf_table(rounds: list[dict[str, float | str | None]]) -> list[str]:
+    """The protobuf rows: each figure's median over the rounds, with its
+    min–max when there are several (the machine is shared); ratios per round."""
+    def cell(vals: list[float | str | None], unit: str = "") -> str:
+        nums = [v for v in vals if isinstance(v, float)]
+        if not nums:
+            why = next((v for v in vals if isinstance(v, str)), None)
+            return "–" if why is None else f"– ({why})"
+        med = f"{statistics.median(nums):.1f}{unit}"
+        return med if len(nums) == 1 else f"{med} ({min(nums):.1f}–{max(nums):.1f})"
 
-    spark, java, native = pb.get("spark"), pb.get("java"), pb.get("native")
-    ratio = f"{native / spark:.1f}x" if isinstance(spark, float) and native else "–"
-    java_ratio = f"{native / java:.1f}x" if isinstance(java, float) and isinstance(native, float) else "–"
+    def col(key: str) -> list[float | str | None]:
+        return [r.get(key) for r in rounds]
+
+    def ratio(num: str, den: str) -> list[float | str | None]:
+        return [r[num] / r[den] if isinstance(r.get(num), float) and isinstance(r.get(den), float) else None
+                for r in rounds]
+
+    n = len(rounds)
     return [
-        f"## Protobuf: {ROWS} payloads of {pb['size']:.0f} B (nested, repeated, map, enum, Timestamp, wrapper, "
-        "oneof) into the columns from_protobuf derives",
+        f"## Protobuf: {ROWS} payloads of {rounds[0]['size']:.0f} B (nested, repeated, map, enum, Timestamp, "
+        "wrapper, oneof) into the columns from_protobuf derives",
         "",
-        "| decoder | MB/s |",
+        f"| decoder | MB/s{'' if n == 1 else f', median (min–max) of {n} rounds'} |",
         "| --- | ---: |",
         f"| **native in the Go data plane — schema mode** (`format=protobuf`), per CPU second of the decoding "
-        f"thread | {fmt(pb.get('native'))} |",
-        f"| the same, wall clock | {fmt(pb.get('native_wall'))} |",
-        f"| native, through `pubsub_go.decode` from Python (C decoder API) | {fmt(pb.get('api'))} |",
+        f"thread | {cell(col('native'))} |",
+        f"| the same, wall clock | {cell(col('native_wall'))} |",
+        f"| native, through `pubsub_go.decode` from Python (C decoder API) | {cell(col('api'))} |",
         f"| protobuf-java `DynamicMessage.parseFrom` alone, per CPU second (from_protobuf's first step: an upper "
-        f"bound for it) | {fmt(java)} |",
-        f"| the same, wall clock | {fmt(pb.get('java_wall'))} |",
-        f"| Spark from_protobuf (local[1], noop sink) | {fmt(spark)} |",
-        f"| schema mode vs Spark | {ratio} |",
-        f"| schema mode vs `DynamicMessage.parseFrom` alone (CPU time) | {java_ratio} |",
+        f"bound for it) | {cell(col('java'))} |",
+        f"| the same, wall clock | {cell(col('java_wall'))} |",
+        f"| Spark from_protobuf (local[1], noop sink) | {cell(col('spark'))} |",
+        f"| schema mode vs Spark | {cell(ratio('native', 'spark'), 'x')} |",
+        f"| schema mode vs `DynamicMessage.parseFrom` alone (CPU time) | {cell(ratio('native', 'java'), 'x')} |",
     ]
+
+
+def replace_protobuf_section(text: str, section: list[str]) -> str:
+    """text (decode_results.md) with its protobuf section replaced by
+    section, or put before the example decoder's when it has none."""
+    lines = text.split("\n")
+    heads = [i for i, line in enumerate(lines) if line.startswith("## ")]
+    old = next((i for i in heads if lines[i].startswith("## Protobuf:")), None)
+    if old is not None:
+        end = next((i for i in heads if i > old), len(lines))
+        return "\n".join(lines[:old] + section + [""] + lines[end:])
+    at = next((i for i in heads if lines[i].startswith("## The example user decoder")), len(lines))
+    return "\n".join(lines[:at] + section + [""] + lines[at:])
 
 
 def main() -> None:
@@ -470,17 +491,23 @@ def main() -> None:
     ap.add_argument("--no-spark", action="store_true")
     ap.add_argument("--no-spark-avro", action="store_true", help="skip from_avro (needs spark-avro from Maven)")
     ap.add_argument("--no-e2e", action="store_true", help="skip Spark end to end (bench/tools/spark_decode_e2e.py)")
-    ap.add_argument("--rounds", type=int, default=5, help="side-by-side rounds of the C example")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="side-by-side rounds of the C example; rounds of --protobuf-only")
     ap.add_argument("--c-example-only", action="store_true",
                     help="only the C example side by side: print its table, write nothing")
     ap.add_argument("--protobuf-only", action="store_true",
-                    help="only the protobuf rows: print their table, write nothing")
+                    help="only the protobuf rows, --rounds times: print their table, replace its section of --out")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "decode_results.md"))
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="decode-bench-"))
 
     if args.protobuf_only:
-        print("\n".join(protobuf_table(protobuf_rows(tmp, args.seconds, args.spark_rows, not args.no_spark))))
+        section = protobuf_table([protobuf_rows(tmp, args.seconds, args.spark_rows, not args.no_spark)
+                                  for _ in range(args.rounds)])
+        print("\n".join(section))
+        out = Path(args.out)
+        if out.exists():
+            out.write_text(replace_protobuf_section(out.read_text(), section))
         return
 
     if args.c_example_only:
@@ -570,7 +597,7 @@ def main() -> None:
         *(f"| {n} | {fmt(j)} | {fmt(a)} |" for n, j, a in rows),
         f"| schema mode vs Spark | {ratio(nj, spark.get('json'))} | {ratio(na, spark.get('avro'))} |",
         "",
-        *protobuf_table(pb),
+        *protobuf_table([pb]),
         "",
         f"## The example user decoder (VPC flow log lines, {sizes[2] / ROWS:.0f} B each) per guest SDK",
         "",
