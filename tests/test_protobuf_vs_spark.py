@@ -2,7 +2,8 @@
 (nested, repeated, map, enum, Timestamp, wrapper, oneof, proto3 optional,
 absent fields, wire forms Google's serializer never writes) decoded by
 pubsub_go.decode and by from_protobuf with its default options must give
-the same rows and the same column types.
+the same rows and the same column types; their protobuf JSON encoding
+decodes to the same rows.
 
 Needs spark-protobuf, which Spark does not ship: PUBSUB_GO_SPARK_PROTOBUF
 names it, as Maven coordinates (org.apache.spark:spark-protobuf_2.13:<the
@@ -17,6 +18,7 @@ import os
 
 import pyarrow as pa
 import pytest
+from google.protobuf import json_format
 
 import pubsub_go
 from protobuf_vectors import DESCRIPTOR_SET, Event, descriptor_set_with_imports, events, normalize, spark_row
@@ -56,6 +58,14 @@ def test_rows_equal_spark_from_protobuf(spark):
     assert len(got) == len(want) == len(data)
     for i, (g, w) in enumerate(zip(got, want, strict=True)):
         assert g == w, (i, data[i].hex())
+    # Protobuf's JSON encoding of the same messages (what a Pub/Sub schema in
+    # JSON encoding carries) decodes to Spark's row of their binary form.
+    json_payloads = [json_format.MessageToJson(Event.FromString(p)).encode() for p in data]
+    ours_json = pubsub_go.decode(pa.array(json_payloads, pa.binary()), format="protobuf", protobuf_encoding="json",
+                                 protobuf_descriptor_set=DESCRIPTOR_SET, protobuf_message="pgtest.Event")
+    assert ours_json.column("__decode_error").null_count == len(data)
+    for i, r in enumerate(ours_json.to_pylist()):
+        assert normalize({k: v for k, v in r.items() if k != "__decode_error"}) == want[i], (i, json_payloads[i])
     # The same columns in the same order, of the types Spark gives them
     # (nullability aside: Spark's from_protobuf marks every field nullable).
     from pyspark.sql.pandas.types import to_arrow_schema
