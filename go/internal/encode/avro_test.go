@@ -88,7 +88,7 @@ func TestAvroRoundTrip(t *testing.T) {
 	defer in.Release()
 	for _, encoding := range []string{"BINARY", "JSON"} {
 		t.Run(encoding, func(t *testing.T) {
-			enc, err := encode.New(encode.Schema{Type: "AVRO", Encoding: encoding, Definition: allTypes, Revision: "r1", Name: "projects/p/schemas/s"})
+			enc, err := encode.New(encode.SinkSchema{Type: "AVRO", Encoding: encoding, Definition: allTypes, Revision: "r1", Name: "projects/p/schemas/s"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -208,7 +208,7 @@ func TestAvroMisfits(t *testing.T) {
 	} {
 		for _, encoding := range []string{"BINARY", "JSON"} {
 			t.Run(c.name+"/"+encoding, func(t *testing.T) {
-				enc, err := encode.New(encode.Schema{Type: "AVRO", Encoding: encoding, Definition: schema, Revision: "r1", Name: "projects/p/schemas/s"})
+				enc, err := encode.New(encode.SinkSchema{Type: "AVRO", Encoding: encoding, Definition: schema, Revision: "r1", Name: "projects/p/schemas/s"})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -229,13 +229,13 @@ func TestAvroMisfits(t *testing.T) {
 
 func TestNewRejectsUnsupported(t *testing.T) {
 	for _, c := range []struct {
-		s    encode.Schema
+		s    encode.SinkSchema
 		want string
 	}{
-		{encode.Schema{Type: "AVRO", Encoding: "XML", Definition: allTypes}, `encoding "XML": expected BINARY or JSON`},
-		{encode.Schema{Type: "PROTOCOL_BUFFER", Encoding: "BINARY", Definition: "syntax = \"proto3\";"}, "PROTOCOL_BUFFER is not supported yet"},
-		{encode.Schema{Type: "AVRO", Encoding: "JSON", Definition: `"long"`}, "the sink writes rows to record schemas"},
-		{encode.Schema{Type: "AVRO", Encoding: "JSON", Definition: `{`}, "the Avro schema is not JSON"},
+		{encode.SinkSchema{Type: "AVRO", Encoding: "XML", Definition: allTypes}, `encoding "XML": expected BINARY or JSON`},
+		{encode.SinkSchema{Type: "PROTOCOL_BUFFER", Encoding: "BINARY", Definition: "syntax = \"proto3\";"}, "PROTOCOL_BUFFER is not supported yet"},
+		{encode.SinkSchema{Type: "AVRO", Encoding: "JSON", Definition: `"long"`}, "the sink writes rows to record schemas"},
+		{encode.SinkSchema{Type: "AVRO", Encoding: "JSON", Definition: `{`}, "the Avro schema is not JSON"},
 	} {
 		if _, err := encode.New(c.s); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want %q", c.s, err, c.want)

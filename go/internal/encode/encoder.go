@@ -12,10 +12,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// Schema is the topic's schema the sink encodes to (schemaFrom=topic):
+// SinkSchema is the topic's schema the sink encodes to (schemaFrom=topic):
 // the Python sink reads it on the driver with the admin op
 // get_topic_schema and hands it to every publisher.
-type Schema struct {
+type SinkSchema struct {
 	Type       string `json:"type"`     // AVRO (PROTOCOL_BUFFER: not yet)
 	Encoding   string `json:"encoding"` // BINARY or JSON
 	Definition string `json:"definition"`
@@ -25,7 +25,7 @@ type Schema struct {
 
 // Encoder turns the record columns of a batch into one payload per row.
 type Encoder struct {
-	schema Schema
+	schema SinkSchema
 	avro   *avroNode
 	json   bool
 	// The plan of the last batch schema seen: Spark hands a task batches
@@ -36,7 +36,7 @@ type Encoder struct {
 }
 
 // New checks the schema and parses its definition.
-func New(s Schema) (*Encoder, error) {
+func New(s SinkSchema) (*Encoder, error) {
 	e := &Encoder{schema: s}
 	switch s.Encoding {
 	case "BINARY":

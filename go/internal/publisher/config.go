@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pubsub-go/pubsub-go/go/internal/clientopt"
+	"github.com/pubsub-go/pubsub-go/go/internal/encode"
 	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 	"google.golang.org/grpc/codes"
 )
@@ -95,6 +96,11 @@ type Config struct {
 	// EnableCompression does; "" or "none" sends them as they are.
 	Compression               string `json:"compression"`
 	CompressionBytesThreshold int    `json:"compression_bytes_threshold"`
+	// EncodeSchema, if set, is the topic's schema (the sink's
+	// schemaFrom=topic): every column but attributes, ordering_key and
+	// timestamp_column is a field of the record each row is encoded to,
+	// as the payload (go/internal/encode).
+	EncodeSchema *encode.SinkSchema `json:"encode_schema"`
 }
 
 // Validate fills defaults and checks every field without touching the
@@ -147,6 +153,11 @@ func (c *Config) Validate() error {
 		}
 		if knownColumn(c.TimestampColumn) {
 			return invalid("timestamp_column %q is a message column; name a timestamp column of its own", c.TimestampColumn)
+		}
+	}
+	if c.EncodeSchema != nil {
+		if _, err := encode.New(*c.EncodeSchema); err != nil {
+			return invalid("encode_schema: %v", err)
 		}
 	}
 	if c.Compression == "" {

@@ -16,6 +16,7 @@ import (
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/googleapis/gax-go/v2"
+	"github.com/pubsub-go/pubsub-go/go/internal/encode"
 	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
@@ -35,14 +36,15 @@ type Result struct {
 // for concurrent use; Publish calls are serialized so row numbers (for
 // id stamping) follow call order.
 type Publisher struct {
-	cfg    Config
-	what   string // error prefix: "publish to <topic>"
-	client *pubsub.TopicAdminClient
-	retry  rpc.Policy
-	fc     *flowController
-	batch  *batcher
-	seq    *sequencer
-	slots  chan struct{} // bounds concurrent Publish RPCs
+	cfg     Config
+	encoder *encode.Encoder // EncodeSchema's; nil: rows carry their payload
+	what    string          // error prefix: "publish to <topic>"
+	client  *pubsub.TopicAdminClient
+	retry   rpc.Policy
+	fc      *flowController
+	batch   *batcher
+	seq     *sequencer
+	slots   chan struct{} // bounds concurrent Publish RPCs
 
 	ctx    context.Context // canceled by Close: aborts RPCs in flight
 	cancel context.CancelFunc
@@ -101,6 +103,9 @@ func Open(ctx context.Context, cfg Config) (*Publisher, error) {
 		fc:    newFlowController(cfg.MaxInFlightBytes),
 		slots: make(chan struct{}, cfg.MaxConcurrentRequests),
 	}
+	if cfg.EncodeSchema != nil {
+		p.encoder, _ = encode.New(*cfg.EncodeSchema) // Validate checked it
+	}
 	if err := p.checkTopic(ctx); err != nil {
 		client.Close()
 		return nil, err
@@ -144,6 +149,12 @@ func (p *Publisher) address() string {
 	return "pubsub.googleapis.com:443"
 }
 
+// messageColumn reports whether a column is the message's own (kept as
+// it is) rather than a field of EncodeSchema's record.
+func (p *Publisher) messageColumn(name string) bool {
+	return name == "attributes" || name == "ordering_key" || (name == p.cfg.TimestampColumn && name != "")
+}
+
 // Publish encodes every row of rec as a message and queues it. It
 // returns once all rows are queued, blocking while the bytes in flight
 // exceed MaxInFlightBytes. Invalid input fails before anything of rec is
@@ -154,6 +165,14 @@ func (p *Publisher) Publish(ctx context.Context, rec arrow.RecordBatch) error {
 	defer p.pubMu.Unlock()
 	if err := p.state(); err != nil {
 		return err
+	}
+	if p.encoder != nil {
+		encoded, err := p.encoder.Encode(rec, p.messageColumn)
+		if err != nil {
+			return invalid("%v", err)
+		}
+		defer encoded.Release()
+		rec = encoded
 	}
 	msgs, err := toMessages(rec, rowOptions{
 		ordering:    p.cfg.EnableMessageOrdering,
