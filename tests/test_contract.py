@@ -23,7 +23,7 @@ from pubsub_go import client, contract, errors
 
 # Python type of each contract type name.
 _TYPES = {"str": str, "int": int, "bool": bool, "dict": dict, "DecoderConfig": client.DecoderConfig,
-          "TopicSchema": client.TopicSchema}
+          "TopicSchema": client.TopicSchema, "SinkSchema": client.SinkSchema}
 
 
 @pytest.mark.parametrize("cls,struct", [

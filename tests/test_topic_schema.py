@@ -218,3 +218,72 @@ def protobuf_revisions(spark, google, schemas, emulator, tmp_path):
     rows = spark.sql("SELECT * FROM ts_protobuf").collect()
     assert sorted((r.id, r.name, r.extra, r.attributes["googclient_schemaencoding"]) for r in rows) == [
         (5, "old", None, "BINARY"), (7, "new", "e", "JSON")]
+
+
+# The sink (schemaFrom=topic on df.write): rows' columns are encoded to the
+# topic's Avro schema; Google's emulator validates every message.
+
+def sink_rows(spark, n: int):
+    """Rows of AVRO_SCHEMA's fields, as Spark's from_avro types them, and
+    the same records as Spark's to_avro wrote them."""
+    payloads = avro_payloads(spark, n)
+    ref = json.dumps(AVRO_SCHEMA)
+    df = (spark.createDataFrame([(p,) for p in payloads], "payload BINARY")
+          .selectExpr(f"from_avro(payload, '{ref}') AS r").select("r.*"))
+    return df, payloads
+
+
+def write_to(df, emulator, topic: str, **opts) -> None:
+    w = (df.write.format("pubsub-go").mode("append").option("topicId", topic)
+         .option("emulatorHost", emulator.host_port).option("schemaFrom", "topic"))
+    for k, v in opts.items():
+        w = w.option(k, v)
+    w.save()
+
+
+def test_sink_encodes_rows_to_the_topics_avro_schema(spark, google, schemas, emulator):
+    df, payloads = sink_rows(spark, 12)
+    s = create_schema(google, schemas, AVRO_SCHEMA)
+    # BINARY: byte for byte what Spark's own to_avro writes.
+    topic, (sub,) = schema_topic(google, s.name, "BINARY")
+    write_to(df.selectExpr("*", "map('k', CAST(id AS STRING)) AS attributes"), emulator, topic)
+    got = google.pull_all(sub, max_wait=1.0)
+    assert sorted(m.message.data for m in got) == sorted(payloads)
+    assert all(m.message.attributes["k"] == str(-i * 1_000_003) for m in got for i in [
+        payloads.index(m.message.data)]), "the attributes column is the message's attributes"
+    # JSON: Avro's JSON encoding (unions as {"type": value}), equal to the
+    # same records written by hand.
+    topic, (sub,) = schema_topic(google, s.name, "JSON")
+    write_to(df, emulator, topic)
+    ref = df.selectExpr("struct(*) AS r", "unix_micros(at) AS at_us", "unix_date(day) AS d").collect()
+    want = sorted((json.loads(avro_json(x.r.asDict(recursive=True), x.at_us, x.d)) for x in ref), key=lambda r: r["id"])
+    got = sorted((json.loads(m.message.data) for m in google.pull_all(sub, max_wait=1.0)), key=lambda r: r["id"])
+    assert got == want
+
+
+def test_sink_rows_that_do_not_fit_the_schema_fail_the_write(spark, google, schemas, emulator):
+    from pyspark.errors import PySparkException
+    from pyspark.sql.utils import CapturedException
+
+    s = create_schema(google, schemas, V2)
+    topic, (sub,) = schema_topic(google, s.name, "BINARY")
+    # At start, before any task: a column of the wrong type, a column the
+    # schema lacks, a payload column.
+    for sql, want in [
+        ("CAST(1 AS BIGINT) AS id, 2 AS name", "column name has type int32, which does not fit the schema's string"),
+        ("CAST(1 AS BIGINT) AS id, 'a' AS name, 3 AS other", "column other (int32) is not a field of Item"),
+        ("CAST(1 AS BIGINT) AS id, 'a' AS name, X'00' AS payload", "column 'payload' does not go with schemaFrom"),
+    ]:
+        with pytest.raises((PySparkException, CapturedException)) as e:
+            write_to(spark.sql(f"SELECT {sql}"), emulator, topic)
+        assert want in str(e.value), str(e.value)
+    # At run time: a null where the schema has none fails naming column and row.
+    with pytest.raises((PySparkException, CapturedException)) as e:
+        write_to(spark.sql("SELECT CAST(1 AS BIGINT) AS id, 'a' AS name UNION ALL "
+                           "SELECT 2, CAST(NULL AS STRING)").coalesce(1), emulator, topic)
+    assert "column name is null but the schema's string is not nullable" in str(e.value), str(e.value)
+    # A topic without a schema is named.
+    plain, _ = schema_topic(google, None)
+    with pytest.raises((PySparkException, CapturedException)) as e:
+        write_to(spark.sql("SELECT 1 AS id"), emulator, plain)
+    assert "schemaFrom=topic" in str(e.value), str(e.value)

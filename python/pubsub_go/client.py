@@ -13,12 +13,12 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 
 from . import _native
-from .configs import ConnectionConfig, DecoderConfig, PublisherConfig, SubscriberConfig, TopicSchema
+from .configs import ConnectionConfig, DecoderConfig, PublisherConfig, SinkSchema, SubscriberConfig, TopicSchema
 from .errors import closed_error
 
 # The configs are in configs.py; their names stay importable from here.
-__all__ = ["ConnectionConfig", "DecoderConfig", "Emulator", "Publisher", "PublisherConfig", "Pulled", "Subscriber",
-           "SubscriberConfig", "TopicSchema", "admin", "subscription_path", "topic_path", "version", "version_info"]
+__all__ = ["ConnectionConfig", "DecoderConfig", "Emulator", "Publisher", "PublisherConfig", "Pulled", "SinkSchema",
+           "Subscriber", "SubscriberConfig", "TopicSchema", "admin", "subscription_path", "topic_path", "version", "version_info"]
 
 
 def _full_name(kind: str, project: str | None, name: str) -> str:

@@ -35,6 +35,18 @@ class TopicSchema:
 
 
 @dataclass
+class SinkSchema:
+    """Mirrors go/internal/encode.SinkSchema: the topic's schema the sink
+    encodes rows to (schemaFrom=topic on the sink)."""
+
+    type: str = ""  # AVRO
+    encoding: str = ""  # BINARY or JSON: the topic's
+    definition: str = ""  # the revision's schema text
+    revision_id: str = ""
+    schema: str = ""  # projects/P/schemas/S
+
+
+@dataclass
 class DecoderConfig:
     """Mirrors go/internal/decode.DecoderConfig: schema mode's decoder."""
 
@@ -110,3 +122,4 @@ class PublisherConfig(ConnectionConfig):  # type: ignore[misc, valid-type]
     timestamp_column: str = ""
     compression: str = ""
     compression_bytes_threshold: int = 0
+    encode_schema: SinkSchema | None = None  # schemaFrom=topic: rows' columns are the schema's record

@@ -26,7 +26,7 @@ from ..optparse import (
 )
 
 if TYPE_CHECKING:
-    from ...client import PublisherConfig
+    from ...client import PublisherConfig, SinkSchema
 
 # Every option the sink understands (lower-case), plus the ones Spark
 # itself passes to a streaming sink; anything else is a typo.
@@ -34,6 +34,7 @@ DOCUMENTED = [
     "projectId", "topicId", *CONNECTION_OPTIONS, "batchMaxMessages", "batchMaxBytes", "lingerMs",
     "maxInFlightBytes", "enableMessageOrdering", "idAttribute", "publishTimeoutMs", "retryTimeoutMs",
     "publisherIdleMs", "timestampAttribute", "timestampColumn", "compression", "compressionBytesThreshold",
+    "schemaFrom", "schemaRevision",
 ]
 KNOWN = {n.lower() for n in DOCUMENTED}
 ALIASES = aliases.SINK_ALIASES
@@ -75,6 +76,13 @@ class SinkOptions:
     # The project of short topic ids in the topic column (projectId, else
     # the default project); None: only full paths are accepted there.
     project: str | None = None
+    # schemaFrom=topic: the input's columns (but the message's own) are the
+    # fields of the topic schema's record, encoded into each payload
+    # (docs/sink.md, "Writing to a topic with a schema").
+    schema_from_topic: bool = False
+    schema_revision: str | None = None  # pinned; None: the newest the topic accepts
+    # The schema as the driver read it (topic_schema.py), for the tasks.
+    encode_schema: SinkSchema | None = None
 
     @staticmethod
     def parse(options: Mapping[str, str], routed: bool = False) -> SinkOptions:
@@ -115,6 +123,16 @@ class SinkOptions:
         if ts_column and ts_attr is None:
             raise OptionError("option timestampColumn is set but timestampAttribute is not: set timestampAttribute "
                               "to the attribute that receives the column's event time")
+        schema_from = (opts.get("schemafrom") or "").strip()
+        if schema_from and schema_from.lower() != "topic":
+            raise OptionError(f"option schemaFrom={schema_from!r} is not supported; expected topic (encode the "
+                              "input's columns to the Pub/Sub schema of the topic)")
+        revision = (opts.get("schemarevision") or "").strip() or None
+        if revision and not schema_from:
+            raise OptionError("option schemaRevision only applies to schemaFrom=topic")
+        if schema_from and routed:
+            raise OptionError(f"option schemaFrom=topic does not go with a {TOPIC_COLUMN} column: rows routed to "
+                              "several topics could meet several schemas; write to one topicId")
         compression = (opts.get("compression") or "none").strip().lower()
         if compression not in contract.publisher_compressions():
             raise OptionError(f"option compression={opts.get('compression')!r}: accepted values are "
@@ -143,6 +161,8 @@ class SinkOptions:
             compression=compression,
             compression_bytes_threshold=go_int_option(opts, "compressionBytesThreshold", "publisher_config",
                                                       "compression_bytes_threshold"),
+            schema_from_topic=bool(schema_from),
+            schema_revision=revision,
         )
 
     def publisher_config(self, id_prefix: str = "", topic: str | None = None) -> PublisherConfig:
@@ -167,6 +187,7 @@ class SinkOptions:
             timestamp_column=self.timestamp_column if self.timestamp_attribute else "",
             compression=self.compression,
             compression_bytes_threshold=self.compression_bytes_threshold,
+            encode_schema=self.encode_schema,
         )
 
     @property
@@ -235,12 +256,18 @@ def validate_sink_schema(schema: StructType, opts: SinkOptions | None = None) ->
             if not isinstance(t, (TimestampType, TimestampNTZType)):
                 problems.append(f"column {f.name!r} (timestampColumn) has type {t.simpleString()}, "
                                 "expected timestamp")
+        elif opts is not None and opts.schema_from_topic:
+            pass  # a field of the topic schema's record: checked against it (topic_schema.py)
         elif f.name.lower() in ("payload", "attributes", "ordering_key", TOPIC_COLUMN):
             problems.append(f"column {f.name!r} must be spelled {f.name.lower()!r} "
                             "(names are case-sensitive)")
         else:
             problems.append(f"unexpected column {f.name!r} ({f.dataType.simpleString()})")
-    if "payload" not in seen:
+    from_topic = opts is not None and opts.schema_from_topic
+    if from_topic and "payload" in seen:
+        problems.insert(0, "column 'payload' does not go with schemaFrom=topic, which encodes the other columns "
+                        "into the payload (drop it, or drop schemaFrom to write payload as it is)")
+    elif not from_topic and "payload" not in seen:
         problems.insert(0, "missing column 'payload'")
     if ts_column is not None and ts_column not in seen:
         problems.append(f"missing column {ts_column!r}: timestampAttribute takes each row's event time from "

@@ -75,6 +75,10 @@ def make_writer(options: dict[str, str], schema: StructType, overwrite: bool,
     opts = SinkOptions.parse(options, routed=TOPIC_COLUMN in schema.fieldNames())
     validate_sink_schema(schema, opts)
     check_ordering(opts, schema)
+    if opts.schema_from_topic:
+        from .topic_schema import with_topic_schema
+
+        opts = with_topic_schema(opts, schema)
     if streaming:
         if STREAM_ARROW_WRITER is None:  # PySpark 4.0: rows, gathered into Arrow batches here
             return PubSubStreamRowWriter(opts, schema)
