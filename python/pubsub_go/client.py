@@ -18,7 +18,8 @@ from .errors import closed_error
 
 # The configs are in configs.py; their names stay importable from here.
 __all__ = ["ConnectionConfig", "DecoderConfig", "Emulator", "Publisher", "PublisherConfig", "Pulled", "SinkSchema",
-           "Subscriber", "SubscriberConfig", "TopicSchema", "admin", "subscription_path", "topic_path", "version", "version_info"]
+           "Subscriber", "SubscriberConfig", "TopicSchema", "admin", "subscription_path", "topic_path", "version",
+           "version_info"]
 
 
 def _full_name(kind: str, project: str | None, name: str) -> str:
