@@ -175,13 +175,7 @@ def test_raw_schema_and_error_column_equal_pythons():
 
 
 def test_source_options_take_the_library_defaults_and_ranges():
-    from pubsub_go.spark.read.options import (
-        DEFAULT_BATCH_SIZE,
-        MAX_WAIT_MS,
-        STREAMS_PER_PARTITION,
-        OptionError,
-        SourceOptions,
-    )
+    from pubsub_go.spark.read.options import DEFAULT_BATCH_SIZE, MAX_WAIT_MS, OptionError, SourceOptions
 
     base = {"subscriptionId": "projects/p/subscriptions/s", "emulatorHost": "127.0.0.1:1",
             "batchLogLocation": "/tmp/pubsub-go-contract-test"}
@@ -190,7 +184,7 @@ def test_source_options_take_the_library_defaults_and_ranges():
     top_bytes = contract.limit(sub, "max_outstanding_bytes").max
     with pytest.raises(OptionError, match=f"maxBytesPerPartition={top_bytes + 1} is out of range"):
         SourceOptions.parse({**base, "maxBytesPerPartition": str(top_bytes + 1)})
-    assert o.streams_per_partition == STREAMS_PER_PARTITION  # the source's own default, the library's range
+    assert o.streams_per_partition == contract.limit(sub, "streams").default
     assert o.batch_size == DEFAULT_BATCH_SIZE  # the source's own default, the library's range
     top_batch = contract.limit(sub, "batch_size").max
     with pytest.raises(OptionError, match=f"batchSize={top_batch + 1} is out of range"):

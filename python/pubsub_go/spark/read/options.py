@@ -18,6 +18,7 @@ from ..optparse import (
     OptionError,
     bool_option,
     connection_options,
+    go_int_option,
     int_option,
     resource_path,
 )
@@ -81,24 +82,6 @@ MAX_WAIT_MS = 20
 def _max_wait_ms(opts: Mapping[str, str]) -> int:
     lim = contract.limit("subscriber_config", "max_wait_ms")
     return duration_option(opts, "maxWaitTimeMs", MAX_WAIT_MS, lim.min, lim.max)
-
-
-# streamsPerPartition: StreamingPull streams per task. Google's emulator
-# paces each stream (about 100 messages every 50 ms: 1,900 msg/s of 1 KB per
-# stream whatever the backlog, 3,700 with 2 and 7,000 with 4 for one
-# Subscriber), so with the library's 1 a streaming query there made
-# micro-batches of ~2,100 rows and read a backlog at 0.67x a plain Python
-# source doing unary Pulls; with 4 its micro-batches held ~10,000 rows
-# (bench/tools/emulator_read.py, results/emulator_results.md). The service
-# serves each stream up to ~10 MB/s, and the subscriber splits its flow
-# control across its streams (go/internal/subscriber/flowcontrol.go,
-# serverLimits), so more streams do not hold more messages.
-STREAMS_PER_PARTITION = 4
-
-
-def _streams_per_partition(opts: Mapping[str, str]) -> int:
-    lim = contract.limit("subscriber_config", "streams")
-    return int_option(opts, "streamsPerPartition", STREAMS_PER_PARTITION, lim.min, lim.max)
 
 
 # batchSize: rows per pull, so per Arrow batch handed to Spark. Every batch
@@ -266,7 +249,7 @@ class SourceOptions:
             ack_on_commit=bool_option(opts, "ackOnCommit", True),
             batch_log_path=str(opts.get("batchloglocation") or log_default),
             batch_log_default_host=None if opts.get("batchloglocation") else socket.gethostname(),
-            streams_per_partition=_streams_per_partition(opts),
+            streams_per_partition=go_int_option(opts, "streamsPerPartition", "subscriber_config", "streams"),
             # 0: sized to what a task may hand out (subscriber_config._flow_control_messages).
             max_outstanding_messages=int_option(opts, "maxOutstandingMessages", 0, 0, out_msgs.max),
             max_bytes_per_partition=_max_bytes_per_partition(opts),
