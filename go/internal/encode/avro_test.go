@@ -233,7 +233,7 @@ func TestNewRejectsUnsupported(t *testing.T) {
 		want string
 	}{
 		{encode.SinkSchema{Type: "AVRO", Encoding: "XML", Definition: allTypes}, `encoding "XML": expected BINARY or JSON`},
-		{encode.SinkSchema{Type: "PROTOCOL_BUFFER", Encoding: "BINARY", Definition: "syntax = \"proto3\";"}, "PROTOCOL_BUFFER is not supported yet"},
+		{encode.SinkSchema{Type: "PROTOCOL_BUFFER", Encoding: "BINARY", Definition: "syntax = \"proto3\";"}, "the .proto source defines no message"},
 		{encode.SinkSchema{Type: "AVRO", Encoding: "JSON", Definition: `"long"`}, "the sink writes rows to record schemas"},
 		{encode.SinkSchema{Type: "AVRO", Encoding: "JSON", Definition: `{`}, "the Avro schema is not JSON"},
 	} {

@@ -10,13 +10,14 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // SinkSchema is the topic's schema the sink encodes to (schemaFrom=topic):
 // the Python sink reads it on the driver with the admin op
 // get_topic_schema and hands it to every publisher.
 type SinkSchema struct {
-	Type       string `json:"type"`     // AVRO (PROTOCOL_BUFFER: not yet)
+	Type       string `json:"type"`     // AVRO or PROTOCOL_BUFFER
 	Encoding   string `json:"encoding"` // BINARY or JSON
 	Definition string `json:"definition"`
 	Revision   string `json:"revision_id"` // for errors
@@ -27,11 +28,13 @@ type SinkSchema struct {
 type Encoder struct {
 	schema SinkSchema
 	avro   *avroNode
+	proto  protoreflect.MessageDescriptor
 	json   bool
 	// The plan of the last batch schema seen: Spark hands a task batches
 	// of one schema.
 	planFor *arrow.Schema
 	plan    *avroEnc
+	pplan   *protoEnc
 	planCol []int
 }
 
@@ -55,8 +58,14 @@ func New(s SinkSchema) (*Encoder, error) {
 			return nil, fmt.Errorf("schema %s revision %s is an Avro %s; the sink writes rows to record schemas", s.Name, s.Revision, n)
 		}
 		e.avro = n
+	case "PROTOCOL_BUFFER":
+		md, err := protoMessage(s.Definition)
+		if err != nil {
+			return nil, fmt.Errorf("schema %s revision %s: %v", s.Name, s.Revision, err)
+		}
+		e.proto = md
 	default:
-		return nil, fmt.Errorf("encode_schema.type %q: the sink encodes to AVRO schemas (PROTOCOL_BUFFER is not supported yet)", s.Type)
+		return nil, fmt.Errorf("encode_schema.type %q: the sink encodes to AVRO and PROTOCOL_BUFFER schemas", s.Type)
 	}
 	return e, nil
 }
@@ -86,11 +95,17 @@ func (e *Encoder) Encode(rec arrow.RecordBatch, keep func(string) bool) (arrow.R
 			fields = append(fields, f)
 			cols = append(cols, i)
 		}
-		plan, err := planRecord("", fields, e.avro)
+		var err error
+		if e.proto != nil {
+			e.pplan, err = planProtoMessage("", fields, e.proto)
+		} else {
+			e.plan, err = planRecord("", fields, e.avro)
+		}
 		if err != nil {
+			e.planFor = nil
 			return nil, fmt.Errorf("the input does not fit schema %s revision %s: %w", e.schema.Name, e.schema.Revision, err)
 		}
-		e.planFor, e.plan, e.planCol = sch, plan, cols
+		e.planFor, e.planCol = sch, cols
 	}
 	n := int(rec.NumRows())
 	b := array.NewBinaryBuilder(memory.DefaultAllocator, arrow.BinaryTypes.Binary)
@@ -100,6 +115,13 @@ func (e *Encoder) Encode(rec arrow.RecordBatch, keep func(string) bool) (arrow.R
 	for i := range n {
 		buf = buf[:0]
 		var err error
+		if e.proto != nil {
+			if buf, err = e.protoPayload(buf, rec, i); err != nil {
+				return nil, fmt.Errorf("schema %s revision %s: %w", e.schema.Name, e.schema.Revision, err)
+			}
+			b.Append(buf)
+			continue
+		}
 		if e.json {
 			buf = append(buf, '{')
 		}

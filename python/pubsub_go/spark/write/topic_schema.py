@@ -27,9 +27,9 @@ def with_topic_schema(opts: SinkOptions, schema: StructType) -> SinkOptions:
         got = admin("get_topic_schema", topic=opts.topic, revision=opts.schema_revision, **opts.conn.client_kwargs())
     except PubSubError as e:
         raise OptionError(f"schemaFrom=topic: cannot read the schema of {opts.topic}: {e}") from None
-    if got.get("type") != "AVRO":
+    if got.get("type") not in ("AVRO", "PROTOCOL_BUFFER"):
         raise OptionError(f"schemaFrom=topic: topic {opts.topic} has a {got.get('type')} schema "
-                          f"({got.get('schema')}); the sink encodes to AVRO schemas")
+                          f"({got.get('schema')}); the sink encodes to AVRO and PROTOCOL_BUFFER schemas")
     enc = SinkSchema(type=got["type"], encoding=got["encoding"], definition=got["definition"],
                      revision_id=got["revision_id"], schema=got["schema"])
     opts = dataclasses.replace(opts, encode_schema=enc)
