@@ -1,6 +1,7 @@
 // Package encode turns the columns of an Arrow batch into the payloads of
-// a topic with a Pub/Sub schema (the sink's schemaFrom=topic): Avro binary
-// or JSON, one message per row.
+// a topic with a Pub/Sub schema (the sink's schemaFrom=topic): Avro
+// (avro.go) or protocol buffer (protobuf.go), binary or JSON, one message
+// per row (encoder.go).
 package encode
 
 import (
