@@ -380,3 +380,21 @@ def test_sink_encodes_rows_to_a_protobuf_schema(spark):
                     json_format.Parse(m.message.data, o)
                 got.append(o)
             assert sorted(got, key=lambda m: m.id) == want, encoding
+
+
+def test_sink_encodes_to_the_newest_or_the_pinned_revision(spark, google, schemas, emulator):
+    s = create_schema(google, schemas, V1)
+    first = s.revision_id
+    r2 = commit(schemas, s.name, V2)  # adds an optional field
+    topic, (sub,) = schema_topic(google, s.name, "JSON")
+    df = spark.sql("SELECT CAST(1 AS BIGINT) AS id, 'a' AS name, 'e' AS extra")
+    write_to(df, emulator, topic)  # the newest revision has extra
+    (m,) = google.pull_all(sub, max_wait=1.0)
+    assert json.loads(m.message.data) == {"id": 1, "name": "a", "extra": {"string": "e"}}
+    assert m.message.attributes[REVISION] == r2.revision_id
+    from pyspark.errors import PySparkException
+    from pyspark.sql.utils import CapturedException
+
+    with pytest.raises((PySparkException, CapturedException)) as e:
+        write_to(df, emulator, topic, schemaRevision=first)
+    assert f"revision {first}: column extra (utf8) is not a field of Item" in str(e.value), str(e.value)
