@@ -31,6 +31,7 @@ from ..compat import (
 )
 from ..optparse import OptionError
 from .admission import share
+from .decode_options import FORMATS
 from .driver import DriverState
 from .offsets import BatchOffset
 from .options import SourceOptions
@@ -55,7 +56,8 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self.plan = SchemaPlan.build(self.opts.decode, schema)
         elif schema != (self.opts.derived.extend(RAW_SPARK_SCHEMA) if self.opts.derived else RAW_SPARK_SCHEMA):
             raise OptionError("a .schema(...) other than the raw schema needs schema mode: set option format "
-                              "(json or avro) or decoder (a .wasm module) to decode payloads into it")
+                              f"({' or '.join(FORMATS)}), schemaFrom=topic or decoder (a .wasm module) to "
+                              "decode payloads into it")
         self._driver: DriverState | None = None
         self._topic_schema: TopicSchema | None = None  # schemaFrom=topic, read in _state()
         # PySpark 4.0/4.1 (no start passed to latestOffset): the end of the
