@@ -5,37 +5,13 @@ default rules (tests/test_protobuf.py, tests/test_schema_mode.py)."""
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format, timestamp_pb2, wrappers_pb2  # noqa: F401  (their files join the default pool)
 
 # The message the Go tests use (go/internal/decode/protobuf_test.go), as
 # .proto source (what Pub/Sub stores) and as the descriptor protoc writes.
-SOURCE = """syntax = "proto3";
-package pgtest;
-import "google/protobuf/timestamp.proto";
-import "google/protobuf/wrappers.proto";
-enum Color { COLOR_UNSPECIFIED = 0; RED = 1; GREEN = 2; }
-message Inner { string name = 1; repeated int32 nums = 2; }
-message Event {
-  int64 id = 1;
-  string title = 2;
-  Inner inner = 3;
-  repeated Inner items = 4;
-  map<string, int64> counts = 5;
-  Color color = 6;
-  google.protobuf.Timestamp at = 7;
-  google.protobuf.Int64Value maybe = 8;
-  oneof choice { string text = 9; int32 number = 10; }
-  optional int32 opt = 11;
-  uint32 u32 = 12;
-  sint64 s64 = 13;
-  double score = 14;
-  bytes blob = 15;
-  repeated Color colors = 16;
-  map<int32, Inner> byid = 17;
-  bool flag = 18;
-}
-"""
+SOURCE = (Path(__file__).resolve().parents[1] / "testdata" / "protobuf" / "event.proto").read_text()
 
 _F = "label: LABEL_OPTIONAL type: TYPE_"
 FILE = text_format.Parse(f"""

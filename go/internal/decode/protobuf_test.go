@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
@@ -23,33 +24,15 @@ import (
 // canonical JSON), compiled from .proto source as Pub/Sub stores it.
 // Spark's from_protobuf of the same bytes is tests/test_protobuf.py.
 
-const testProto = `syntax = "proto3";
-package t;
-import "google/protobuf/timestamp.proto";
-import "google/protobuf/wrappers.proto";
-enum Color { COLOR_UNSPECIFIED = 0; RED = 1; GREEN = 2; }
-message Inner { string name = 1; repeated int32 nums = 2; }
-message Event {
-  int64 id = 1;
-  string title = 2;
-  Inner inner = 3;
-  repeated Inner items = 4;
-  map<string, int64> counts = 5;
-  Color color = 6;
-  google.protobuf.Timestamp at = 7;
-  google.protobuf.Int64Value maybe = 8;
-  oneof choice { string text = 9; int32 number = 10; }
-  optional int32 opt = 11;
-  uint32 u32 = 12;
-  sint64 s64 = 13;
-  double score = 14;
-  bytes blob = 15;
-  repeated Color colors = 16;
-  map<int32, Inner> byid = 17;
-  bool flag = 18;
-}
-message Node { string v = 1; Node next = 2; }
-`
+// testProto is the message type the Python tests use too
+// (tests/protobuf_vectors.py).
+var testProto = func() string {
+	b, err := os.ReadFile("../../../testdata/protobuf/event.proto")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
 
 func protoOptions(t testing.TB, message, encoding string) map[string]string {
 	t.Helper()
@@ -57,7 +40,7 @@ func protoOptions(t testing.TB, message, encoding string) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(msgs, ",") != "t.Inner,t.Event,t.Node" {
+	if strings.Join(msgs, ",") != "pgtest.Inner,pgtest.Event,pgtest.Node" {
 		t.Fatalf("messages %v", msgs)
 	}
 	return map[string]string{protodec.OptDescriptorSet: base64.StdEncoding.EncodeToString(set),
@@ -147,7 +130,7 @@ const richEvent = `{"id": "7", "title": "hello", "inner": {"name": "in", "nums":
   "byid": {"4": {"name": "four"}}, "flag": true}`
 
 func TestProtobufDerivedSchemaIsFromProtobufs(t *testing.T) {
-	d := openProto(t, protoOptions(t, "t.Event", ""), nil)
+	d := openProto(t, protoOptions(t, "pgtest.Event", ""), nil)
 	want := []string{
 		"id: type=int64, nullable", "title: type=utf8, nullable",
 		"inner: type=struct<name: utf8 nullable, nums: list<element: int32> nullable>, nullable",
@@ -172,7 +155,7 @@ func TestProtobufDerivedSchemaIsFromProtobufs(t *testing.T) {
 func TestProtobufDecodesAsFromProtobuf(t *testing.T) {
 	for _, enc := range []string{"binary", "json"} {
 		t.Run(enc, func(t *testing.T) {
-			opts := protoOptions(t, "t.Event", enc)
+			opts := protoOptions(t, "pgtest.Event", enc)
 			d := openProto(t, opts, nil)
 			payload := func(js string) string {
 				if enc == "json" {
@@ -215,7 +198,7 @@ func TestProtobufDecodesAsFromProtobuf(t *testing.T) {
 }
 
 func TestProtobufWireRules(t *testing.T) {
-	opts := protoOptions(t, "t.Event", "")
+	opts := protoOptions(t, "pgtest.Event", "")
 	d := openProto(t, opts, nil)
 	var b []byte
 	tag := func(n protowire.Number, wt protowire.Type) { b = protowire.AppendTag(b, n, wt) }
@@ -260,7 +243,7 @@ func TestProtobufWireRules(t *testing.T) {
 }
 
 func TestProtobufTargetSchemaPicksAndWidens(t *testing.T) {
-	opts := protoOptions(t, "t.Event", "")
+	opts := protoOptions(t, "pgtest.Event", "")
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "ID", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 		{Name: "number", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
@@ -282,7 +265,7 @@ func TestProtobufTargetSchemaPicksAndWidens(t *testing.T) {
 func TestProtobufRecursionAndConfigErrors(t *testing.T) {
 	opts := protoOptions(t, "Node", "")
 	_, err := NewDecoder(context.Background(), Spec{Builtin: "protobuf", Format: "protobuf", Options: opts}, memory.DefaultAllocator)
-	if err == nil || !strings.Contains(err.Error(), "message t.Node is recursive") {
+	if err == nil || !strings.Contains(err.Error(), "message pgtest.Node is recursive") {
 		t.Fatalf("err %v", err)
 	}
 	opts[protodec.OptRecursiveDepth] = "2"
@@ -295,13 +278,13 @@ func TestProtobufRecursionAndConfigErrors(t *testing.T) {
 		t.Fatalf("rows %v", rows)
 	}
 	for opt, want := range map[string]string{
-		protodec.OptMessage:        `no message type "t.Nope"`,
-		protodec.OptEncoding:       `protobuf_encoding="t.Nope" is not one of binary, json`,
+		protodec.OptMessage:        `no message type "pgtest.Nope"`,
+		protodec.OptEncoding:       `protobuf_encoding="pgtest.Nope" is not one of binary, json`,
 		protodec.OptDescriptorSet:  "not base64",
 		protodec.OptRecursiveDepth: "must be an integer from 1 to 10",
 	} {
-		o := protoOptions(t, "t.Event", "")
-		o[opt] = "t.Nope"
+		o := protoOptions(t, "pgtest.Event", "")
+		o[opt] = "pgtest.Nope"
 		_, err := NewDecoder(context.Background(), Spec{Builtin: "protobuf", Format: "protobuf", Options: o}, memory.DefaultAllocator)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err %v, want %q", opt, err, want)
@@ -320,7 +303,7 @@ func TestProtobufRecursionAndConfigErrors(t *testing.T) {
 	}
 }
 
-// benchProtoEvent is a t.Event of about 1 KB (the bench's payload size).
+// benchProtoEvent is a pgtest.Event of about 1 KB (the bench's payload size).
 func benchProtoEvent(i int) string {
 	return fmt.Sprintf(`{"id": "%d", "title": "%s", "inner": {"name": "inner-%d", "nums": [1, 2, 3, 4, 5, 6, 7, 8]},
 	  "items": [{"name": "alpha-%d", "nums": [1, 2]}, {"name": "beta", "nums": [3]}, {"name": "gamma"}, {"name": "delta", "nums": [4, 5, 6]}],
@@ -334,7 +317,7 @@ func benchProtoEvent(i int) string {
 // BenchmarkDecodeProtobufNative decodes ~1 KB binary events on the native
 // data-plane path, as BenchmarkDecodeAvroNative does its records.
 func BenchmarkDecodeProtobufNative(b *testing.B) {
-	opts := protoOptions(b, "t.Event", "")
+	opts := protoOptions(b, "pgtest.Event", "")
 	benchDecode(b, Spec{Builtin: "protobuf", Format: "protobuf", Options: opts}, func(i int) []byte {
 		return []byte(protoBinary(b, opts, benchProtoEvent(i)))
 	})
@@ -343,7 +326,7 @@ func BenchmarkDecodeProtobufNative(b *testing.B) {
 // Mutated payloads are rejected or decoded, never a panic (which the sdk
 // would turn into a row error naming it).
 func TestProtobufMutatedPayloadsNeverPanic(t *testing.T) {
-	opts := protoOptions(t, "t.Event", "")
+	opts := protoOptions(t, "pgtest.Event", "")
 	d := openProto(t, opts, nil)
 	seed := protoBinary(t, opts, richEvent)
 	rng := rand.New(rand.NewPCG(1, 2))
