@@ -214,12 +214,12 @@ int pg_publisher_close(uint64_t handle, struct PgError* err);
 
 /* Admin ------------------------------------------------------------------ */
 
-/* Small admin helper for topics and subscriptions. request_json:
- * {"op": "create_topic"|"delete_topic"|"create_subscription"|
- *  "delete_subscription"|"get_subscription", ...}. See docs/c-api.md. */
+/* Small admin helper: topics, subscriptions, snapshots and seek, a topic's
+ * schema. request_json: {"op": ..., ...}; the ops and their fields are
+ * listed in docs/c-api.md. */
 int pg_admin(char* request_json, char** json_out, struct PgError* err);
 
-/* Embedded emulator (Go pstest fake) --------------------------------------- */
+/* Embedded emulator (go/internal/emulator, docs/emulator.md) ------------- */
 
 /* Serves an in-process Pub/Sub emulator on host_port ("127.0.0.1:0" for a
  * free port); *addr_out receives the bound host:port. */
@@ -230,7 +230,7 @@ int pg_emulator_stop(uint64_t handle, struct PgError* err);
 
 /* The payload decoders of schema mode on any batch of payloads
  * (docs/decode.md). config_json is the subscriber config's "decoder"
- * object: {"format": "json"|"avro"} for a built-in decoder (runs natively)
+ * object: {"format": a built-in format (_contract.json's builtin_formats)} (runs natively)
  * or {"wasm": path} for a decoder module (runs in the sandbox), plus
  * "schema" (base64 Arrow IPC schema; the target), "options" (object of
  * strings, e.g. avro_schema), "memory_limit_mb", "timeout_ms". Errors:
