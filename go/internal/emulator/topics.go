@@ -2,6 +2,8 @@ package emulator
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sort"
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
@@ -110,11 +112,7 @@ func (p *publisherService) ListTopicSubscriptions(_ context.Context, req *pubsub
 	if t == nil {
 		return nil, notFound("Topic", req.Topic)
 	}
-	var names []string
-	for name := range t.subs {
-		names = append(names, name)
-	}
-	page, next, err := paginate(names, req.PageSize, req.PageToken)
+	page, next, err := paginate(slices.Collect(maps.Keys(t.subs)), req.PageSize, req.PageToken)
 	if err != nil {
 		return nil, err
 	}
@@ -128,11 +126,7 @@ func (p *publisherService) ListTopicSnapshots(_ context.Context, req *pubsubpb.L
 	if t == nil {
 		return nil, notFound("Topic", req.Topic)
 	}
-	var names []string
-	for name := range t.snapshots {
-		names = append(names, name)
-	}
-	page, next, err := paginate(names, req.PageSize, req.PageToken)
+	page, next, err := paginate(slices.Collect(maps.Keys(t.snapshots)), req.PageSize, req.PageToken)
 	if err != nil {
 		return nil, err
 	}
