@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
@@ -24,7 +26,10 @@ const (
 // and reason; a revision committed later is fetched once per process.
 func TestTopicSchemaRoutesRowsByRevision(t *testing.T) {
 	var fetches atomic.Int32
-	ts := &TopicSchema{Schema: "projects/p/schemas/s", Type: "AVRO", RevisionID: "r2",
+	// The revision cache lives for the process: a schema name of its own
+	// keeps the count right when the test runs more than once (-count).
+	schema := fmt.Sprintf("projects/p/schemas/routes-%d", time.Now().UnixNano())
+	ts := &TopicSchema{Schema: schema, Type: "AVRO", RevisionID: "r2",
 		Revisions: map[string]string{"r1": revV1, "r2": revV2},
 		Fetch: func(_ context.Context, schema, rev string) (string, error) {
 			fetches.Add(1)
