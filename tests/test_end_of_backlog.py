@@ -227,3 +227,36 @@ def test_sink_through_connection_cuts_publishes_every_row_at_least_once(spark, g
         proxy.close()
     got = {m.message.data for m in google.pull_all(sub, max_wait=60)}
     assert got == {str(i).encode() for i in range(20_000)}, f"{20_000 - len(got)} rows missing"
+
+
+def test_a_streaming_query_catching_up_reads_a_backlog_in_few_micro_batches(spark, google, emulator, tmp_path):
+    """Under the default trigger, a backlog on Google's emulator (which sends
+    each stream ~100 messages per ~50 ms) is read by tasks that are catching
+    up: they read on through the server's pauses and their subscribers open
+    more streams, so 12,000 messages take a few micro-batches, not one per
+    burst (it was ~8 of ~1,400 rows each), and every row arrives once."""
+    topic, sub = google.topic(ack_deadline=10)
+    n = 12_000
+    publish_n(google, topic, n)
+    time.sleep(1.5)  # older than the catching-up lag (1 s) when the first arrive
+    seen: dict = {"rows": 0, "sizes": [], "ids": set()}
+
+    def count(df, _batch_id) -> None:
+        ids = [r.message_id for r in df.select("message_id").collect()]
+        seen["rows"] += len(ids)
+        seen["ids"].update(ids)
+        if ids:
+            seen["sizes"].append(len(ids))
+
+    q = (spark.readStream.format("pubsub-go").option("subscriptionId", sub)
+         .option("emulatorHost", emulator.host_port).option("batchLogLocation", str(tmp_path / "batchlog")).load()
+         .writeStream.foreachBatch(count).trigger(processingTime="0 seconds")
+         .option("checkpointLocation", str(tmp_path / "ckpt")).start())
+    try:
+        deadline = time.monotonic() + 240
+        while seen["rows"] < n and time.monotonic() < deadline and q.isActive:
+            time.sleep(0.1)
+    finally:
+        q.stop()
+    assert seen["rows"] == n and len(seen["ids"]) == n, (seen["rows"], len(seen["ids"]), q.exception())
+    assert len(seen["sizes"]) <= 3, f"{len(seen['sizes'])} micro-batches of {seen['sizes']} rows"

@@ -134,6 +134,10 @@ def run(spark, build: Build, rate: int, tag: str, scratch: str, warmup: float, w
             # Why they came again: deadlines that ran out, or nacks.
             "expired": st.get("expired"), "nacks": st.get("nacks"),
             "redelivered_before_stop": running.get("redelivered"), "nacks_before_stop": running.get("nacks"),
+            # Streams open before the stop: more than streamsPerPartition per
+            # task means the subscribers took the traffic for a backlog
+            # (catchUpStreamsPerPartition).
+            "streams_before_stop": running.get("streams_active"),
             "progress_ms_median": {k: float(np.median(v)) for k, v in phases.items()}}
 
 

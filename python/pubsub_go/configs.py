@@ -89,6 +89,8 @@ class SubscriberConfig(ConnectionConfig):  # type: ignore[misc, valid-type]
 
     subscription: str
     streams: int = 0
+    catch_up_streams: int = 0
+    catch_up_lag_ms: int = 0
     max_outstanding_messages: int = 0
     max_outstanding_bytes: int = 0
     batch_size: int = 0

@@ -19,6 +19,13 @@ type Config struct {
 	Subscription string `json:"subscription"`
 	// Streams is the number of StreamingPull streams.
 	Streams int `json:"streams"`
+	// CatchUpStreams is how many streams the subscriber grows to while it
+	// is catching up: while what arrives was published more than
+	// CatchUpLagMs ago (catchup.go). At most Streams: it never grows.
+	CatchUpStreams int `json:"catch_up_streams"`
+	// CatchUpLagMs is how old the newest message of a response must be for
+	// the subscriber to count as catching up.
+	CatchUpLagMs int `json:"catch_up_lag_ms"`
 	// MaxOutstandingMessages bounds messages held (buffered or handed out
 	// and not yet acked, nacked or released); the server-side flow control
 	// is derived from it (serverLimits).
@@ -60,6 +67,8 @@ type Config struct {
 // applies them; cmd/contract hands them to Python (the Spark options).
 var Limits = map[string]clientopt.Limit{
 	"streams":                  {Default: 1, Min: 1, Max: 64},
+	"catch_up_streams":         {Default: 1, Min: 1, Max: 64},
+	"catch_up_lag_ms":          {Default: 1000, Min: 1, Max: 3_600_000},
 	"max_outstanding_messages": {Default: 1000, Min: 1, Max: 10_000_000},
 	"max_outstanding_bytes":    {Default: 100 << 20, Min: 1, Max: 1 << 40},
 	"batch_size":               {Default: 1000, Min: 1, Max: 1_000_000},
@@ -88,6 +97,8 @@ func (c *Config) Validate() error {
 	}
 	checks := []error{
 		intField("streams", &c.Streams),
+		intField("catch_up_streams", &c.CatchUpStreams),
+		intField("catch_up_lag_ms", &c.CatchUpLagMs),
 		intField("max_outstanding_messages", &c.MaxOutstandingMessages),
 		intField("max_outstanding_bytes", &c.MaxOutstandingBytes),
 		intField("batch_size", &c.BatchSize),

@@ -29,9 +29,15 @@ type quietClock struct {
 	liveSince   []atomic.Int64
 }
 
-func newQuietClock(streams int, ackDeadline time.Duration, now time.Time) *quietClock {
-	return &quietClock{opened: now, ackDeadline: ackDeadline,
-		liveSince: make([]atomic.Int64, streams)}
+// newQuietClock starts a clock for streams streams, not yet live, and room
+// for up to maxStreams (catchup.go): one not started holds nothing back.
+func newQuietClock(streams, maxStreams int, ackDeadline time.Duration, now time.Time) *quietClock {
+	q := &quietClock{opened: now, ackDeadline: ackDeadline,
+		liveSince: make([]atomic.Int64, max(streams, maxStreams))}
+	for i := streams; i < len(q.liveSince); i++ {
+		q.liveSince[i].Store(now.UnixNano())
+	}
+	return q
 }
 
 // ended records that a stream's session ended (it reconnects).

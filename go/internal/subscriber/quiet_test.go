@@ -9,7 +9,7 @@ import (
 
 func TestQuietClockCountsOnlyLiveSilentTime(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	q := newQuietClock(2, 10*time.Second, t0)
+	q := newQuietClock(2, 2, 10*time.Second, t0)
 	if got := q.quiet(t0.Add(5*time.Second), false); got != 0 {
 		t.Fatalf("quiet with no stream live = %v, want 0", got)
 	}

@@ -52,9 +52,13 @@ func (p *spell) current(now time.Time) time.Duration {
 }
 
 // newStallClock starts a clock for streams streams at now, all of them not
-// yet in a session (Open returns before they connect).
-func newStallClock(streams int, now time.Time) *stallClock {
-	c := &stallClock{up: make([]bool, streams), nDown: streams}
+// yet in a session (Open returns before they connect), and room for up to
+// maxStreams (catchup.go): one not started is not down.
+func newStallClock(streams, maxStreams int, now time.Time) *stallClock {
+	c := &stallClock{up: make([]bool, max(streams, maxStreams)), nDown: streams}
+	for i := streams; i < len(c.up); i++ {
+		c.up[i] = true
+	}
 	c.update(now)
 	return c
 }

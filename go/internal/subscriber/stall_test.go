@@ -17,7 +17,7 @@ import (
 func TestStallClockTimesEachConditionAndTheirUnion(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	c := newStallClock(2, t0)
+	c := newStallClock(2, 2, t0)
 	// Both streams down from Open until the second connects at 300 ms.
 	c.live(0, true, at(100))
 	if got := c.read(at(200)); got.down != 200*time.Millisecond || got.blocked != 200*time.Millisecond || got.full != 0 {
@@ -53,7 +53,7 @@ func TestStallClockTimesEachConditionAndTheirUnion(t *testing.T) {
 // The flow controller tells the stall clock each time it becomes full and
 // stops being full, whichever call made it so.
 func TestFlowControllerReportsFullSpells(t *testing.T) {
-	c := newStallClock(0, time.Now())
+	c := newStallClock(0, 0, time.Now())
 	f := newFlowController(2, 1<<20)
 	f.stall = c
 	f.add(2, 10)

@@ -27,7 +27,9 @@ type stream struct {
 }
 
 func newStream(s *Subscriber, clientID string, index int) *stream {
-	msgs, bytes := serverLimits(s.cfg.MaxOutstandingMessages, s.cfg.Streams)
+	// A stream added while catching up shares the server's flow control
+	// with as many as may run by then.
+	msgs, bytes := serverLimits(s.cfg.MaxOutstandingMessages, max(s.cfg.Streams, index+1))
 	return &stream{s: s, index: index, initial: &pb.StreamingPullRequest{
 		Subscription:             s.cfg.Subscription,
 		StreamAckDeadlineSeconds: int32(s.set.prefetchLease / time.Second),
@@ -276,6 +278,7 @@ func (s *Subscriber) deliver(msgs []wire.Message, now, leased time.Time) {
 	msgs, late, lateBytes := s.cutoff.drop(msgs)
 	s.stats.late.Add(late)
 	s.quiet.arrived(msgs, now)
+	s.catchUpOn(msgs, now)
 	total := s.res.add(msgs, leased, s.set.prefetchLease)
 	s.stats.bytesPulled.Add(total + lateBytes)
 }

@@ -54,6 +54,9 @@ type Subscriber struct {
 
 	closing     chan struct{}      // closed by Close: streams half-close and drain
 	stopStreams context.CancelFunc // on a permanent failure, or Close's bound
+	streamCtx   context.Context    // the streams' context (catchup.go starts more in it)
+	clientID    string             // every stream's client id
+	catchUp     catchUp            // growing the streams while catching up
 	stopLeases  context.CancelFunc // on Close
 	streams     sync.WaitGroup
 	leases      sync.WaitGroup
@@ -142,7 +145,7 @@ func open(ctx context.Context, cfg Config, mem memory.Allocator, tune func(*sett
 	}
 
 	opened := time.Now()
-	stall := newStallClock(streamCount(&cfg), opened)
+	stall := newStallClock(streamCount(&cfg), maxStreams(&cfg), opened)
 	fc := newFlowController(cfg.MaxOutstandingMessages, cfg.MaxOutstandingBytes)
 	fc.stall = stall
 	s := &Subscriber{
@@ -161,7 +164,7 @@ func open(ctx context.Context, cfg Config, mem memory.Allocator, tune func(*sett
 		res:     newReservoir(fc, mem, cfg.BatchSize),
 		seen:    newSeenSet(set.seenCapacity),
 		cutoff:  publishCutoff{us: cfg.ArrivalCutoffUs},
-		quiet:   newQuietClock(streamCount(&cfg), set.prefetchLease, opened),
+		quiet:   newQuietClock(streamCount(&cfg), maxStreams(&cfg), set.prefetchLease, opened),
 		stall:   stall,
 		dec:     dec,
 		closing: make(chan struct{}),
@@ -173,10 +176,9 @@ func open(ctx context.Context, cfg Config, mem memory.Allocator, tune func(*sett
 	streamCtx, stopStreams := context.WithCancel(context.Background())
 	leaseCtx, stopLeases := context.WithCancel(context.Background())
 	s.stopStreams, s.stopLeases = stopStreams, stopLeases
-	id := clientID()
-	for i := range streamCount(&cfg) {
-		st := newStream(s, id, i)
-		s.streams.Go(func() { st.run(streamCtx, s.closing) })
+	s.streamCtx, s.clientID = streamCtx, clientID()
+	for range streamCount(&cfg) {
+		s.startStream()
 	}
 	s.leases.Go(func() { s.leaseLoop(leaseCtx) })
 	return s, nil
@@ -188,6 +190,21 @@ func streamCount(cfg *Config) int {
 		return 0
 	}
 	return cfg.Streams
+}
+
+// maxStreams is the number of streams cfg may grow to (catchup.go).
+func maxStreams(cfg *Config) int {
+	if cfg.NoPull {
+		return 0
+	}
+	return max(cfg.Streams, cfg.CatchUpStreams)
+}
+
+// startStream starts the next stream. Open calls it before returning, and
+// catchup.go from a running stream (so s.streams is never at zero then).
+func (s *Subscriber) startStream() {
+	st := newStream(s, s.clientID, int(s.catchUp.started.Add(1))-1)
+	s.streams.Go(func() { st.run(s.streamCtx, s.closing) })
 }
 
 // verify checks the subscription exists, retrying with backoff while the

@@ -33,6 +33,7 @@ DOCUMENTED = [
     "projectId", "subscriptionId", *CONNECTION_OPTIONS, "numPartitions", "parallelism",
     "batchSize", "maxWaitTimeMs", *admission.OPTIONS, "maxRecordsPerPartition",
     "maxBatchDurationMs", "drainBacklog", "ackOnCommit", "batchLogLocation", "streamsPerPartition",
+    "catchUpStreamsPerPartition",
     "maxOutstandingMessages",
     "maxBytesPerPartition", "maxWorkerMemoryBytes", "subscriberIdleMs", "quietPeriodMs",
     "ackDeadlineSeconds", "commitLeaseSeconds", "format", "decoder", "schemaFrom", *SCHEMA_MODE_ONLY, "path",
@@ -77,6 +78,21 @@ MAX_RECORDS_PER_PARTITION = 200_000
 # 365-573 ms, with the same rows/s at full load (bench/tools/latency.py for the
 # latency, bench/tools/spark_cpu.py --option maxWaitTimeMs=... for the rows/s).
 MAX_WAIT_MS = 20
+
+
+# catchUpStreamsPerPartition: a task's subscriber grows to this many
+# StreamingPull streams while what arrives is older than the library's
+# catch_up_lag_ms (go/internal/subscriber/catchup.go says why it starts
+# small). Google's emulator paces each stream (~2,000 msg/s of 1 KB): with
+# one stream per task a streaming query read a 30,000-message backlog there
+# at 0.35-0.60x a plain Python source doing unary Pulls, with up to 4 at
+# bench/results/emulator_results.md's figure; live traffic never grows.
+CATCH_UP_STREAMS = 8
+
+
+def _catch_up_streams(opts: Mapping[str, str]) -> int:
+    lim = contract.limit("subscriber_config", "catch_up_streams")
+    return int_option(opts, "catchUpStreamsPerPartition", CATCH_UP_STREAMS, lim.min, lim.max)
 
 
 def _max_wait_ms(opts: Mapping[str, str]) -> int:
@@ -161,6 +177,7 @@ class SourceOptions:
     ack_on_commit: bool
     batch_log_path: str  # see batch_log_location
     streams_per_partition: int
+    catch_up_streams_per_partition: int
     max_outstanding_messages: int
     max_bytes_per_partition: int
     ack_deadline_seconds: int
@@ -250,6 +267,7 @@ class SourceOptions:
             batch_log_path=str(opts.get("batchloglocation") or log_default),
             batch_log_default_host=None if opts.get("batchloglocation") else socket.gethostname(),
             streams_per_partition=go_int_option(opts, "streamsPerPartition", "subscriber_config", "streams"),
+            catch_up_streams_per_partition=_catch_up_streams(opts),
             # 0: sized to what a task may hand out (subscriber_config._flow_control_messages).
             max_outstanding_messages=int_option(opts, "maxOutstandingMessages", 0, 0, out_msgs.max),
             max_bytes_per_partition=_max_bytes_per_partition(opts),

@@ -15,6 +15,7 @@ def subscriber_config(opts: SourceOptions, pull: bool = True, plan: SchemaPlan |
         subscription=opts.subscription,
         **opts.conn.client_kwargs(),
         streams=opts.streams_per_partition,
+        catch_up_streams=opts.catch_up_streams_per_partition,
         max_outstanding_messages=_flow_control_messages(opts, part),
         max_outstanding_bytes=opts.max_bytes_per_partition,
         batch_size=opts.batch_size,
