@@ -260,9 +260,10 @@ def test_stats_cross_as_the_c_struct(emulator, google):
     names = [n for n, _ in _native.ffi().typeof("struct PgSubscriberStats").fields]
     assert list(stats) == names and all(isinstance(v, int) for v in stats.values())
     assert {"pulled", "held", "quiet_ms", "ack_rejected", "flow_full_ms", "streams_down_ms", "blocked_ms",
-            "late"} <= set(stats)
+            "late", "streams"} <= set(stats)
+    assert stats["streams"] == 1, stats  # streams=1 by default, and nothing to catch up on
     # Appended, in the order of subscriber.Stats (capi's TestStatsStructMatchesGo).
-    assert names[-4:] == ["flow_full_ms", "streams_down_ms", "blocked_ms", "late"], names
+    assert names[-5:] == ["flow_full_ms", "streams_down_ms", "blocked_ms", "late", "streams"], names
 
 
 def test_worker_memory_budget_sizes_the_flow_control():

@@ -229,14 +229,28 @@ def test_sink_through_connection_cuts_publishes_every_row_at_least_once(spark, g
     assert got == {str(i).encode() for i in range(20_000)}, f"{20_000 - len(got)} rows missing"
 
 
+def _last_batch_streams(q) -> list[int]:
+    """lastBatch.streams of each progress: the streams the batch's
+    subscribers ran when its tasks ended, summed over its tasks."""
+    out = []
+    for p in q.recentProgress:
+        m = p["sources"][0]["latestOffset"]
+        m = json.loads(m) if isinstance(m, str) else m
+        if m and m.get("lastBatch", {}).get("streams"):
+            out.append(m["lastBatch"]["streams"])
+    return out
+
+
 def test_a_streaming_query_catching_up_reads_a_backlog_in_few_micro_batches(spark, google, emulator, tmp_path):
     """Under the default trigger, a backlog on Google's emulator (which sends
     each stream ~100 messages per ~50 ms) is read by tasks that are catching
     up: they read on through the server's pauses and their subscribers open
     more streams, so 12,000 messages take a few micro-batches, not one per
-    burst (it was ~8 of ~1,400 rows each), and every row arrives once."""
+    burst (it was ~8 of ~1,400 rows each), and every row arrives once. Once
+    the tasks hand over fresh rows, the grown subscribers are replaced by
+    ones with streamsPerPartition streams (1 per task, 2 tasks)."""
     topic, sub = google.topic(ack_deadline=10)
-    n = 12_000
+    n, live = 12_000, 0
     publish_n(google, topic, n)
     time.sleep(1.5)  # older than the catching-up lag (1 s) when the first arrive
     seen: dict = {"rows": 0, "sizes": [], "ids": set()}
@@ -256,7 +270,20 @@ def test_a_streaming_query_catching_up_reads_a_backlog_in_few_micro_batches(spar
         deadline = time.monotonic() + 240
         while seen["rows"] < n and time.monotonic() < deadline and q.isActive:
             time.sleep(0.1)
+        backlog_batches = list(seen["sizes"])
+        # Live traffic: a few fresh messages at a time, until two batches in
+        # a row ran on subscribers of one stream per task.
+        while time.monotonic() < deadline and q.isActive and _last_batch_streams(q)[-2:] != [2, 2]:
+            google.publish(topic, [b"live-%d" % (live + i) for i in range(20)])
+            live += 20
+            time.sleep(0.3)
+        streams = _last_batch_streams(q)
+        while seen["rows"] < n + live and time.monotonic() < deadline and q.isActive:
+            time.sleep(0.1)
     finally:
         q.stop()
-    assert seen["rows"] == n and len(seen["ids"]) == n, (seen["rows"], len(seen["ids"]), q.exception())
-    assert len(seen["sizes"]) <= 3, f"{len(seen['sizes'])} micro-batches of {seen['sizes']} rows"
+    assert seen["rows"] == n + live and len(seen["ids"]) == n + live, (seen["rows"], len(seen["ids"]), n + live,
+                                                                       q.exception())
+    assert len(backlog_batches) <= 3, f"{len(backlog_batches)} micro-batches of {backlog_batches} rows"
+    assert max(streams) > 2, f"the subscribers never grew while catching up: streams per batch {streams}"
+    assert streams[-2:] == [2, 2], f"the subscribers kept their catching-up streams on live traffic: {streams}"

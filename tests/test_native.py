@@ -183,7 +183,7 @@ def test_go_panic_becomes_a_python_exception(debug_library):
         "print('abi', version()['abi'])  # the process and the library are still fine\n"
     )
     out = native_debug.run(debug_library, code)
-    assert out.returncode == 0 and out.stdout.split("\n")[:2] == ["raised panic 13 True", "abi 5"], \
+    assert out.returncode == 0 and out.stdout.split("\n")[:2] == ["raised panic 13 True", "abi 6"], \
         out.stdout + out.stderr
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-C_ABI = 5  # go/capi/main.go ABIVersion: raised with each incompatible change of pubsubgo.h
+C_ABI = 6  # go/capi/main.go ABIVersion: raised with each incompatible change of pubsubgo.h
 
 
 def _check_wheel():

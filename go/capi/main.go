@@ -27,7 +27,7 @@ import (
 )
 
 // ABIVersion changes when pubsubgo.h does (Version is in version.go).
-const ABIVersion = 5
+const ABIVersion = 6
 
 // alloc is the C-memory allocator behind every exported batch (cgo rules:
 // C must not hold Go-heap pointers); one per process, so its cache of large

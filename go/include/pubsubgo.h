@@ -153,7 +153,7 @@ int pg_subscriber_ack_results(uint64_t handle, struct ArrowArray* ack_ids, struc
 
 /* A subscriber's counters, field for field go/internal/subscriber.Stats
  * (capi's TestStatsStructMatchesGo checks it): totals since open, except
- * held, buffered, quiet_ms and blocked_ms, which are current values. New
+ * held, buffered, quiet_ms, blocked_ms and streams, which are current values. New
  * fields go at the end, with a new ABI version: the caller allocates the
  * struct and the library fills all of it.
  * A subscriber unable to receive (flow control full, or a stream out of a
@@ -180,6 +180,7 @@ struct PgSubscriberStats {
   int64_t streams_down_ms;   /* at least one stream not in a live session, in total */
   int64_t blocked_ms;        /* unable to receive (either of the two) without a break, until now; 0 if able */
   int64_t late;              /* of pulled: published after arrival_cutoff_us, released on arrival, never handed out */
+  int64_t streams;           /* StreamingPull streams running: streams, or up to catch_up_streams once catching up */
 };
 
 /* Fills *out with the subscriber's counters. */

@@ -34,8 +34,8 @@ func TestStreamsGrowOnlyWhileCatchingUp(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if n := f.streamCount(); n != c.want {
-				t.Errorf("%d streams, want %d", n, c.want)
+			if n, st := f.streamCount(), s.Stats().Streams; n != c.want || st != int64(c.want) {
+				t.Errorf("%d streams (stats: %d), want %d", n, st, c.want)
 			}
 			if st := s.Stats(); st.Pulled == 0 {
 				t.Errorf("nothing pulled: %+v", st)

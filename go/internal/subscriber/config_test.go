@@ -21,6 +21,8 @@ func TestValidateFillsDefaults(t *testing.T) {
 		Options:                c.Options,
 		Subscription:           testSub,
 		Streams:                1,
+		CatchUpStreams:         1,
+		CatchUpLagMs:           1000,
 		MaxOutstandingMessages: 1000,
 		MaxOutstandingBytes:    100 << 20,
 		BatchSize:              1000,

@@ -2,8 +2,8 @@ package subscriber
 
 import "sync/atomic"
 
-// Stats are a subscriber's counters since Open. Held, Buffered, QuietMs and
-// BlockedMs are current; the others only grow. The C API copies them into struct
+// Stats are a subscriber's counters since Open. Held, Buffered, QuietMs,
+// BlockedMs and Streams are current; the others only grow. The C API copies them into struct
 // PgSubscriberStats (go/include/pubsubgo.h), which lists the same int64
 // fields in the same order under their JSON names.
 type Stats struct {
@@ -38,6 +38,9 @@ type Stats struct {
 	// Late counts messages published after Config.ArrivalCutoffUs: of
 	// Pulled, released where they arrived, never held or handed out.
 	Late int64 `json:"late"`
+	// Streams is how many StreamingPull streams the subscriber runs
+	// (current): Config.Streams, or more once it caught up (catchup.go).
+	Streams int64 `json:"streams"`
 }
 
 type counters struct {

@@ -6,7 +6,7 @@ import (
 )
 
 func TestStatsJSONKeys(t *testing.T) {
-	want := []string{"pulled", "handed_out", "held", "acked", "nacked", "extended", "redeliveries", "decode_errors", "bytes_pulled", "streams_restarted", "nacked_on_close", "buffered", "quiet_ms", "ack_rejected", "modack_rejected", "flow_full_ms", "streams_down_ms", "blocked_ms", "late"}
+	want := []string{"pulled", "handed_out", "held", "acked", "nacked", "extended", "redeliveries", "decode_errors", "bytes_pulled", "streams_restarted", "nacked_on_close", "buffered", "quiet_ms", "ack_rejected", "modack_rejected", "flow_full_ms", "streams_down_ms", "blocked_ms", "late", "streams"}
 	got := jsonKeys(t, Stats{})
 	slices.Sort(want)
 	slices.Sort(got)

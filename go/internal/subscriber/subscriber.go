@@ -446,6 +446,7 @@ func (s *Subscriber) Stats() Stats {
 	st.FlowFullMs = stall.full.Milliseconds()
 	st.StreamsDownMs = stall.down.Milliseconds()
 	st.BlockedMs = stall.blocked.Milliseconds()
+	st.Streams = int64(s.catchUp.started.Load())
 	return st
 }
 

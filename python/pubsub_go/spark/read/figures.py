@@ -70,6 +70,8 @@ class Figures:
         # would add up; the longest is how long the batch's most held-back
         # subscriber had been unable to receive when its task ended.
         summed["blocked_ms"] = max(int(e.stats.get("blocked_ms", 0)) for e in entries)
+        # Also current: the streams the batch's subscribers ran when their tasks ended.
+        summed["streams"] = sum(int(e.stats.get("streams", 0)) for e in entries)
         out = BatchSummary(rows=sum(e.rows for e in entries),
                            drained=all(e.stats.get("drained", False) for e in entries), stats=summed)
         self._summaries[(gen, batch)] = out

@@ -61,6 +61,7 @@ class Tally:
     newest_publish_us: int = 0  # publish time of the newest row of the last pull that had rows; 0: none
     stopped: bool = False  # ended because its query stopped
     stalled: bool = False  # ended because its subscriber could not receive for STALL_BOUND_MS
+    live: bool = False  # streaming: handed over fresh rows at a pause (not catching up)
 
 
 # How often a waiting task looks for its query's stop mark, in seconds: well
@@ -168,6 +169,7 @@ def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sche
                 # drained or the task's budget is spent (throughput: a bursty
                 # server pauses for longer than maxWaitTimeMs all the time),
                 # and so does a streaming task that is catching up.
+                tally.live = _fresh(tally)
                 return
         if time.monotonic() >= deadline or (part.max_bytes and nbytes >= part.max_bytes):
             return
@@ -202,6 +204,13 @@ def _catching_up(tally: Tally, st: dict[str, int], last_rows_at: float) -> bool:
     if (time.monotonic() - last_rows_at) * 1000 >= CATCH_UP_GAP_MS:
         return False
     return time.time() * 1_000_000 - tally.newest_publish_us > CATCH_UP_LAG_MS * 1000
+
+
+def _fresh(tally: Tally) -> bool:
+    """The task's newest row is well inside the catching-up lag (half of
+    it: a lag hovering near the line does not flip a subscriber between
+    growing and being replaced at every task)."""
+    return time.time() * 1_000_000 - tally.newest_publish_us < CATCH_UP_LAG_MS * 1000 / 2
 
 
 # A pull takes at most maxBytesPerPartition / this many bytes (16 MiB by

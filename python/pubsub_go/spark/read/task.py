@@ -81,8 +81,16 @@ def _pull_and_record(opts: SourceOptions, part: PubSubPartition, batch_log: Batc
                     max_wait_s=opts.max_batch_duration_ms / 1000,
                     stopped=lambda: batch_log.stopped_at(part.gen)) as sub:
         yield from _record(sub, opts, part, batch_log, plan, tally, stopped)
-        if tally.stopped or tally.stalled:
+        if tally.stopped or tally.stalled or (tally.live and _grown(sub, opts)):
             POOL.discard(sub)
+
+
+def _grown(sub: Subscriber, opts: SourceOptions) -> bool:
+    """The subscriber opened catching-up streams (go/internal/subscriber/
+    catchup.go), and its task has just handed over fresh rows: it is caught
+    up, and extra streams cost live traffic latency, so it is closed (its
+    prefetch nacked) and the next task opens one with streamsPerPartition."""
+    return sub.stats().get("streams", 0) > opts.streams_per_partition
 
 
 # Counters of Subscriber.stats() that a task reports as its own share.
@@ -133,7 +141,7 @@ def _record(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, batch_l
                  "dead_lettered": tally.dead_lettered, "duplicates": tally.duplicates,
                  "event_time_errors": tally.event_time_errors,
                  "drained": tally.drained, "quiet_ms": tally.quiet_ms,
-                 "oldest_publish_us": tally.oldest_publish_us}
+                 "oldest_publish_us": tally.oldest_publish_us, "streams": after.get("streams", 0)}
         published = entry.publish(schema, stats)
         if published and id_filter is not None:
             id_filter.record(part.gen, part.batch, part.index)
