@@ -85,8 +85,9 @@ MAX_WAIT_MS = 20
 # catch_up_lag_ms (go/internal/subscriber/catchup.go says why it starts
 # small). Google's emulator paces each stream (~2,000 msg/s of 1 KB): with
 # one stream per task a streaming query read a 30,000-message backlog there
-# at 0.35-0.60x a plain Python source doing unary Pulls, with up to 4 at
-# bench/results/emulator_results.md's figure; live traffic never grows.
+# at 0.35-0.60x a plain Python source doing unary Pulls, with up to 8 at
+# 1.27-1.84x (bench/results/emulator_results.md, "Catching up"), more than
+# with up to 4; live traffic never grows.
 CATCH_UP_STREAMS = 8
 
 
