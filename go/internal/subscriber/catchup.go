@@ -12,12 +12,10 @@ import (
 // opens the rest of its Config.CatchUpStreams StreamingPull streams at
 // once (a backlog read at a few streams' pace while more are added one by
 // one loses the time it takes to add them). A server may pace each stream
-// (Google's emulator sends 100 messages per ~50 ms per stream, so one
-// stream reads a backlog at ~2,000 msg/s of 1 KB;
-// bench/results/emulator_results.md), and on live traffic extra streams
-// cost latency (4 streams raised p50/p99 at 10k msg/s by a median 15-17%
-// on the load server): so the subscriber starts with Config.Streams and
-// grows only once it is behind. It does not shrink: streams added for a
+// (Google's emulator does), so a backlog is read at the pace of its streams;
+// on live traffic extra streams cost latency (figures for both in
+// bench/results/emulator_results.md): so the subscriber starts with
+// Config.Streams and grows only once it is behind. It does not shrink: streams added for a
 // backlog stay until Close (the Spark source closes a grown subscriber once
 // its task hands over fresh rows, spark/read/task.py).
 //

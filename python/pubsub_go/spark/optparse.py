@@ -34,11 +34,13 @@ def int_option(opts: Mapping[str, str], name: str, default: int, lo: int, hi: in
     return v
 
 
-def go_int_option(opts: Mapping[str, str], name: str, struct: str, key: str, why: str = "") -> int:
+def go_int_option(opts: Mapping[str, str], name: str, struct: str, key: str, why: str = "",
+                  default: int | None = None) -> int:
     """An integer option that sets the Go config field `key` of `struct`
-    (contract.py): the library's default and range, written only in Go."""
+    (contract.py): the library's range, written only in Go, and its default
+    unless the option has its own (default)."""
     lim = contract.limit(struct, key)
-    return int_option(opts, name, lim.default, lim.min, lim.max, why)
+    return int_option(opts, name, lim.default if default is None else default, lim.min, lim.max, why)
 
 
 def bool_option(opts: Mapping[str, str], name: str, default: bool) -> bool:

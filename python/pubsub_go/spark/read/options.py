@@ -83,17 +83,10 @@ MAX_WAIT_MS = 20
 # catchUpStreamsPerPartition: a task's subscriber grows to this many
 # StreamingPull streams while what arrives is older than the library's
 # catch_up_lag_ms (go/internal/subscriber/catchup.go says why it starts
-# small). Google's emulator paces each stream (~2,000 msg/s of 1 KB): with
-# one stream per task a streaming query read a 30,000-message backlog there
-# at 0.35-0.60x a plain Python source doing unary Pulls, with up to 8 at
-# 1.27-1.84x (bench/results/emulator_results.md, "Catching up"), more than
-# with up to 4; live traffic never grows.
+# small). A server may pace each stream, so a backlog is read at the pace of
+# the streams reading it; 8 read a backlog on Google's emulator faster than 4
+# (bench/results/emulator_results.md, "Catching up"). Live traffic never grows.
 CATCH_UP_STREAMS = 8
-
-
-def _catch_up_streams(opts: Mapping[str, str]) -> int:
-    lim = contract.limit("subscriber_config", "catch_up_streams")
-    return int_option(opts, "catchUpStreamsPerPartition", CATCH_UP_STREAMS, lim.min, lim.max)
 
 
 def _max_wait_ms(opts: Mapping[str, str]) -> int:
@@ -117,8 +110,7 @@ DEFAULT_BATCH_SIZE = 4_000
 
 
 def _batch_size(opts: Mapping[str, str]) -> int:
-    lim = contract.limit("subscriber_config", "batch_size")
-    return int_option(opts, "batchSize", DEFAULT_BATCH_SIZE, lim.min, lim.max)
+    return go_int_option(opts, "batchSize", "subscriber_config", "batch_size", default=DEFAULT_BATCH_SIZE)
 
 
 def _max_bytes_per_partition(opts: Mapping[str, str]) -> int:
@@ -268,7 +260,8 @@ class SourceOptions:
             batch_log_path=str(opts.get("batchloglocation") or log_default),
             batch_log_default_host=None if opts.get("batchloglocation") else socket.gethostname(),
             streams_per_partition=go_int_option(opts, "streamsPerPartition", "subscriber_config", "streams"),
-            catch_up_streams_per_partition=_catch_up_streams(opts),
+            catch_up_streams_per_partition=go_int_option(opts, "catchUpStreamsPerPartition", "subscriber_config",
+                                                         "catch_up_streams", default=CATCH_UP_STREAMS),
             # 0: sized to what a task may hand out (subscriber_config._flow_control_messages).
             max_outstanding_messages=int_option(opts, "maxOutstandingMessages", 0, 0, out_msgs.max),
             max_bytes_per_partition=_max_bytes_per_partition(opts),

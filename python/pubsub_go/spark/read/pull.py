@@ -181,13 +181,12 @@ def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sche
 # micro-batch at the first pause would buy those rows no latency (they are
 # late already) and cost a whole micro-batch's fixed price per burst. Such a
 # task reads on through pauses of up to CATCH_UP_GAP_MS, within its
-# maxBatchDurationMs and caps, as AvailableNow does. Google's emulator sends
-# a backlog in bursts of a few hundred rows per stream with pauses longer
-# than maxWaitTimeMs between them: ending at each pause made micro-batches of
-# ~1,400 rows and read at 0.60x a plain Python source that pulls for 2 s per
-# micro-batch (bench/tools/emulator_read.py). Live traffic is fresh: at 10k
-# msg/s on the load server p99 latency is well under CATCH_UP_LAG_MS, so
-# those tasks still end at the first wait that runs out (bench/tools/latency.py).
+# maxBatchDurationMs and caps, as AvailableNow does: a server that sends a
+# backlog in bursts (Google's emulator pauses longer than maxWaitTimeMs
+# between them) would otherwise get a micro-batch per burst
+# (bench/results/emulator_results.md, "Catching up"). Live traffic stays
+# well under CATCH_UP_LAG_MS old, so those tasks still end at the first wait
+# that runs out.
 # The lag is measured against this machine's clock, so a clock more than
 # CATCH_UP_LAG_MS ahead of Pub/Sub's makes every task read on for up to
 # CATCH_UP_GAP_MS past its last rows: that much latency, never a lost row.
