@@ -209,6 +209,8 @@ SBS_MODES = (("BenchmarkVpcflowCWasm", "wazero, time limit by loop counter (prod
              ("BenchmarkVpcflowCWasmtime", "**wasmtime in the Go host, time limit by epoch interruption "
               "(production where installed)** — schema mode's decoder"),
              ("BenchmarkVpcflowCWasmtimeNoTimeLimit", "wasmtime in the Go host, no time limit"),
+             ("BenchmarkVpcflowCWasmtimeProbes", "wasmtime in the Go host, probed for a memory fence (probe.go), "
+              "no time limit: what the probes cost (the fence is not built)"),
              ("decode/wasmtime", "**through `pubsub_go.decode`, engine wasmtime** (memory cap + time limit)"),
              ("decode/wazero", "through `pubsub_go.decode`, engine wazero (memory cap + time limit)"),
              ("native", "native (build-c.sh --native)"))
