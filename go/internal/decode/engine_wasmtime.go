@@ -27,12 +27,16 @@ import (
 // that the library this package builds into links nothing but glibc.
 // Modules are compiled once per process (Cranelift), found again by their
 // SHA-256; each instance has its own store, whose limiter caps memory.
-// The time limit is epoch interruption: one goroutine per process ticks
-// the epoch every epochTick, and a store's deadline callback (C, no call
-// into Go) stops the guest at its deadline or when its caller cancels.
+// One goroutine per process ticks every epochTick. The time limit is the
+// memory fence (engine_wasmtime_fence.h) for modules that probe.go can
+// probe: at a call's deadline, or when its caller cancels, the tick has
+// the guest's memory fenced, and its next access traps. Other modules get
+// epoch interruption: a store's deadline callback (C, no call into Go)
+// stops the guest. Both without a check in every loop's way round where
+// the fence serves, which is what epoch interruption costs.
 
-// epochTick is the time limit's resolution; each tick costs a running
-// guest one callback, and an idle process one wake-up.
+// epochTick is the time limit's resolution; each tick costs an idle
+// process one wake-up, a guest under epoch interruption one callback.
 const epochTick = 10 * time.Millisecond
 
 // The messages of the errors by which the deadline callback stops a call.
@@ -44,23 +48,37 @@ const (
 // wasmtimeModule is a compiled module (wasmtime_module_t) and its engine.
 type wasmtimeModule = *wtCompiled
 
-type wtCompiled struct{ module, engine *C.pgw_opaque }
+type wtCompiled struct {
+	module, engine *C.pgw_opaque
+	fence          bool // stopped by the memory fence (the module has probes)
+}
+
+// wtMode is how a module's calls are stopped at their time limit.
+type wtMode int8
+
+const (
+	wtFence   wtMode = iota // the memory fence; the module has probes (probe.go)
+	wtEpoch                 // epoch interruption: modules that cannot be probed
+	wtNoLimit               // none (engineOptions.noTimeLimit: benchmarks)
+)
 
 type wtKey struct {
-	sum         [sha256.Size]byte
-	noTimeLimit bool // engineOptions.noTimeLimit: an engine without epoch interruption
+	sum    [sha256.Size]byte
+	mode   wtMode
+	probes bool // engineOptions.probes
 }
 
 var wasmtime = struct {
 	sync.Mutex
 	path    string           // the library loaded, "" before
-	engines [2]*C.pgw_opaque // with epoch interruption, and without (benchmarks only)
+	engines [2]*C.pgw_opaque // with epoch interruption, and without (fence, no limit)
 	modules map[wtKey]wasmtimeModule
 }{modules: map[wtKey]wasmtimeModule{}}
 
 // wasmtimeEngine loads the library at path (once per process: a second,
-// different path is an error) and starts the epoch ticker.
-func wasmtimeEngine(path string, noTimeLimit bool) (*C.pgw_opaque, error) {
+// different path is an error), makes both engines and starts the ticker.
+// epoch picks the engine with epoch interruption.
+func wasmtimeEngine(path string, epoch bool) (*C.pgw_opaque, error) {
 	if path == "" {
 		return nil, errors.New("the wasmtime engine needs the path of wasmtime's C library " +
 			"(_libwasmtime.so in the wasmtime Python package: pip install wasmtime)")
@@ -69,10 +87,7 @@ func wasmtimeEngine(path string, noTimeLimit bool) (*C.pgw_opaque, error) {
 		if path != wasmtime.path {
 			return nil, fmt.Errorf("wasmtime's library is already loaded from %s, not %s", wasmtime.path, path)
 		}
-		if noTimeLimit && wasmtime.engines[1] == nil {
-			wasmtime.engines[1] = C.pgw_engine_new(false)
-		}
-		return wasmtime.engines[btoiC(noTimeLimit)], nil
+		return wasmtime.engines[btoiC(!epoch)], nil
 	}
 	if err := checkWasmtimeVersion(path); err != nil {
 		return nil, err
@@ -83,20 +98,17 @@ func wasmtimeEngine(path string, noTimeLimit bool) (*C.pgw_opaque, error) {
 		return nil, fmt.Errorf("loading wasmtime's library %s: %s", path, C.GoString(msg))
 	}
 	C.pgw_set_messages(C.CString(wtTimeLimit), C.CString(wtCanceled)) // kept for the process
-	e := C.pgw_engine_new(true)
-	if e == nil {
+	e, f := C.pgw_engine_new(true), C.pgw_engine_new(false)
+	if e == nil || f == nil {
 		return nil, fmt.Errorf("wasmtime's library %s: no engine", path)
 	}
-	wasmtime.engines[0], wasmtime.path = e, path
-	if noTimeLimit {
-		wasmtime.engines[1] = C.pgw_engine_new(false)
-	}
+	wasmtime.engines, wasmtime.path = [2]*C.pgw_opaque{e, f}, path
 	go func() {
 		for range time.Tick(epochTick) {
 			C.pgw_tick(e)
 		}
 	}()
-	return wasmtime.engines[btoiC(noTimeLimit)], nil
+	return wasmtime.engines[btoiC(!epoch)], nil
 }
 
 func btoiC(b bool) int {
@@ -129,27 +141,50 @@ func checkWasmtimeVersion(lib string) error {
 	return nil
 }
 
-// compiledWasmtime compiles wasm (or finds it compiled). The memory cap is
-// the store's, not the module's, so it is not part of the key.
+// compiledWasmtime compiles wasm (or finds it compiled): with probes, for
+// the memory fence, when probe.go can probe it; else as it is, for epoch
+// interruption. The memory cap is the store's,
+// not the module's, so it is not part of the key.
 func compiledWasmtime(wasm []byte, lib string, opts engineOptions) (compiledModule, error) {
 	wasmtime.Lock()
 	defer wasmtime.Unlock()
-	e, err := wasmtimeEngine(lib, opts.noTimeLimit)
-	if err != nil {
+	if _, err := wasmtimeEngine(lib, true); err != nil {
 		return compiledModule{}, fmt.Errorf("%w: %w", errNoWasmtime, err)
-	}
-	key := wtKey{sha256.Sum256(wasm), opts.noTimeLimit}
-	if m, ok := wasmtime.modules[key]; ok {
-		return compiledModule{wt: m}, nil
 	}
 	if len(wasm) == 0 {
 		return compiledModule{}, fmt.Errorf("%w: invalid module: empty", ErrDecoder)
 	}
+	key := wtKey{sum: sha256.Sum256(wasm), probes: opts.probes}
+	switch {
+	case opts.noTimeLimit:
+		key.mode = wtNoLimit
+	case opts.epoch:
+		key.mode = wtEpoch
+	}
+	if m, ok := wasmtime.modules[key]; ok {
+		return compiledModule{wt: m}, nil
+	}
+	code := wasm
+	if key.mode == wtFence || opts.probes {
+		probed, err := addProbes(wasm)
+		switch {
+		case err == nil:
+			code = probed
+		case key.mode == wtFence:
+			key.mode = wtEpoch // the module as it is, under epoch interruption
+			if m, ok := wasmtime.modules[key]; ok {
+				return compiledModule{wt: m}, nil
+			}
+		default:
+			return compiledModule{}, err
+		}
+	}
+	e := wasmtime.engines[btoiC(key.mode != wtEpoch)]
 	cached := wtCachePath(key)
 	m := wtLoadCompiled(e, cached)
 	if m == nil {
 		var msg *C.char
-		if m = C.pgw_compile(e, (*C.uint8_t)(unsafe.Pointer(&wasm[0])), C.size_t(len(wasm)), &msg); m == nil {
+		if m = C.pgw_compile(e, (*C.uint8_t)(unsafe.Pointer(&code[0])), C.size_t(len(code)), &msg); m == nil {
 			defer C.free(unsafe.Pointer(msg))
 			return compiledModule{}, fmt.Errorf("%w: invalid module: %s", ErrDecoder, C.GoString(msg))
 		}
@@ -158,7 +193,7 @@ func compiledWasmtime(wasm []byte, lib string, opts engineOptions) (compiledModu
 		engines.compiles++
 		engines.Unlock()
 	}
-	wasmtime.modules[key] = &wtCompiled{module: m, engine: e}
+	wasmtime.modules[key] = &wtCompiled{module: m, engine: e, fence: key.mode == wtFence}
 	return compiledModule{wt: wasmtime.modules[key]}, nil
 }
 
@@ -181,7 +216,11 @@ func wtCachePath(key wtKey) string {
 	}
 	// The machine in the name too: one home directory can serve two
 	// (scripts/packaging-check.sh runs the aarch64 library under qemu).
-	return filepath.Join(dir, fmt.Sprintf("%x-%v-%s.cwasm", key.sum, key.noTimeLimit, runtime.GOARCH))
+	probes := 0
+	if key.mode == wtFence || key.probes {
+		probes = probesVersion
+	}
+	return filepath.Join(dir, fmt.Sprintf("%x-%d-p%d-%s.cwasm", key.sum, key.mode, probes, runtime.GOARCH))
 }
 
 func wtLoadCompiled(e *C.pgw_opaque, path string) *C.pgw_opaque {
@@ -238,6 +277,15 @@ func newWasmtimeInstance(ctx context.Context, m compiledModule, limit uint64) (g
 		return nil, wtError(msg, ec, tc)
 	}
 	w := &wtInstance{s: s, funcs: map[string]*wtFunc{}}
+	if m.wt.fence {
+		name := C.CString(fenceExport)
+		ok := C.pgw_fence_setup(s, name, C.size_t(len(fenceExport)))
+		C.free(unsafe.Pointer(name))
+		if !ok { // probe.go adds it to every module it probes
+			w.close()
+			return nil, fmt.Errorf("%w: the probed module has no fence page", ErrCrashed)
+		}
+	}
 	if f := w.export("_initialize"); f != nil {
 		if _, err := f.Call(ctx); err != nil {
 			w.close()
@@ -313,7 +361,7 @@ type wtFunc struct {
 }
 
 // Call runs the export with i32 arguments until ctx's deadline; a cancel
-// of ctx stops it at the next epoch tick. pg_free returns nothing, every
+// of ctx stops it at the next tick. pg_free returns nothing, every
 // other ABI export one value (docs/decoder-abi.md).
 func (f *wtFunc) Call(ctx context.Context, params ...uint64) ([]uint64, error) {
 	var args [2]C.uint32_t

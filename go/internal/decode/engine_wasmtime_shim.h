@@ -53,6 +53,7 @@ static void (*p_trap_delete)(pgw_opaque *);
 static void (*p_byte_vec_delete)(pgw_byte_vec *);
 static pgw_opaque *(*p_module_serialize)(pgw_opaque *, pgw_byte_vec *);
 static pgw_opaque *(*p_module_deserialize_file)(pgw_opaque *, const char *, pgw_opaque **);
+static void (*p_config_memory_may_move)(pgw_opaque *, bool);
 
 #define PGW_SYM(var, name) if (!(*(void **)&var = dlsym(h, name))) return name;
 
@@ -93,6 +94,7 @@ static const char *pgw_load(const char *path) {
 	PGW_SYM(p_byte_vec_delete, "wasm_byte_vec_delete")
 	PGW_SYM(p_module_serialize, "wasmtime_module_serialize")
 	PGW_SYM(p_module_deserialize_file, "wasmtime_module_deserialize_file")
+	PGW_SYM(p_config_memory_may_move, "wasmtime_config_memory_may_move_set")
 	return NULL;
 }
 
@@ -100,15 +102,14 @@ static const char *pgw_load(const char *path) {
 // can compare without calling into wasmtime.
 static _Atomic uint64_t pgw_epoch;
 
+// pgw_engine_new makes the engine with epoch interruption, or the one
+// without, for modules stopped by the fence: its memories never move, so
+// the fence knows where they are.
 static pgw_opaque *pgw_engine_new(bool epoch) {
 	pgw_opaque *cfg = p_config_new();
 	p_config_epoch(cfg, epoch);
+	if (!epoch) p_config_memory_may_move(cfg, false);
 	return p_engine_new(cfg); // takes cfg
-}
-
-static void pgw_tick(pgw_opaque *engine) {
-	atomic_fetch_add(&pgw_epoch, 1);
-	p_increment_epoch(engine);
 }
 
 // The messages by which a stopped call is recognised, set once by
@@ -122,7 +123,7 @@ static void pgw_set_messages(const char *time_limit, const char *canceled) {
 
 // pgw_store is one instance with its store; C memory, so that wasmtime's
 // callbacks never call into Go.
-typedef struct {
+typedef struct pgw_store {
 	pgw_opaque *store, *ctx;
 	pgw_instance_t instance;
 	pgw_extern memory;
@@ -130,7 +131,24 @@ typedef struct {
 	uint64_t deadline; // in pgw_epoch
 	_Atomic size_t nerr;
 	char err[PGW_STDERR_MAX];
+	// The memory fence (engine_wasmtime_fence.h), for a store whose module
+	// has probes: its fence page, and the list of calls in progress.
+	bool fencing, fenced;
+	pgw_extern fence;
+	uint8_t *fence_base;
+	size_t fence_len;
+	struct pgw_store *next, *prev;
 } pgw_store;
+
+#include "engine_wasmtime_fence.h"
+
+// pgw_tick advances the process's epoch: epoch interruption's deadline
+// callbacks see it, and fenced calls past their deadline are armed.
+static void pgw_tick(pgw_opaque *engine) {
+	uint64_t e = atomic_fetch_add(&pgw_epoch, 1) + 1;
+	p_increment_epoch(engine);
+	pgw_fence_arm(e);
+}
 
 // Every epoch tick past the call's start lands here: stop on cancel or at
 // the deadline, else look again at the next tick.
@@ -212,6 +230,16 @@ static pgw_store *pgw_instantiate(pgw_opaque *engine, pgw_opaque *module, int64_
 	return s;
 }
 
+// pgw_fence_setup makes s a store whose calls are stopped by the fence,
+// if its module exports a fence page (probe.go's fenceExport) of one page.
+static bool pgw_fence_setup(pgw_store *s, const char *name, size_t len) {
+	if (!p_export_get(s->ctx, &s->instance, name, len, &s->fence) || s->fence.kind != PGW_EXTERN_MEMORY) return false;
+	s->fence_len = p_memory_data_size(s->ctx, s->fence.of);
+	s->fence_base = p_memory_data(s->ctx, s->fence.of);
+	s->fencing = s->fence_len == 65536;
+	return s->fencing;
+}
+
 static void pgw_close(pgw_store *s) {
 	p_store_delete(s->store);
 	free(s);
@@ -229,7 +257,8 @@ static uint8_t *pgw_memory(pgw_store *s, size_t *size) {
 
 // pgw_call calls fn with nargs i32 arguments and nres results (stored as
 // u64, i32 zero-extended), stopping at ticks epochs from now. On failure
-// it returns the malloc'ed message.
+// it returns the malloc'ed message; a call the fence stopped fails with
+// the time limit's (or the cancel's) message.
 static char *pgw_call(pgw_store *s, pgw_extern *fn, const uint32_t *args, size_t nargs, uint64_t *res, size_t nres, uint64_t ticks, int *exit_code, int *trap_code) {
 	pgw_val a[2], r[1];
 	for (size_t i = 0; i < nargs && i < 2; i++) { a[i].kind = PGW_I32; a[i].of.i64 = 0; a[i].of.i32 = (int32_t)args[i]; }
@@ -237,8 +266,19 @@ static char *pgw_call(pgw_store *s, pgw_extern *fn, const uint32_t *args, size_t
 	s->deadline = atomic_load(&pgw_epoch) + ticks;
 	p_set_epoch_deadline(s->ctx, 1);
 	pgw_opaque *trap = NULL;
+	if (s->fencing) pgw_fence_enter(s);
 	pgw_opaque *err = p_func_call(s->ctx, fn->of, a, nargs, r, nres, &trap);
-	if (err || trap) return pgw_message(err, trap, exit_code, trap_code);
+	bool fenced = s->fencing && pgw_fence_leave(s);
+	if (err || trap) {
+		char *msg = pgw_message(err, trap, exit_code, trap_code);
+		if (!fenced) return msg;
+		free(msg); // the fence's trap: the time limit, or the caller's cancel
+		*exit_code = -1;
+		*trap_code = -1;
+		const char *why = atomic_load(&s->canceled) ? pgw_canceled : pgw_time_limit;
+		size_t n = strlen(why) + 1;
+		return memcpy(malloc(n), why, n);
+	}
 	if (nres) res[0] = r[0].kind == PGW_I32 ? (uint64_t)(uint32_t)r[0].of.i32 : (uint64_t)r[0].of.i64;
 	return NULL;
 }

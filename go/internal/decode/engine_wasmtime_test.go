@@ -69,6 +69,8 @@ func TestWasmtimeHostile(t *testing.T) {
 			"many":        testWasmtimeManyHostile,
 			"compile err": testWasmtimeBadModule,
 			"concurrent":  testWasmtimeConcurrent,
+			"fence":       testWasmtimeFence,
+			"epoch":       testWasmtimeEpoch,
 		} {
 			t.Run(name, f)
 		}
@@ -77,8 +79,8 @@ func TestWasmtimeHostile(t *testing.T) {
 
 func testWasmtimeLoop(t *testing.T) {
 	d := newHostile(t, func(s *Spec) { s.Timeout = 300 * time.Millisecond })
-	if d.mod.wt == nil {
-		t.Fatal("not the wasmtime engine")
+	if d.mod.wt == nil || !d.mod.wt.fence {
+		t.Fatalf("not the wasmtime engine with the memory fence: %+v", d.mod.wt)
 	}
 	assertRecovers(t, d)
 	start := time.Now()
@@ -92,8 +94,54 @@ func testWasmtimeLoop(t *testing.T) {
 	assertRecovers(t, d)
 }
 
-// A C decoder spinning in short loops inside callees: epoch checks sit at
-// every loop header and function entry, so it stops in time.
+// Hand-assembled guests that loop for ever: without touching memory, and
+// mostly inside a libcall that writes the guest's memory (memory.fill of
+// 64 KiB, where the fence goes up while the host works). The fence stops
+// each at its next probe, at the time limit, and the process carries on.
+func testWasmtimeFence(t *testing.T) {
+	for name, body := range map[string][]byte{
+		"loop touching nothing": {0x03, 0x40, 0x0c, 0x00, 0x0b, 0x41, 0x00},
+		"loop of memory.fill": {0x03, 0x40, 0x41, 0x00, 0x41, 0x07, 0x41, 0x80, 0x80, 0x04, 0xfc, 0x0b, 0x00, 0x0c, 0x00,
+			0x0b, 0x41, 0x00},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if m, err := compiledWasmtime(abiModule(body...), defaultEngine.lib, engineOptions{}); err != nil || !m.wt.fence {
+				t.Fatalf("not compiled for the fence: %v", err)
+			}
+			for range 3 {
+				start := time.Now()
+				// NewDecoder decodes an empty batch, which loops.
+				d, err := NewDecoder(context.Background(), Spec{Wasm: abiModule(body...), Format: "fence",
+					Timeout: 200 * time.Millisecond}, nil)
+				if err == nil {
+					_, _, err = decodeOne(d, "x")
+					d.Close()
+				}
+				if el := time.Since(start); !errors.Is(err, ErrTimeLimit) || el > 2*time.Second {
+					t.Fatalf("want ErrTimeLimit after about 200ms, got %v after %v", err, el)
+				}
+			}
+			assertRecovers(t, newHostile(t, nil))
+		})
+	}
+}
+
+// A module under epoch interruption (what one that probe.go cannot probe
+// gets) is stopped at its time limit too.
+func testWasmtimeEpoch(t *testing.T) {
+	d := newHostile(t, func(s *Spec) { s.Timeout, s.engine.epoch = 200*time.Millisecond, true })
+	if d.mod.wt == nil || d.mod.wt.fence {
+		t.Fatalf("not the wasmtime engine with epoch interruption: %+v", d.mod.wt)
+	}
+	start := time.Now()
+	if _, _, err := decodeOne(d, "loop"); !errors.Is(err, ErrTimeLimit) || time.Since(start) > time.Second {
+		t.Fatalf("want ErrTimeLimit after about 200ms, got %v after %v", err, time.Since(start))
+	}
+	assertRecovers(t, d)
+}
+
+// A C decoder spinning in short loops inside callees: a probe sits at the
+// top of every loop, so it stops in time.
 func testWasmtimeSpin(t *testing.T) {
 	d, err := NewDecoder(context.Background(), Spec{WasmPath: guestModule(t, "internal/testguests/spin/spin.c"),
 		Format: "spin", Timeout: 200 * time.Millisecond, MaxInstances: 1}, nil)

@@ -46,6 +46,8 @@ type compiledModule struct {
 // module cache's key.
 type engineOptions struct {
 	closeOnDone, noTimeLimit bool
+	epoch                    bool // wasmtime: epoch interruption even for a module probe.go can probe
+	probes                   bool // wasmtime with noTimeLimit: the module probed all the same
 }
 
 type moduleKey struct {

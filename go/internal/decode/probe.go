@@ -7,37 +7,39 @@ import (
 	"strings"
 )
 
-// Probes: what lets wasmtime stop a guest at its time limit without a
-// check in its loops (engine_wasmtime_fence.h does the stopping). When a
-// call passes its deadline, the host makes the guest's linear memory
-// inaccessible; the guest's next access to it faults, and wasmtime turns
-// that fault into a trap as it does for any access out of bounds. That
-// stops every loop that reads or writes memory on each iteration. addProbes
-// makes sure every loop does: a loop whose body does not access memory on
-// every way round (before any branch back to its start) gets a probe at
-// its top, a read of the first word of memory that changes nothing. Most
-// loops of a decoder read their input or write their output each time
-// round, so they carry no probe and run as compiled.
+// Probes: what lets wasmtime stop a guest at its time limit without
+// comparing a deadline in its loops (engine_wasmtime_fence.h stops it).
+// addProbes gives the module one more memory, a single page that nothing
+// but the probes touches (the fence page, exported as fenceExport), and
+// puts a probe at the top of every loop: a read of the fence page's first
+// word that changes nothing. At a call's deadline the host makes the fence
+// page inaccessible; the guest's next probe faults inside that memory's
+// reservation, which wasmtime turns into a trap as it does for any access
+// out of bounds. Code without loops ends (wasm has no goto, and recursion
+// ends in wasmtime's stack-overflow trap), so loops are the only place a
+// probe is needed. The host never reads or writes the fence page, so a
+// host function or a libcall (memory.copy, memory.fill) working on the
+// guest's own memory when the fence goes up carries on unharmed, and the
+// guest stops at its next loop.
 //
-// The host must never touch the inaccessible memory itself, and only guest
-// code may fault on it: so a probe also goes before each instruction that
-// makes the host read or write memory for the guest (a call that can reach
-// an imported function: calls to imports, indirect calls; memory.grow,
-// memory.copy, memory.fill, memory.init), and the host never reads the
-// memory of a call that was stopped.
-//
-// Nothing is renumbered: only function bodies change (by instructions
-// added, never removed), so every index and every other section stays as
-// it was, except DWARF, which refers to code offsets and is dropped.
+// Nothing is renumbered: the new memory comes after the module's own, and
+// only function bodies change (by instructions added), so every index and
+// every other section stays as it was, except DWARF, which refers to code
+// offsets and is dropped.
 
-// probe is i32.const 0; i32.load align=2 offset=0; drop.
-var probe = []byte{0x41, 0x00, 0x28, 0x02, 0x00, 0x1a}
+// probesVersion names what addProbes writes, in the names of compiled
+// modules kept on disk (wtCachePath): bump it when that changes.
+const probesVersion = 1
+
+// fenceExport is the name under which a probed module exports its fence
+// page (a name no decoder ABI export starts with).
+const fenceExport = "pubsub_go_fence"
 
 // errNoProbes wraps why a module cannot be probed; such a module runs with
 // epoch interruption instead.
 var errNoProbes = errors.New("module cannot be probed")
 
-// addProbes returns wasm with probes added (see above).
+// addProbes returns wasm with the fence page and probes added (see above).
 func addProbes(wasm []byte) ([]byte, error) {
 	out, err := probeModule(wasm)
 	if err != nil {
@@ -60,51 +62,69 @@ func probeModule(wasm []byte) ([]byte, error) {
 		}
 		secs = append(secs, section{id, body})
 	}
-	var funcImports uint32
-	hasMemory := false
+	memories := uint32(0) // the fence page's index: after every memory of the module
 	for _, s := range secs {
 		switch s.id {
 		case 2:
-			f, _, err := countImports(s.body)
-			if err != nil {
-				return nil, fmt.Errorf("imports: %v", err)
-			}
-			funcImports = f
 			if importsMemory(s.body) {
 				return nil, errors.New("an imported memory") // the host offers none
 			}
 		case 5:
 			sr := reader{b: s.body}
-			if sr.u32() > 0 {
-				flag := sr.byte()
-				// The probe reads address 0: memory 0 must start with a page.
-				if min := sr.u32(); sr.err == nil && min > 0 && flag&4 == 0 { // not memory64
-					hasMemory = true
-				}
+			memories = sr.u32()
+			if sr.err != nil {
+				return nil, sr.err
 			}
 		}
 	}
-	if !hasMemory {
-		return nil, errors.New("no 32-bit memory of at least one page")
-	}
+	// i32.const 0; i32.load align=2 (memory index follows) memories offset=0; drop
+	probe := appendU32([]byte{0x41, 0x00, 0x28, 0x40 | 0x02}, memories)
+	probe = append(probe, 0x00, 0x1a)
+	page := []byte{0x01, 0x01, 0x01} // limits: min 1, max 1 page
+	export := appendU32(append(appendName(nil, fenceExport), 0x02), memories)
 	out := append([]byte(nil), wasm[:8]...)
+	emit := func(id byte, body []byte) {
+		out = append(out, id)
+		out = appendU32(out, uint32(len(body)))
+		out = append(out, body...)
+	}
+	added := map[byte]bool{}
+	addBefore := func(id byte) { // a memory or export section the module lacks
+		for _, want := range []struct {
+			id   byte
+			body []byte
+		}{{5, append(appendU32(nil, 1), page...)}, {7, append(appendU32(nil, 1), export...)}} {
+			if !added[want.id] && order(want.id) < order(id) {
+				emit(want.id, want.body)
+				added[want.id] = true
+			}
+		}
+	}
 	for _, s := range secs {
+		if s.id != 0 {
+			addBefore(s.id)
+		}
 		body := s.body
+		var err error
 		switch s.id {
 		case 0:
 			if name, _ := customName(s.body); strings.HasPrefix(name, ".debug") {
 				continue
 			}
+		case 5:
+			body, err = appendEntry(s.body, page)
+		case 7:
+			body, err = appendEntry(s.body, export)
 		case 10:
-			var err error
-			if body, err = probeCode(s.body, funcImports); err != nil {
-				return nil, fmt.Errorf("code: %v", err)
-			}
+			body, err = probeCode(s.body, probe)
 		}
-		out = append(out, s.id)
-		out = appendU32(out, uint32(len(body)))
-		out = append(out, body...)
+		if err != nil {
+			return nil, fmt.Errorf("section %d: %v", s.id, err)
+		}
+		added[s.id] = true
+		emit(s.id, body)
 	}
+	addBefore(255)
 	return out, nil
 }
 
@@ -130,7 +150,7 @@ func importsMemory(b []byte) bool {
 	return false
 }
 
-func probeCode(b []byte, funcImports uint32) ([]byte, error) {
+func probeCode(b []byte, probe []byte) ([]byte, error) {
 	r := reader{b: b}
 	n := r.u32()
 	out := appendU32(nil, n)
@@ -139,7 +159,7 @@ func probeCode(b []byte, funcImports uint32) ([]byte, error) {
 		if r.err != nil {
 			return nil, r.err
 		}
-		nb, err := probeBody(body, funcImports)
+		nb, err := probeBody(body, probe)
 		if err != nil {
 			return nil, fmt.Errorf("function %d: %w", i, err)
 		}
@@ -152,16 +172,10 @@ func probeCode(b []byte, funcImports uint32) ([]byte, error) {
 	return out, nil
 }
 
-// instr is one decoded instruction of a function body.
-type instr struct {
-	start, end int      // its bytes
-	op         byte     // opcode (prefix byte for 0xfc, 0xfd)
-	labels     []uint32 // br, br_if, br_table: the label depths
-	access     bool     // reads or writes memory 0 itself
-	host       bool     // may make the host touch memory: needs a probe before it
-}
-
-func probeBody(body []byte, funcImports uint32) ([]byte, error) {
+// probeBody copies a function body with a probe after each loop opcode
+// (and its block type). Every instruction is decoded, immediates included,
+// so no byte of an immediate is taken for a loop.
+func probeBody(body []byte, probe []byte) ([]byte, error) {
 	r := reader{b: body}
 	groups := r.u32()
 	for k := uint32(0); k < groups; k++ {
@@ -171,106 +185,49 @@ func probeBody(body []byte, funcImports uint32) ([]byte, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	head := r.i
-	var code []instr
+	out := make([]byte, 0, len(body)+len(body)/8+8)
+	out = append(out, body[:r.i]...)
 	for !r.done() {
-		in, err := decodeInstr(&r, funcImports)
-		if err != nil {
+		start := r.i
+		op := r.byte()
+		if err := r.skipImmediates(op); err != nil {
 			return nil, err
 		}
-		code = append(code, in)
-	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	out := make([]byte, 0, len(body)+len(body)/8+8)
-	out = append(out, body[:head]...)
-	for j, in := range code {
-		if in.host {
-			out = append(out, probe...)
+		if r.err != nil {
+			return nil, r.err
 		}
-		out = append(out, body[in.start:in.end]...)
-		if in.op == 0x03 && !accessesEveryTime(code[j+1:]) {
+		out = append(out, body[start:r.i]...)
+		if op == 0x03 {
 			out = append(out, probe...)
 		}
 	}
-	return out, nil
+	return out, r.err
 }
 
-// accessesEveryTime tells whether the body of a loop (the instructions
-// after its loop opcode) accesses memory 0 at its own level before
-// anything can branch back to the loop's start: then every iteration
-// accesses memory. Anything else unsure (the loop's end reached, a way
-// out that makes the rest unreachable) answers false: a probe too many
-// costs little.
-func accessesEveryTime(code []instr) bool {
-	depth := uint32(0) // blocks opened inside the loop
-	for _, in := range code {
-		switch in.op {
-		case 0x02, 0x03, 0x04: // block, loop, if
-			depth++
-		case 0x0b: // end
-			if depth == 0 {
-				return false
-			}
-			depth--
-		case 0x0c, 0x0d, 0x0e: // br, br_if, br_table
-			for _, l := range in.labels {
-				if l == depth {
-					return false // back to the loop's start
-				}
-			}
-			if in.op != 0x0d && depth == 0 {
-				return false
-			}
-		case 0x00, 0x0f, 0x12, 0x13: // unreachable, return, return_call*
-			if depth == 0 {
-				return false
-			}
-		}
-		if in.access && depth == 0 {
-			return true
-		}
-	}
-	return false
-}
-
-func decodeInstr(r *reader, funcImports uint32) (instr, error) {
-	in := instr{start: r.i}
-	op := r.byte()
-	in.op = op
+// skipImmediates reads the immediates of op (the MVP, the post-MVP
+// proposals wazero enables by default, SIMD), or fails on anything else.
+func (r *reader) skipImmediates(op byte) error {
 	switch {
 	case op == 0x02 || op == 0x03 || op == 0x04:
 		r.blockType()
-	case op == 0x0c || op == 0x0d:
-		in.labels = []uint32{r.u32()}
+	case op == 0x0c || op == 0x0d || op == 0x10 || op == 0x12 || op == 0xd2 || (op >= 0x20 && op <= 0x26) ||
+		op == 0x3f || op == 0x40:
+		r.u32()
 	case op == 0x0e:
 		n := r.u32()
 		for j := uint32(0); j <= n && r.err == nil; j++ {
-			in.labels = append(in.labels, r.u32())
+			r.u32()
 		}
-	case op == 0x10 || op == 0x12: // call, return_call
-		in.host = r.u32() < funcImports
-	case op == 0xd2: // ref.func
-		r.u32()
-	case op == 0x11 || op == 0x13: // call_indirect, return_call_indirect: may reach an import
+	case op == 0x11 || op == 0x13:
 		r.u32()
 		r.u32()
-		in.host = true
 	case op == 0x1c:
 		n := r.u32()
 		for j := uint32(0); j < n && r.err == nil; j++ {
 			r.byte()
 		}
-	case op >= 0x20 && op <= 0x26:
-		r.u32()
 	case op >= 0x28 && op <= 0x3e:
-		in.access = memarg0(r)
-	case op == 0x3f:
-		r.u32()
-	case op == 0x40: // memory.grow: the host maps pages
-		r.u32()
-		in.host = true
+		r.memarg()
 	case op == 0x41 || op == 0x42:
 		r.sleb()
 	case op == 0x43:
@@ -280,37 +237,13 @@ func decodeInstr(r *reader, funcImports uint32) (instr, error) {
 	case op == 0xd0:
 		r.byte()
 	case op == 0xfc:
-		sub := (&reader{b: r.b, i: r.i}).u32()
-		in.host = sub == 8 || sub == 10 || sub == 11 // memory.init, memory.copy, memory.fill
-		if err := r.prefixFC(); err != nil {
-			return in, err
-		}
+		return r.prefixFC()
 	case op == 0xfd:
-		sub := (&reader{b: r.b, i: r.i}).u32()
-		if sub <= 11 || sub == 92 || sub == 93 || (sub >= 84 && sub <= 91) { // v128 loads, stores
-			pr := reader{b: r.b, i: r.i}
-			pr.u32()
-			in.access = memarg0(&pr)
-		}
-		if err := r.prefixFD(); err != nil {
-			return in, err
-		}
+		return r.prefixFD()
 	case op == 0x00 || op == 0x01 || op == 0x05 || op == 0x0b || op == 0x0f || op == 0x1a || op == 0x1b ||
 		(op >= 0x45 && op <= 0xc4) || op == 0xd1:
 	default:
-		return in, fmt.Errorf("opcode 0x%02x at %d", op, in.start)
+		return fmt.Errorf("opcode 0x%02x at %d", op, r.i-1)
 	}
-	in.end = r.i
-	return in, r.err
-}
-
-// memarg0 reads a memarg and tells whether it addresses memory 0.
-func memarg0(r *reader) bool {
-	align := r.u32()
-	mem := uint32(0)
-	if align&0x40 != 0 {
-		mem = r.u32()
-	}
-	r.u32()
-	return mem == 0
+	return nil
 }
