@@ -220,6 +220,30 @@ def protobuf_revisions(spark, google, schemas, emulator, tmp_path):
         (5, "old", None, "BINARY"), (7, "new", "e", "JSON")]
 
 
+def test_streaming_sink_encodes_each_micro_batch_to_the_topics_schema(spark, google, schemas, emulator, tmp_path):
+    """writeStream with schemaFrom=topic: rows from a file stream, two
+    micro-batches, encoded to the newest revision (Avro BINARY), equal to
+    Avro's bytes for the same records as Google's client reads them."""
+    s = create_schema(google, schemas, V1)
+    r2 = commit(schemas, s.name, V2)
+    topic, (sub,) = schema_topic(google, s.name, "BINARY")
+    src = tmp_path / "in"
+    rows = [(i, f"n{i}", None if i % 2 else f"e{i}") for i in range(10)]
+    for part in (rows[:5], rows[5:]):  # two files, one per micro-batch
+        spark.createDataFrame(part, "id BIGINT, name STRING, extra STRING").coalesce(1).write.mode("append").parquet(
+            str(src))
+    q = (spark.readStream.schema("id BIGINT, name STRING, extra STRING").option("maxFilesPerTrigger", "1")
+         .parquet(str(src)).writeStream.format("pubsub-go").option("topicId", topic)
+         .option("emulatorHost", emulator.host_port).option("schemaFrom", "topic")
+         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    assert q.awaitTermination(120), "the availableNow query did not finish"
+    assert q.exception() is None
+    assert len([p for p in q.recentProgress if p["numInputRows"]]) == 2, "one micro-batch per file"
+    got = google.pull_all(sub, max_wait=1.0)
+    assert sorted(m.message.data for m in got) == sorted(item(i, n, e, v2=True) for i, n, e in rows)
+    assert {m.message.attributes[REVISION] for m in got} == {r2.revision_id}
+
+
 # The sink (schemaFrom=topic on df.write): rows' columns are encoded to the
 # topic's Avro schema; Google's emulator validates every message.
 
