@@ -51,6 +51,36 @@ def test_payload_array_types(typ):
     assert batch.column("id").to_pylist() == [5, None, 6]
 
 
+def test_each_call_gets_the_decoder_of_its_own_arguments(tmp_path, monkeypatch, hostile_wasm):
+    """decode() finds an open decoder by its arguments: a call whose schema,
+    options or module differ in any way (pyarrow schemas equal but for
+    metadata, a relative module path from another directory) gets its own."""
+    from pubsub_go import decode_api
+
+    payloads = pa.array([b'{"id": 7}'])
+    as_long = pubsub_go.decode(payloads, format="json", schema="id BIGINT")
+    as_text = pubsub_go.decode(payloads, format="json", schema="id STRING")
+    assert as_long.column("id").to_pylist() == [7] and as_text.column("id").to_pylist() == ["7"]
+    assert pubsub_go.decode(payloads, format="json", schema="id BIGINT").column("id").type == pa.int64()
+    plain = pa.schema([("id", pa.int64())])
+    tagged = plain.with_metadata({"k": "v"})
+    assert plain == tagged  # pyarrow's == ignores metadata; the decoders' configs do not
+    pubsub_go.decode(payloads, format="json", schema=plain)
+    before = len(decode_api._cache)
+    pubsub_go.decode(payloads, format="json", schema=tagged)
+    assert len(decode_api._cache) == before + 1 <= decode_api._CACHE_SIZE
+    # The same relative path names another module from another directory.
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "m.wasm").write_bytes(hostile_wasm.read_bytes())
+    (tmp_path / "b" / "m.wasm").write_bytes(b"not a module")
+    monkeypatch.chdir(tmp_path / "a")
+    assert pubsub_go.decode(pa.array([b"ok"]), decoder="m.wasm").num_rows == 1
+    monkeypatch.chdir(tmp_path / "b")
+    with pytest.raises(Exception, match=str(tmp_path / "b" / "m.wasm")):
+        pubsub_go.decode(pa.array([b"ok"]), decoder="m.wasm")
+
+
 def test_avro_schema_is_derived():
     avro = {"type": "record", "name": "E", "fields": [{"name": "n", "type": "long"},
                                                       {"name": "s", "type": ["null", "string"]}]}

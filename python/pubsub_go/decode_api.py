@@ -146,6 +146,42 @@ def _cached(config: DecoderConfig) -> NativeDecoder:
         return dec
 
 
+# The decoder of each call's arguments, found without building its config
+# again: decode() runs once per batch, and building a config (the schema
+# serialized, the dataclass turned into JSON) costs a good part of a
+# 1,000-row batch's decoding. Keyed by what the config is made of, as
+# text where the object cannot be a key or would compare equal without
+# being so (a pyarrow Schema with other metadata, a StructType, options
+# given as dicts).
+_by_args: dict[tuple, str] = {}
+
+
+def _decoder_for(format: str | None, schema: Any, decoder: str | None, options: Mapping[str, Any],
+                 timeout_ms: int, memory_limit_mb: int, engine: str) -> NativeDecoder:
+    if isinstance(schema, pa.Schema):  # == ignores metadata, which the config carries
+        schema_key: Any = schema.to_string(show_field_metadata=True, show_schema_metadata=True)
+    else:
+        schema_key = schema if isinstance(schema, str) or schema is None else repr(schema)
+    args = (format, type(schema).__name__, schema_key,
+            None if decoder is None else os.path.abspath(decoder),
+            tuple(sorted((k, v if isinstance(v, (str, int, float, bool)) else repr(v)) for k, v in options.items())),
+            timeout_ms, memory_limit_mb, engine)
+    key = _by_args.get(args)
+    if key is not None:
+        with _cache_lock:
+            dec = _cache.get(key)
+            if dec is not None and dec._pid == os.getpid():
+                _cache.move_to_end(key)
+                return dec
+    cfg = decoder_config(format, _arrow_schema(schema), decoder, options, timeout_ms=timeout_ms,
+                         memory_limit_mb=memory_limit_mb, engine=engine)
+    dec = _cached(cfg)
+    if len(_by_args) >= 4 * _CACHE_SIZE:
+        _by_args.clear()
+    _by_args[args] = cfg.to_json()
+    return dec
+
+
 def decode(payloads: pa.Array | pa.ChunkedArray, format: str | None = None, schema: Any = None,
            decoder: str | None = None, *, on_error: str = "column", timeout_ms: int = DEFAULT_TIMEOUT_MS,
            memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB, engine: str = ENGINES[0], **options: Any) -> pa.RecordBatch:
@@ -181,9 +217,7 @@ def decode(payloads: pa.Array | pa.ChunkedArray, format: str | None = None, sche
     if not isinstance(payloads, pa.Array):
         raise InvalidArgumentError.new("payloads must be a pyarrow Array of binary or string, "
                                        f"got {type(payloads).__name__}")
-    cfg = decoder_config(format, _arrow_schema(schema), decoder, options, timeout_ms=timeout_ms,
-                         memory_limit_mb=memory_limit_mb, engine=engine)
-    batch = _cached(cfg).decode(payloads)
+    batch = _decoder_for(format, schema, decoder, options, timeout_ms, memory_limit_mb, engine).decode(payloads)
     if on_error == "column":
         return batch
     errs = batch.column(DECODE_ERROR_COLUMN)
