@@ -147,18 +147,23 @@ def vpcflow_c_native(tmp: Path, seconds: float) -> float:
     return float(out.split()[0])
 
 
-def via_decode(module: Path, engine: str, seconds: float) -> tuple[float, float]:
+# Rows per pubsub_go.decode call in mapInArrow: Spark's Arrow batch,
+# spark.sql.execution.arrow.maxRecordsPerBatch (default 10,000).
+SPARK_ARROW_ROWS = 10_000
+
+
+def via_decode(module: Path, engine: str, seconds: float, rows: int = ROWS) -> tuple[float, float]:
     """The C example through pubsub_go.decode (the C decoder API, memory cap
-    and time limit on) on engine: MB/s by the wall clock and by this
-    thread's CPU time (a call into the library decodes on the calling
-    thread)."""
+    and time limit on) on engine, rows payloads per call: MB/s by the wall
+    clock and by this thread's CPU time (a call into the library decodes on
+    the calling thread)."""
     import pyarrow as pa
 
     import pubsub_go
 
-    payloads = pa.array([vpc_line(i) for i in range(ROWS)], pa.binary())
-    size = sum(len(vpc_line(i)) for i in range(ROWS))
-    assert pubsub_go.decode(payloads, decoder=str(module), engine=engine).num_rows == ROWS
+    payloads = pa.array([vpc_line(i % ROWS) for i in range(rows)], pa.binary())
+    size = sum(len(vpc_line(i % ROWS)) for i in range(rows))
+    assert pubsub_go.decode(payloads, decoder=str(module), engine=engine).num_rows == rows
     n, start, cpu0 = 0, time.perf_counter(), time.thread_time()
     while time.perf_counter() - start < seconds:
         pubsub_go.decode(payloads, decoder=str(module), engine=engine)
@@ -189,6 +194,9 @@ def vpcflow_c_side_by_side(tmp: Path, rounds: int, seconds: float) -> dict[str, 
             wall, cpu = via_decode(c_wasm, engine, seconds)
             res.setdefault(f"decode/{engine}", []).append(wall)
             res.setdefault(f"decode/{engine}/cpu", []).append(cpu)
+        wall, cpu = via_decode(c_wasm, "wasmtime", seconds, SPARK_ARROW_ROWS)
+        res.setdefault("decode/wasmtime/spark-batch", []).append(wall)
+        res.setdefault("decode/wasmtime/spark-batch/cpu", []).append(cpu)
         out = subprocess.run([str(test), "-test.run", "^$", "-test.bench", "^BenchmarkVpcflowCWasm",
                               "-test.benchtime", f"{seconds}s", "-test.cpu", "1"], cwd=pkg, env=zig_env(),
                              capture_output=True, text=True, check=True, timeout=600).stdout
@@ -206,13 +214,18 @@ def vpcflow_c_side_by_side(tmp: Path, rounds: int, seconds: float) -> dict[str, 
 SBS_MODES = (("BenchmarkVpcflowCWasm", "wazero, time limit by loop counter (production)"),
              ("BenchmarkVpcflowCWasmCloseOnDone", "wazero, time limit by WithCloseOnContextDone"),
              ("BenchmarkVpcflowCWasmNoTimeLimit", "wazero, no time limit"),
-             ("BenchmarkVpcflowCWasmtime", "**wasmtime in the Go host, time limit by epoch interruption "
+             ("BenchmarkVpcflowCWasmtime", "**wasmtime in the Go host, time limit by memory fence "
               "(production where installed)** — schema mode's decoder"),
+             ("BenchmarkVpcflowCWasmtimeEpoch", "wasmtime in the Go host, time limit by epoch interruption "
+              "(modules probe.go cannot probe)"),
+             ("BenchmarkVpcflowCWasmtimeProbes", "wasmtime in the Go host, probes but no fence armed"),
              ("BenchmarkVpcflowCWasmtimeNoTimeLimit", "wasmtime in the Go host, no time limit"),
-             ("BenchmarkVpcflowCWasmtimeProbes", "wasmtime in the Go host, probed for a memory fence (probe.go), "
-              "no time limit: what the probes cost (the fence is not built)"),
-             ("decode/wasmtime", "**through `pubsub_go.decode`, engine wasmtime** (memory cap + time limit)"),
-             ("decode/wazero", "through `pubsub_go.decode`, engine wazero (memory cap + time limit)"),
+             ("decode/wasmtime", "**through `pubsub_go.decode`, engine wasmtime** (memory cap + time limit), "
+              f"{ROWS:,} rows a call"),
+             ("decode/wasmtime/spark-batch", "**through `pubsub_go.decode`, engine wasmtime**, "
+              f"{SPARK_ARROW_ROWS:,} rows a call (Spark's Arrow batch in mapInArrow)"),
+             ("decode/wazero", "through `pubsub_go.decode`, engine wazero (memory cap + time limit), "
+              f"{ROWS:,} rows a call"),
              ("native", "native (build-c.sh --native)"))
 
 

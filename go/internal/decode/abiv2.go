@@ -452,9 +452,12 @@ func checkOffsets(b *memory.Buffer, n, end int) error {
 	if b == nil {
 		return errors.New("missing offsets")
 	}
+	raw := b.Bytes()
+	if len(raw) < 4*(n+1) {
+		return fmt.Errorf("offsets buffer of %d bytes for %d values", len(raw), n)
+	}
 	prev := int32(0)
-	for i := 0; i <= n; i++ {
-		o := int32(binary.LittleEndian.Uint32(b.Bytes()[4*i:]))
+	for i, o := range arrow.Int32Traits.CastFromBytes(raw[:4*(n+1)]) {
 		if o < prev || int(o) > end {
 			return fmt.Errorf("bad offset %d at %d (values end at %d)", o, i, end)
 		}
