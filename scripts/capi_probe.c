@@ -4,13 +4,18 @@
  * aarch64 with zig and run under qemu-user by scripts/packaging-check.sh.
  * With a decoder module and wasmtime's C library it also decodes one Avro
  * payload on the wasmtime engine (the library loaded at run time, the
- * module compiled by Cranelift for this machine).
+ * module compiled by Cranelift for this machine), and stops a module that
+ * loops for ever at its time limit (the memory fence) before decoding the
+ * payload again.
  * Usage: capi_probe /path/to/libpubsubgo.so [avro.wasm _libwasmtime.so]
  * (exit 0 when every call worked) */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "../go/include/pubsubgo.h" /* struct PgError; the functions are looked up with dlsym */
 
@@ -76,6 +81,53 @@ static int decode_on_wasmtime(void* h, const char* wasm, const char* wasmtime) {
   return 0;
 }
 
+/* A decoder module (ABI 1, hand-assembled as abiModule in
+ * go/internal/decode/hostile_test.go builds it) whose pg_decode is
+ * `loop br 0 end`: it never touches memory, so only the fence page's probe
+ * at the loop's top can stop it. */
+static const uint8_t loop_module[] = {
+    0x00,0x61,0x73,0x6d,0x01,0x00,0x00,0x00,0x01,0x18,0x05,0x60,0x00,0x01,0x7f,0x60,
+    0x01,0x7f,0x01,0x7f,0x60,0x01,0x7f,0x00,0x60,0x02,0x7f,0x7f,0x01,0x7f,0x60,0x00,
+    0x01,0x7e,0x03,0x08,0x07,0x00,0x01,0x02,0x03,0x03,0x04,0x04,0x05,0x03,0x01,0x00,
+    0x01,0x07,0x5d,0x08,0x0e,0x70,0x67,0x5f,0x61,0x62,0x69,0x5f,0x76,0x65,0x72,0x73,
+    0x69,0x6f,0x6e,0x00,0x00,0x08,0x70,0x67,0x5f,0x61,0x6c,0x6c,0x6f,0x63,0x00,0x01,
+    0x07,0x70,0x67,0x5f,0x66,0x72,0x65,0x65,0x00,0x02,0x07,0x70,0x67,0x5f,0x69,0x6e,
+    0x69,0x74,0x00,0x03,0x09,0x70,0x67,0x5f,0x64,0x65,0x63,0x6f,0x64,0x65,0x00,0x04,
+    0x09,0x70,0x67,0x5f,0x6f,0x75,0x74,0x70,0x75,0x74,0x00,0x05,0x08,0x70,0x67,0x5f,
+    0x65,0x72,0x72,0x6f,0x72,0x00,0x06,0x06,0x6d,0x65,0x6d,0x6f,0x72,0x79,0x02,0x00,
+    0x0a,0x28,0x07,0x04,0x00,0x41,0x01,0x0b,0x05,0x00,0x41,0x80,0x08,0x0b,0x02,0x00,
+    0x0b,0x04,0x00,0x41,0x00,0x0b,0x09,0x00,0x03,0x40,0x0c,0x00,0x0b,0x41,0x00,0x0b,
+    0x04,0x00,0x42,0x00,0x0b,0x04,0x00,0x42,0x00,0x0b,
+};
+
+/* stop_loop_on_wasmtime opens a decoder of loop_module with a 500 ms time
+ * limit (opening decodes an empty batch, which loops) and expects
+ * DEADLINE_EXCEEDED (4) within a few seconds (qemu is slow). */
+static int stop_loop_on_wasmtime(void* h, const char* wasmtime) {
+  dec_open_fn dec_open = (dec_open_fn)sym(h, "pg_decoder_open");
+  if (!dec_open) return 1;
+  char path[] = "/tmp/capi_probe_loop_XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0 || write(fd, loop_module, sizeof loop_module) != (ssize_t)sizeof loop_module) return 1;
+  close(fd);
+  char cfg[4096];
+  snprintf(cfg, sizeof cfg,
+           "{\"wasm\": \"%s\", \"format\": \"loop\", \"engine\": \"wasmtime\", \"wasmtime_library\": \"%s\", "
+           "\"timeout_ms\": 500}",
+           path, wasmtime);
+  struct PgError err;
+  memset(&err, 0, sizeof err);
+  uint64_t dec = 0;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int rc = dec_open(cfg, &dec, &err);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  unlink(path);
+  double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  printf("endless loop on wasmtime: status %d (%s) after %.2f s\n", rc, err.kind, s);
+  return rc == 4 && s < 10 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   if (argc != 2 && argc != 4) {
     fprintf(stderr, "usage: %s libpubsubgo.so [avro.wasm _libwasmtime.so]\n", argv[0]);
@@ -126,7 +178,9 @@ int main(int argc, char** argv) {
     fprintf(stderr, "capi_probe: pg_emulator_stop: %d %s %s\n", rc, err.kind, err.message ? err.message : "");
     return 1;
   }
-  if (argc == 4 && decode_on_wasmtime(h, argv[2], argv[3]) != 0) return 1;
+  if (argc == 4 && (decode_on_wasmtime(h, argv[2], argv[3]) != 0 || stop_loop_on_wasmtime(h, argv[3]) != 0 ||
+                    decode_on_wasmtime(h, argv[2], argv[3]) != 0))
+    return 1;
   printf("capi_probe: ok\n");
   return 0;
 }

@@ -10,7 +10,9 @@
 #  4. the aarch64 library runs under qemu-user (a C probe: version info, embedded
 #     emulator, an admin call, and one payload decoded on the wasmtime engine from
 #     the aarch64 wasmtime wheel's library, the path the aarch64 wheel's loader
-#     finds), after apt-get installs qemu-user and an arm64 libc and libgcc_s.
+#     finds; a module looping for ever stopped at its time limit by the memory
+#     fence, then the payload decoded again), after apt-get installs qemu-user and
+#     an arm64 libc and libgcc_s.
 # Called by scripts/test.sh; PUBSUB_GO_SKIP_PACKAGING=1 skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -127,5 +129,5 @@ EOF
 # The compiled module is cached across runs (Cranelift under qemu takes ~30 s, from the cache ~1 s).
 XDG_CACHE_HOME="$TOOLS/cache" timeout 300 qemu-aarch64 -L /usr/aarch64-linux-gnu "$WORK/arm/capi_probe" \
   "$WORK/arm/pubsub_go/_lib/libpubsubgo.so" "$WORK/arm/pubsub_go/wasm/avro.wasm" "$lib_wasmtime" \
-  || fail "the aarch64 library did not run (or decode on wasmtime) under qemu-aarch64"
+  || fail "the aarch64 library did not run (or decode on wasmtime, or stop a loop at its time limit) under qemu-aarch64"
 echo "== packaging: all checks passed in $((SECONDS - t_start))s"
