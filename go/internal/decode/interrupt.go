@@ -82,18 +82,9 @@ func (rw *rewriter) fn(i uint32) uint32 {
 }
 
 func rewrite(wasm []byte) ([]byte, error) {
-	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" || binary.LittleEndian.Uint32(wasm[4:]) != 1 {
-		return nil, errors.New("not a core wasm module")
-	}
-	var secs []section
-	r := reader{b: wasm[8:]}
-	for !r.done() {
-		id := r.byte()
-		body := r.bytes(int(r.u32()))
-		if r.err != nil {
-			return nil, r.err
-		}
-		secs = append(secs, section{id, body})
+	secs, err := readSections(wasm)
+	if err != nil {
+		return nil, err
 	}
 	var rw rewriter
 	var types, importedGlobals, definedGlobals uint32
@@ -142,31 +133,9 @@ func rewrite(wasm []byte) ([]byte, error) {
 	counter := append([]byte{0x7f, 0x01, 0x41}, appendSleb(nil, tickEvery)...) // mut i32 = tickEvery
 	counter = append(counter, 0x0b)
 
-	out := append([]byte(nil), wasm[:8]...)
-	emit := func(id byte, body []byte) {
-		out = append(out, id)
-		out = appendU32(out, uint32(len(body)))
-		out = append(out, body...)
-	}
-	// Sections we add to go where the required order puts them, when the
-	// module has none of that kind.
-	added := map[byte]bool{}
-	addBefore := func(id byte) {
-		for _, want := range []struct {
-			id   byte
-			body []byte
-		}{{1, append(appendU32(nil, 1), tickType...)}, {2, append(appendU32(nil, 1), tickImport...)},
-			{6, append(appendU32(nil, 1), counter...)}} {
-			if !added[want.id] && order(want.id) < order(id) {
-				emit(want.id, want.body)
-				added[want.id] = true
-			}
-		}
-	}
+	w := newSectionWriter(wasm[:8], []section{{1, append(appendU32(nil, 1), tickType...)},
+		{2, append(appendU32(nil, 1), tickImport...)}, {6, append(appendU32(nil, 1), counter...)}})
 	for _, s := range secs {
-		if s.id != 0 {
-			addBefore(s.id)
-		}
 		var body []byte
 		var err error
 		switch s.id {
@@ -198,11 +167,69 @@ func rewrite(wasm []byte) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("section %d: %v", s.id, err)
 		}
-		added[s.id] = true
-		emit(s.id, body)
+		w.section(s.id, body)
 	}
-	addBefore(255)
-	return out, nil
+	return w.done(), nil
+}
+
+// readSections splits a core module into its sections.
+func readSections(wasm []byte) ([]section, error) {
+	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" || binary.LittleEndian.Uint32(wasm[4:]) != 1 {
+		return nil, errors.New("not a core wasm module")
+	}
+	var secs []section
+	r := reader{b: wasm[8:]}
+	for !r.done() {
+		id := r.byte()
+		body := r.bytes(int(r.u32()))
+		if r.err != nil {
+			return nil, r.err
+		}
+		secs = append(secs, section{id, body})
+	}
+	return secs, nil
+}
+
+// sectionWriter writes a module's sections back, each section a rewriter
+// adds (a one-entry vector) where the required order puts it when the
+// module has none of that kind; a custom section (0) stays where it was.
+type sectionWriter struct {
+	out   []byte
+	adds  []section
+	added map[byte]bool
+}
+
+func newSectionWriter(header []byte, adds []section) *sectionWriter {
+	return &sectionWriter{out: append([]byte(nil), header...), adds: adds, added: map[byte]bool{}}
+}
+
+func (w *sectionWriter) emit(id byte, body []byte) {
+	w.out = append(w.out, id)
+	w.out = appendU32(w.out, uint32(len(body)))
+	w.out = append(w.out, body...)
+}
+
+func (w *sectionWriter) addBefore(id byte) {
+	for _, a := range w.adds {
+		if !w.added[a.id] && order(a.id) < order(id) {
+			w.emit(a.id, a.body)
+			w.added[a.id] = true
+		}
+	}
+}
+
+// section writes the module's section id (its body as rewritten).
+func (w *sectionWriter) section(id byte, body []byte) {
+	if id != 0 {
+		w.addBefore(id)
+	}
+	w.added[id] = true
+	w.emit(id, body)
+}
+
+func (w *sectionWriter) done() []byte {
+	w.addBefore(255)
+	return w.out
 }
 
 // order is a section's place in the order the binary format requires.
@@ -450,38 +477,10 @@ func (rw *rewriter) expr(r *reader, out []byte, body, one bool) ([]byte, error) 
 			r.u32()
 			r.u32()
 			store, load = body, body && op == 0x11
-		case op == 0x1c: // select t*
-			n := r.u32()
-			for j := uint32(0); j < n && r.err == nil; j++ {
-				r.byte()
-			}
-		case op >= 0x20 && op <= 0x26: // local.*, global.*, table.get/set
-			r.u32()
-		case op >= 0x28 && op <= 0x3e: // loads, stores
-			r.memarg()
-		case op == 0x3f || op == 0x40: // memory.size, memory.grow
-			r.u32()
-		case op == 0x41 || op == 0x42: // i32.const, i64.const
-			r.sleb()
-		case op == 0x43:
-			r.bytes(4)
-		case op == 0x44:
-			r.bytes(8)
-		case op == 0xd0: // ref.null t
-			r.byte()
-		case op == 0xfc:
-			if err := r.prefixFC(); err != nil {
-				return nil, err
-			}
-		case op == 0xfd:
-			if err := r.prefixFD(); err != nil {
-				return nil, err
-			}
-		case op == 0x00 || op == 0x01 || op == 0x05 || op == 0x0b || op == 0x0f || op == 0x1a || op == 0x1b ||
-			(op >= 0x45 && op <= 0xc4) || op == 0xd1:
-			// no immediates
 		default:
-			return nil, fmt.Errorf("opcode 0x%02x at %d", op, start)
+			if err := r.skipImmediates(op); err != nil {
+				return nil, err
+			}
 		}
 		if r.err != nil {
 			return nil, r.err
@@ -635,6 +634,51 @@ func (r *reader) prefixFD() error {
 	case sub <= 275: // no immediates
 	default:
 		return fmt.Errorf("opcode 0xfd %d", sub)
+	}
+	return nil
+}
+
+// skipImmediates reads the immediates of op (the MVP, the post-MVP
+// proposals wazero enables by default, SIMD), or fails on anything else.
+func (r *reader) skipImmediates(op byte) error {
+	switch {
+	case op == 0x02 || op == 0x03 || op == 0x04: // block, loop, if
+		r.blockType()
+	case op == 0x0c || op == 0x0d || op == 0x10 || op == 0x12 || op == 0xd2 || // br, br_if, call, return_call, ref.func
+		(op >= 0x20 && op <= 0x26) || op == 0x3f || op == 0x40: // local.*, global.*, table.get/set, memory.size/grow
+		r.u32()
+	case op == 0x0e: // br_table
+		n := r.u32()
+		for j := uint32(0); j <= n && r.err == nil; j++ {
+			r.u32()
+		}
+	case op == 0x11 || op == 0x13: // call_indirect, return_call_indirect
+		r.u32()
+		r.u32()
+	case op == 0x1c: // select t*
+		n := r.u32()
+		for j := uint32(0); j < n && r.err == nil; j++ {
+			r.byte()
+		}
+	case op >= 0x28 && op <= 0x3e: // loads, stores
+		r.memarg()
+	case op == 0x41 || op == 0x42: // i32.const, i64.const
+		r.sleb()
+	case op == 0x43:
+		r.bytes(4)
+	case op == 0x44:
+		r.bytes(8)
+	case op == 0xd0: // ref.null t
+		r.byte()
+	case op == 0xfc:
+		return r.prefixFC()
+	case op == 0xfd:
+		return r.prefixFD()
+	case op == 0x00 || op == 0x01 || op == 0x05 || op == 0x0b || op == 0x0f || op == 0x1a || op == 0x1b ||
+		(op >= 0x45 && op <= 0xc4) || op == 0xd1:
+		// no immediates
+	default:
+		return fmt.Errorf("opcode 0x%02x at %d", op, r.i-1)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package decode
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -49,18 +48,9 @@ func addProbes(wasm []byte) ([]byte, error) {
 }
 
 func probeModule(wasm []byte) ([]byte, error) {
-	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" || binary.LittleEndian.Uint32(wasm[4:]) != 1 {
-		return nil, errors.New("not a core wasm module")
-	}
-	var secs []section
-	r := reader{b: wasm[8:]}
-	for !r.done() {
-		id := r.byte()
-		body := r.bytes(int(r.u32()))
-		if r.err != nil {
-			return nil, r.err
-		}
-		secs = append(secs, section{id, body})
+	secs, err := readSections(wasm)
+	if err != nil {
+		return nil, err
 	}
 	memories := uint32(0) // the fence page's index: after every memory of the module
 	for _, s := range secs {
@@ -82,28 +72,9 @@ func probeModule(wasm []byte) ([]byte, error) {
 	probe = append(probe, 0x00, 0x1a)
 	page := []byte{0x01, 0x01, 0x01} // limits: min 1, max 1 page
 	export := appendU32(append(appendName(nil, fenceExport), 0x02), memories)
-	out := append([]byte(nil), wasm[:8]...)
-	emit := func(id byte, body []byte) {
-		out = append(out, id)
-		out = appendU32(out, uint32(len(body)))
-		out = append(out, body...)
-	}
-	added := map[byte]bool{}
-	addBefore := func(id byte) { // a memory or export section the module lacks
-		for _, want := range []struct {
-			id   byte
-			body []byte
-		}{{5, append(appendU32(nil, 1), page...)}, {7, append(appendU32(nil, 1), export...)}} {
-			if !added[want.id] && order(want.id) < order(id) {
-				emit(want.id, want.body)
-				added[want.id] = true
-			}
-		}
-	}
+	w := newSectionWriter(wasm[:8], []section{{5, append(appendU32(nil, 1), page...)},
+		{7, append(appendU32(nil, 1), export...)}})
 	for _, s := range secs {
-		if s.id != 0 {
-			addBefore(s.id)
-		}
 		body := s.body
 		var err error
 		switch s.id {
@@ -121,11 +92,9 @@ func probeModule(wasm []byte) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("section %d: %v", s.id, err)
 		}
-		added[s.id] = true
-		emit(s.id, body)
+		w.section(s.id, body)
 	}
-	addBefore(255)
-	return out, nil
+	return w.done(), nil
 }
 
 func importsMemory(b []byte) bool {
@@ -202,48 +171,4 @@ func probeBody(body []byte, probe []byte) ([]byte, error) {
 		}
 	}
 	return out, r.err
-}
-
-// skipImmediates reads the immediates of op (the MVP, the post-MVP
-// proposals wazero enables by default, SIMD), or fails on anything else.
-func (r *reader) skipImmediates(op byte) error {
-	switch {
-	case op == 0x02 || op == 0x03 || op == 0x04:
-		r.blockType()
-	case op == 0x0c || op == 0x0d || op == 0x10 || op == 0x12 || op == 0xd2 || (op >= 0x20 && op <= 0x26) ||
-		op == 0x3f || op == 0x40:
-		r.u32()
-	case op == 0x0e:
-		n := r.u32()
-		for j := uint32(0); j <= n && r.err == nil; j++ {
-			r.u32()
-		}
-	case op == 0x11 || op == 0x13:
-		r.u32()
-		r.u32()
-	case op == 0x1c:
-		n := r.u32()
-		for j := uint32(0); j < n && r.err == nil; j++ {
-			r.byte()
-		}
-	case op >= 0x28 && op <= 0x3e:
-		r.memarg()
-	case op == 0x41 || op == 0x42:
-		r.sleb()
-	case op == 0x43:
-		r.bytes(4)
-	case op == 0x44:
-		r.bytes(8)
-	case op == 0xd0:
-		r.byte()
-	case op == 0xfc:
-		return r.prefixFC()
-	case op == 0xfd:
-		return r.prefixFD()
-	case op == 0x00 || op == 0x01 || op == 0x05 || op == 0x0b || op == 0x0f || op == 0x1a || op == 0x1b ||
-		(op >= 0x45 && op <= 0xc4) || op == 0xd1:
-	default:
-		return fmt.Errorf("opcode 0x%02x at %d", op, r.i-1)
-	}
-	return nil
 }
