@@ -363,16 +363,9 @@ func (rw *rewriter) elements(b []byte) ([]byte, error) {
 }
 
 func (rw *rewriter) code(b []byte) ([]byte, error) {
-	r := reader{b: b}
-	n := r.u32()
-	out := appendU32(nil, n)
-	for i := uint32(0); i < n; i++ {
-		body := r.bytes(int(r.u32()))
-		if r.err != nil {
-			return nil, r.err
-		}
+	return rewriteBodies(b, func(i uint32, body []byte) ([]byte, error) {
 		if int(i) >= len(rw.funcTypes) || int(rw.funcTypes[i]) >= len(rw.params) {
-			return nil, fmt.Errorf("function %d: no type", i)
+			return nil, errors.New("no type")
 		}
 		br := reader{b: body}
 		groups := br.u32()
@@ -386,7 +379,7 @@ func (rw *rewriter) code(b []byte) ([]byte, error) {
 			return nil, br.err
 		}
 		if locals >= 50000 { // wazero's limit on a function's locals
-			return nil, fmt.Errorf("function %d: too many locals", i)
+			return nil, errors.New("too many locals")
 		}
 		// One more group: the counter's i32 local, loaded from the global.
 		rw.local, rw.depth = uint32(locals), 0
@@ -394,7 +387,21 @@ func (rw *rewriter) code(b []byte) ([]byte, error) {
 		nb = append(nb, body[groupsEnd:br.i]...)
 		nb = append(nb, 1, 0x7f)
 		nb = rw.appendLoad(nb)
-		nb, err := rw.expr(&br, nb, true, false)
+		return rw.expr(&br, nb, true, false)
+	})
+}
+
+// rewriteBodies rewrites each function body of a code section with f.
+func rewriteBodies(b []byte, f func(i uint32, body []byte) ([]byte, error)) ([]byte, error) {
+	r := reader{b: b}
+	n := r.u32()
+	out := appendU32(nil, n)
+	for i := uint32(0); i < n; i++ {
+		body := r.bytes(int(r.u32()))
+		if r.err != nil {
+			return nil, r.err
+		}
+		nb, err := f(i, body)
 		if err != nil {
 			return nil, fmt.Errorf("function %d: %w", i, err)
 		}

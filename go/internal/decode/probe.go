@@ -120,25 +120,7 @@ func importsMemory(b []byte) bool {
 }
 
 func probeCode(b []byte, probe []byte) ([]byte, error) {
-	r := reader{b: b}
-	n := r.u32()
-	out := appendU32(nil, n)
-	for i := uint32(0); i < n; i++ {
-		body := r.bytes(int(r.u32()))
-		if r.err != nil {
-			return nil, r.err
-		}
-		nb, err := probeBody(body, probe)
-		if err != nil {
-			return nil, fmt.Errorf("function %d: %w", i, err)
-		}
-		out = appendU32(out, uint32(len(nb)))
-		out = append(out, nb...)
-	}
-	if !r.done() {
-		return nil, errors.New("trailing bytes")
-	}
-	return out, nil
+	return rewriteBodies(b, func(_ uint32, body []byte) ([]byte, error) { return probeBody(body, probe) })
 }
 
 // probeBody copies a function body with a probe after each loop opcode
