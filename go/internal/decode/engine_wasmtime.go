@@ -29,11 +29,12 @@ import (
 // SHA-256; each instance has its own store, whose limiter caps memory.
 // One goroutine per process ticks every epochTick. The time limit is the
 // memory fence (engine_wasmtime_fence.h) for modules that probe.go can
-// probe: at a call's deadline, or when its caller cancels, the tick has
-// the guest's memory fenced, and its next access traps. Other modules get
-// epoch interruption: a store's deadline callback (C, no call into Go)
-// stops the guest. Both without a check in every loop's way round where
-// the fence serves, which is what epoch interruption costs.
+// probe: at a call's deadline, or when its caller cancels, the tick makes
+// the module's fence page inaccessible, and the probe at the top of the
+// guest's next loop traps. Other modules get epoch interruption: a store's
+// deadline callback (C, no call into Go) stops the guest. The fence costs
+// a loop iteration one load, epoch interruption a load, a compare and a
+// branch with their inputs reloaded from the stack (RATIONALE.md).
 
 // epochTick is the time limit's resolution; each tick costs an idle
 // process one wake-up, a guest under epoch interruption one callback.
@@ -143,8 +144,8 @@ func checkWasmtimeVersion(lib string) error {
 
 // compiledWasmtime compiles wasm (or finds it compiled): with probes, for
 // the memory fence, when probe.go can probe it; else as it is, for epoch
-// interruption. The memory cap is the store's,
-// not the module's, so it is not part of the key.
+// interruption. The memory cap is the store's, not the module's, so it is
+// not part of the key.
 func compiledWasmtime(wasm []byte, lib string, opts engineOptions) (compiledModule, error) {
 	wasmtime.Lock()
 	defer wasmtime.Unlock()

@@ -143,7 +143,7 @@ typedef struct pgw_store {
 #include "engine_wasmtime_fence.h"
 
 // pgw_tick advances the process's epoch: epoch interruption's deadline
-// callbacks see it, and fenced calls past their deadline are armed.
+// callbacks see it, and the fence goes up for calls past their deadline.
 static void pgw_tick(pgw_opaque *engine) {
 	uint64_t e = atomic_fetch_add(&pgw_epoch, 1) + 1;
 	p_increment_epoch(engine);
@@ -236,7 +236,7 @@ static bool pgw_fence_setup(pgw_store *s, const char *name, size_t len) {
 	if (!p_export_get(s->ctx, &s->instance, name, len, &s->fence) || s->fence.kind != PGW_EXTERN_MEMORY) return false;
 	s->fence_len = p_memory_data_size(s->ctx, s->fence.of);
 	s->fence_base = p_memory_data(s->ctx, s->fence.of);
-	s->fencing = s->fence_len == 65536;
+	s->fencing = s->fence_len == 65536; // one wasm page, as probe.go declares it
 	return s->fencing;
 }
 
