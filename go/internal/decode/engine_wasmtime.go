@@ -76,32 +76,31 @@ var wasmtime = struct {
 	modules map[wtKey]wasmtimeModule
 }{modules: map[wtKey]wasmtimeModule{}}
 
-// wasmtimeEngine loads the library at path (once per process: a second,
+// loadWasmtime loads the library at path (once per process: a second,
 // different path is an error), makes both engines and starts the ticker.
-// epoch picks the engine with epoch interruption.
-func wasmtimeEngine(path string, epoch bool) (*C.pgw_opaque, error) {
+func loadWasmtime(path string) error {
 	if path == "" {
-		return nil, errors.New("the wasmtime engine needs the path of wasmtime's C library " +
+		return errors.New("the wasmtime engine needs the path of wasmtime's C library " +
 			"(_libwasmtime.so in the wasmtime Python package: pip install wasmtime)")
 	}
 	if wasmtime.path != "" {
 		if path != wasmtime.path {
-			return nil, fmt.Errorf("wasmtime's library is already loaded from %s, not %s", wasmtime.path, path)
+			return fmt.Errorf("wasmtime's library is already loaded from %s, not %s", wasmtime.path, path)
 		}
-		return wasmtime.engines[btoiC(!epoch)], nil
+		return nil
 	}
 	if err := checkWasmtimeVersion(path); err != nil {
-		return nil, err
+		return err
 	}
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
 	if msg := C.pgw_load(cpath); msg != nil {
-		return nil, fmt.Errorf("loading wasmtime's library %s: %s", path, C.GoString(msg))
+		return fmt.Errorf("loading wasmtime's library %s: %s", path, C.GoString(msg))
 	}
 	C.pgw_set_messages(C.CString(wtTimeLimit), C.CString(wtCanceled)) // kept for the process
 	e, f := C.pgw_engine_new(true), C.pgw_engine_new(false)
 	if e == nil || f == nil {
-		return nil, fmt.Errorf("wasmtime's library %s: no engine", path)
+		return fmt.Errorf("wasmtime's library %s: no engine", path)
 	}
 	wasmtime.engines, wasmtime.path = [2]*C.pgw_opaque{e, f}, path
 	go func() {
@@ -109,7 +108,7 @@ func wasmtimeEngine(path string, epoch bool) (*C.pgw_opaque, error) {
 			C.pgw_tick(e)
 		}
 	}()
-	return wasmtime.engines[btoiC(!epoch)], nil
+	return nil
 }
 
 func btoiC(b bool) int {
@@ -149,7 +148,7 @@ func checkWasmtimeVersion(lib string) error {
 func compiledWasmtime(wasm []byte, lib string, opts engineOptions) (compiledModule, error) {
 	wasmtime.Lock()
 	defer wasmtime.Unlock()
-	if _, err := wasmtimeEngine(lib, true); err != nil {
+	if err := loadWasmtime(lib); err != nil {
 		return compiledModule{}, fmt.Errorf("%w: %w", errNoWasmtime, err)
 	}
 	if len(wasm) == 0 {

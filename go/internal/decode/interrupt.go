@@ -113,7 +113,7 @@ func rewrite(wasm []byte) ([]byte, error) {
 				rw.funcTypes = append(rw.funcTypes, sr.u32())
 			}
 		case 2:
-			f, g, err := countImports(s.body)
+			f, g, _, err := countImports(s.body)
 			if err != nil {
 				return nil, fmt.Errorf("imports: %v", err)
 			}
@@ -259,7 +259,7 @@ func customName(b []byte) (string, error) {
 	return string(s), r.err
 }
 
-func countImports(b []byte) (funcs, globals uint32, err error) {
+func countImports(b []byte) (funcs, globals, memories uint32, err error) {
 	r := reader{b: b}
 	n := r.u32()
 	for i := uint32(0); i < n && r.err == nil; i++ {
@@ -274,15 +274,16 @@ func countImports(b []byte) (funcs, globals uint32, err error) {
 			r.limits()
 		case 2: // memory
 			r.limits()
+			memories++
 		case 3: // global: valtype, mut
 			r.byte()
 			r.byte()
 			globals++
 		default:
-			return 0, 0, errors.New("unknown import kind")
+			return 0, 0, 0, errors.New("unknown import kind")
 		}
 	}
-	return funcs, globals, r.err
+	return funcs, globals, memories, r.err
 }
 
 func (rw *rewriter) globals(b, counter []byte) ([]byte, error) {

@@ -56,7 +56,11 @@ func probeModule(wasm []byte) ([]byte, error) {
 	for _, s := range secs {
 		switch s.id {
 		case 2:
-			if importsMemory(s.body) {
+			_, _, m, err := countImports(s.body)
+			if err != nil {
+				return nil, fmt.Errorf("imports: %v", err)
+			}
+			if m > 0 {
 				return nil, errors.New("an imported memory") // the host offers none
 			}
 		case 5:
@@ -95,28 +99,6 @@ func probeModule(wasm []byte) ([]byte, error) {
 		w.section(s.id, body)
 	}
 	return w.done(), nil
-}
-
-func importsMemory(b []byte) bool {
-	r := reader{b: b}
-	n := r.u32()
-	for i := uint32(0); i < n && r.err == nil; i++ {
-		r.bytes(int(r.u32()))
-		r.bytes(int(r.u32()))
-		switch r.byte() {
-		case 0:
-			r.u32()
-		case 1:
-			r.byte()
-			r.limits()
-		case 2:
-			return true
-		case 3:
-			r.byte()
-			r.byte()
-		}
-	}
-	return false
 }
 
 func probeCode(b []byte, probe []byte) ([]byte, error) {
