@@ -126,7 +126,7 @@ def test_a_task_ends_when_its_query_stops_and_its_subscriber_is_closed_not_kept(
     topic, sub = google.topic(ack_deadline=10)
     # Only the stop can end this task: no time budget, no end-of-backlog decision in reach.
     opts = SourceOptions.parse({"subscriptionId": sub, "emulatorHost": emulator.host_port,
-                                "batchLogLocation": str(tmp_path), "quietPeriodMs": "600000",
+                                "batchLogLocation": str(tmp_path), "quietPeriodMs": "599000",
                                 "maxBatchDurationMs": "600000", "subscriberIdleMs": "600000"})
     log = BatchLog(str(tmp_path))
     part = PubSubPartition(gen="g", batch=0, index=0, max_rows=100, max_bytes=0, cutoff_us=0)
@@ -162,7 +162,7 @@ def test_a_subscriber_unable_to_receive_is_reported_and_replaced(google, emulato
     ids = google.publish(topic, [b"m%d" % i for i in range(10)])
     opts = SourceOptions.parse({"subscriptionId": sub, "emulatorHost": emulator.host_port,
                                 "batchLogLocation": str(tmp_path), "maxOutstandingMessages": "5",
-                                "quietPeriodMs": "600000", "maxBatchDurationMs": "20000",
+                                "quietPeriodMs": "19000", "maxBatchDurationMs": "20000",
                                 "subscriberIdleMs": "600000"})
     log = BatchLog(str(tmp_path))
 

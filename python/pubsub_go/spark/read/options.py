@@ -247,6 +247,20 @@ class SourceOptions:
         out_msgs = contract.limit("subscriber_config", "max_outstanding_messages")
         project_id = sub_path.split("/")[1]
         rows_per_partition = int_option(opts, "maxRecordsPerPartition", MAX_RECORDS_PER_PARTITION, 1)
+        max_batch_duration_ms = duration_option(opts, "maxBatchDurationMs", 10_000, 1, 3_600_000)
+        # A task with no rows ends at maxBatchDurationMs, undrained: it could
+        # never wait out a quiet period as long, and a query reading a backlog
+        # to its end (AvailableNow, drainBacklog) would never end. The default
+        # fits itself in (half the task's time); a set one that cannot fit is
+        # refused.
+        quiet_period_ms = duration_option(opts, "quietPeriodMs",
+                                          min(DEFAULT_QUIET_PERIOD_MS, max(100, max_batch_duration_ms // 2)),
+                                          100, 3_600_000)
+        if quiet_period_ms >= max_batch_duration_ms:
+            raise OptionError(f"option quietPeriodMs ({quiet_period_ms} ms) must be shorter than "
+                              f"maxBatchDurationMs ({max_batch_duration_ms} ms): a task with no rows ends after "
+                              "maxBatchDurationMs, so it could never see the quiet period that ends a backlog; "
+                              "lower quietPeriodMs or raise maxBatchDurationMs")
         return SourceOptions(
             subscription=sub_path,
             conn=conn,
@@ -255,7 +269,7 @@ class SourceOptions:
             max_wait_ms=_max_wait_ms(opts),
             limits=TriggerLimits.parse(opts, num_parts, rows_per_partition),
             max_records_per_partition=rows_per_partition,
-            max_batch_duration_ms=duration_option(opts, "maxBatchDurationMs", 10_000, 1, 3_600_000),
+            max_batch_duration_ms=max_batch_duration_ms,
             ack_on_commit=bool_option(opts, "ackOnCommit", True),
             batch_log_path=str(opts.get("batchloglocation") or log_default),
             batch_log_default_host=None if opts.get("batchloglocation") else socket.gethostname(),
@@ -270,7 +284,7 @@ class SourceOptions:
             # None: the default, which depends on the trigger (idle_ms()).
             subscriber_idle_ms=(duration_option(opts, "subscriberIdleMs", 0, 0, 3_600_000)
                                 if "subscriberidlems" in opts else None),
-            quiet_period_ms=duration_option(opts, "quietPeriodMs", DEFAULT_QUIET_PERIOD_MS, 100, 3_600_000),
+            quiet_period_ms=quiet_period_ms,
             decode=parse_decode(opts, project_id),
             drain_backlog=bool_option(opts, "drainBacklog", False),
             setup=subscription_lifecycle.SubscriptionSetup.parse(opts, project_id, ack_deadline),
