@@ -49,11 +49,12 @@ func (b *Builder) Reset() {
 }
 
 func (b *Builder) setValid(ok bool) {
-	if b.n%8 == 0 {
+	i := uint(b.n) // unsigned: / and % by 8 are a shift and a mask
+	if i%8 == 0 {
 		b.valid = append(b.valid, 0)
 	}
 	if ok {
-		b.valid[b.n/8] |= 1 << (b.n % 8)
+		b.valid[i/8] |= 1 << (i % 8)
 	} else {
 		b.nulls++
 	}
@@ -182,11 +183,12 @@ func (b *Builder) Layout() Layout {
 	return l
 }
 
-// Truncate drops every slot from n on (n <= Len), children included.
+// Truncate drops every slot from n on (n <= Len), children included, and
+// whatever a child holds beyond the slots left: a row given up half-way (a
+// map entry whose key is in but not its value) leaves children longer than
+// their parent accounts for.
 func (b *Builder) Truncate(n int) {
-	if n >= b.n {
-		return
-	}
+	n = min(n, b.n)
 	for i := n; i < b.n; i++ {
 		if !b.isValid(i) {
 			b.nulls--
@@ -197,11 +199,17 @@ func (b *Builder) Truncate(n int) {
 	case Bool:
 		b.data = truncBits(b.data, n)
 	case Utf8, Binary:
-		b.data = b.data[:b.offs[n]]
-		b.offs = b.offs[:n]
+		if n < len(b.offs) {
+			b.data = b.data[:b.offs[n]]
+			b.offs = b.offs[:n]
+		}
 	case List, Map:
-		b.Children[0].Truncate(int(b.offs[n]))
-		b.offs = b.offs[:n]
+		end := b.Children[0].n
+		if n < len(b.offs) {
+			end = int(b.offs[n])
+			b.offs = b.offs[:n]
+		}
+		b.Children[0].Truncate(end)
 	case Struct:
 		for _, c := range b.Children {
 			c.Truncate(n)

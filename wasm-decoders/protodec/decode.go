@@ -21,7 +21,8 @@ type occ struct {
 	s, e int32 // bytes value: b[s:e] of its message's bytes
 }
 
-// walker decodes a payload in two passes per message: a scan that links
+// walker decodes a payload in one pass when it can (onepass.go), else in
+// two passes per message (this file): a scan that links
 // each recorded field's occurrences (wire order is free, a scalar's last
 // occurrence wins, a message's occurrences merge, a repeated field's
 // accumulate), then an emit in column order. Both arenas are reused from
@@ -29,6 +30,11 @@ type occ struct {
 type walker struct {
 	occs  []occ
 	links []int32 // per message being decoded: head and tail of each field's occurrences
+
+	// The one-pass walk (onepass.go), tried first.
+	onePass     bool  // a one-pass walk is under way: nested messages take it too
+	twoPassOnly bool  // never try it (tests compare the two)
+	lens        []int // the row's columns' lengths before it, to truncate back to
 }
 
 func wireErr(n int) error {
@@ -46,16 +52,19 @@ func (w *walker) message(m *message, b []byte, cols []*arrowlite.Builder) error 
 		w.links = append(w.links, -1, -1)
 	}
 	for pos := 0; pos < len(b); {
-		num, wt, n := protowire.ConsumeTag(b[pos:])
-		if n < 0 {
+		// consumeTag's one-byte case in line: the compiler does not inline it.
+		var num protowire.Number
+		var wt protowire.Type
+		n := 1
+		if c := b[pos]; c < 0x80 && c >= 8 {
+			num, wt = protowire.Number(c>>3), protowire.Type(c&7)
+		} else if num, wt, n = protowire.ConsumeTag(b[pos:]); n < 0 {
 			return wireErr(n)
 		}
 		pos += n
 		fi := m.lookup(num)
-		if fi >= 0 {
-			if f := m.fields[fi]; wt != f.wire && !(f.packable && wt == protowire.BytesType) {
-				fi = -1 // a known number with another wire type: an unknown field, as in protobuf-java
-			}
+		if fi >= 0 && m.accepts[fi]&(1<<wt) == 0 {
+			fi = -1 // a known number with another wire type: an unknown field, as in protobuf-java
 		}
 		if fi < 0 {
 			if n = protowire.ConsumeFieldValue(num, wt, b[pos:]); n < 0 {
@@ -64,10 +73,17 @@ func (w *walker) message(m *message, b []byte, cols []*arrowlite.Builder) error 
 			pos += n
 			continue
 		}
-		o := occ{next: -1, wt: wt}
+		// The value in line (a call per field costs more than these lines
+		// save; the compiler inlines no function this size). Duplicated in
+		// walker.once (onepass.go) for the same reason.
+		o := occ{wt: wt}
 		switch wt {
 		case protowire.VarintType:
-			o.v, n = protowire.ConsumeVarint(b[pos:])
+			if pos < len(b) && b[pos] < 0x80 {
+				o.v, n = uint64(b[pos]), 1
+			} else {
+				o.v, n = protowire.ConsumeVarint(b[pos:])
+			}
 		case protowire.Fixed32Type:
 			var v uint32
 			v, n = protowire.ConsumeFixed32(b[pos:])
@@ -75,11 +91,18 @@ func (w *walker) message(m *message, b []byte, cols []*arrowlite.Builder) error 
 		case protowire.Fixed64Type:
 			o.v, n = protowire.ConsumeFixed64(b[pos:])
 		default: // BytesType
+			if pos < len(b) && b[pos] < 0x80 { // a one-byte length
+				if l := int(b[pos]); l <= len(b)-pos-1 {
+					o.s, o.e, n = int32(pos+1), int32(pos+1+l), 1+l
+					break
+				}
+			}
 			var v []byte
 			v, n = protowire.ConsumeBytes(b[pos:])
 			o.s = int32(pos + n - len(v))
 			o.e = o.s + int32(len(v))
 		}
+		o.next = -1
 		if n < 0 {
 			return wireErr(n)
 		}
@@ -107,7 +130,13 @@ func (w *walker) message(m *message, b []byte, cols []*arrowlite.Builder) error 
 				}
 			}
 		}
-		if err := w.field(f, b, head, tail, cols[f.target]); err != nil {
+		var err error
+		if f.scalar && tail >= 0 { // the common case, without field's dispatch
+			err = w.last(f, b, w.occs[tail], cols[f.target])
+		} else {
+			err = w.field(f, b, head, tail, cols[f.target])
+		}
+		if err != nil {
 			return fmt.Errorf("%s: %w", f.name, err)
 		}
 	}
@@ -160,27 +189,30 @@ func (w *walker) field(f *field, b []byte, head, tail int32, col *arrowlite.Buil
 		}
 		return w.value(f, merged, occ{s: 0, e: int32(len(merged))}, col)
 	default:
-		oc := w.occs[tail]
-		if !f.presence && isZero(f, oc) {
-			col.AppendNull() // proto3 without presence: a zero is not set, and Spark writes null
-			return nil
-		}
-		return w.value(f, b, oc, col)
+		return w.last(f, b, w.occs[tail], col)
 	}
 	return nil
 }
 
-func isZero(f *field, oc occ) bool {
-	switch f.wire {
-	case protowire.BytesType:
-		return oc.s == oc.e
-	case protowire.VarintType:
-		switch f.kind {
-		case kInt32, kSint32, kEnum:
-			return uint32(oc.v) == 0
-		}
+// last writes the slot of a singular field from its last occurrence oc.
+func (w *walker) last(f *field, b []byte, oc occ, col *arrowlite.Builder) error {
+	if isZero(f.zeroIs, oc) {
+		col.AppendNull() // proto3 without presence: a zero is not set, and Spark writes null
+		return nil
 	}
-	return oc.v == 0 // a float's zero is +0 only (its bits), as in protobuf-java
+	return w.value(f, b, oc, col)
+}
+
+func isZero(r zeroRule, oc occ) bool {
+	switch r {
+	case zeroEmpty:
+		return oc.s == oc.e
+	case zeroLow32:
+		return uint32(oc.v) == 0
+	case zeroBits:
+		return oc.v == 0
+	}
+	return false
 }
 
 // value writes one value of f.
@@ -220,6 +252,9 @@ func (w *walker) value(f *field, b []byte, oc occ, col *arrowlite.Builder) error
 		}
 	case kMessage:
 		col.AppendStruct()
+		if w.onePass {
+			return w.once(f.msg, b[oc.s:oc.e], col.Children)
+		}
 		return w.message(f.msg, b[oc.s:oc.e], col.Children)
 	case kTimestamp:
 		return timestamp(b[oc.s:oc.e], col)
@@ -254,14 +289,48 @@ func appendConstant(f *field, c *constant, col *arrowlite.Builder) {
 	}
 }
 
-// packed writes the values of a packed run.
+// consumeTag is protowire.ConsumeTag with the one-byte tag (field numbers
+// 1 to 15, most fields of most messages) decoded in line.
+func consumeTag(b []byte) (protowire.Number, protowire.Type, int) {
+	if len(b) > 0 && b[0] < 0x80 && b[0] >= 8 { // field number 0 is invalid: ConsumeTag says so
+		return protowire.Number(b[0] >> 3), protowire.Type(b[0] & 7), 1
+	}
+	return protowire.ConsumeTag(b)
+}
+
+// consumeVarint is protowire.ConsumeVarint with the one-byte varint (0 to
+// 127) decoded in line.
+func consumeVarint(b []byte) (uint64, int) {
+	if len(b) > 0 && b[0] < 0x80 {
+		return uint64(b[0]), 1
+	}
+	return protowire.ConsumeVarint(b)
+}
+
+// packed writes the values of a packed run. Integers written as integers,
+// the common case, skip value's dispatch.
 func (w *walker) packed(f *field, b []byte, items *arrowlite.Builder) error {
+	if f.wire == protowire.VarintType && !f.toFloat && (f.kind == kInt32 || f.kind == kInt64) {
+		for len(b) > 0 {
+			v, n := consumeVarint(b)
+			if n < 0 {
+				return wireErr(n)
+			}
+			b = b[n:]
+			if f.kind == kInt32 {
+				items.AppendInt(int64(int32(v)))
+			} else {
+				items.AppendInt(int64(v))
+			}
+		}
+		return nil
+	}
 	for len(b) > 0 {
 		oc := occ{}
 		var n int
 		switch f.wire {
 		case protowire.VarintType:
-			oc.v, n = protowire.ConsumeVarint(b)
+			oc.v, n = consumeVarint(b)
 		case protowire.Fixed32Type:
 			var v uint32
 			v, n = protowire.ConsumeFixed32(b)
@@ -286,7 +355,7 @@ func (w *walker) entry(f *field, b []byte, entries *arrowlite.Builder) error {
 	var key, val occ
 	hasKey, hasVal := false, false
 	for pos := 0; pos < len(b); {
-		num, wt, n := protowire.ConsumeTag(b[pos:])
+		num, wt, n := consumeTag(b[pos:])
 		if n < 0 {
 			return wireErr(n)
 		}
@@ -294,7 +363,7 @@ func (w *walker) entry(f *field, b []byte, entries *arrowlite.Builder) error {
 		var o occ
 		switch wt {
 		case protowire.VarintType:
-			o.v, n = protowire.ConsumeVarint(b[pos:])
+			o.v, n = consumeVarint(b[pos:])
 		case protowire.Fixed32Type:
 			var v uint32
 			v, n = protowire.ConsumeFixed32(b[pos:])
@@ -350,13 +419,13 @@ func timestamp(b []byte, col *arrowlite.Builder) error {
 	var secs int64
 	var nanos int32
 	for pos := 0; pos < len(b); {
-		num, wt, n := protowire.ConsumeTag(b[pos:])
+		num, wt, n := consumeTag(b[pos:])
 		if n < 0 {
 			return wireErr(n)
 		}
 		pos += n
 		if (num == 1 || num == 2) && wt == protowire.VarintType {
-			v, n := protowire.ConsumeVarint(b[pos:])
+			v, n := consumeVarint(b[pos:])
 			if n < 0 {
 				return wireErr(n)
 			}

@@ -38,6 +38,10 @@ const (
 	OptRecursiveDepth = "protobuf_recursive_depth"
 )
 
+// TwoPassOnly makes d decode every payload in two passes, as it does those
+// its one pass gives up on (onepass.go); for tests that compare the two.
+func (d *Decoder) TwoPassOnly() { d.w.twoPassOnly = true }
+
 // Encodings are the values OptEncoding takes.
 var Encodings = []string{"binary", "json"}
 
@@ -141,6 +145,5 @@ func (d *Decoder) Decode(payload []byte, cols []*arrowlite.Builder) error {
 		}
 		payload = d.bin
 	}
-	d.w.occs, d.w.links = d.w.occs[:0], d.w.links[:0] // a failed row leaves them as they were
-	return d.w.message(d.root, payload, cols)
+	return d.w.row(d.root, payload, cols)
 }

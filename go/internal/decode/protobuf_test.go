@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -17,7 +18,9 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/dynamicpb"
 
+	"github.com/pubsub-go/pubsub-go/wasm-decoders/arrowlite"
 	"github.com/pubsub-go/pubsub-go/wasm-decoders/protodec"
+	"github.com/pubsub-go/pubsub-go/wasm-decoders/sdk"
 )
 
 // The protobuf decoder against messages protobuf-go writes (from their
@@ -321,6 +324,95 @@ func BenchmarkDecodeProtobufNative(b *testing.B) {
 	benchDecode(b, Spec{Builtin: "protobuf", Format: "protobuf", Options: opts}, func(i int) []byte {
 		return []byte(protoBinary(b, opts, benchProtoEvent(i)))
 	})
+}
+
+// The one-pass walk gives exactly the rows and errors of the two passes:
+// on well-formed events, on concatenations of two (every singular field,
+// message and oneof member twice: the last wins, messages merge), on the
+// oneof's other member appended, and on mutated bytes.
+func TestProtobufOnePassEqualsTwoPasses(t *testing.T) {
+	opts := protoOptions(t, "pgtest.Event", "")
+	rich := protoBinary(t, opts, richEvent)
+	payloads := []string{rich, "", protoBinary(t, opts, `{"text": "t"}`)}
+	for i := 0; i < 20; i++ {
+		payloads = append(payloads, protoBinary(t, opts, benchProtoEvent(i)))
+	}
+	for _, p := range payloads[:6] {
+		payloads = append(payloads, p+rich, rich+p, p+protoBinary(t, opts, `{"text": "other"}`))
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 3000; i++ {
+		b := []byte(payloads[rng.IntN(len(payloads))])
+		if len(b) == 0 {
+			continue
+		}
+		for k := 0; k < 1+i%3; k++ {
+			switch rng.IntN(3) {
+			case 0:
+				b[rng.IntN(len(b))] = byte(rng.IntN(256))
+			case 1:
+				b = b[:rng.IntN(len(b))]
+			default:
+				at := rng.IntN(len(b) + 1)
+				b = append(b[:at:at], append([]byte{byte(rng.IntN(256))}, b[at:]...)...)
+			}
+			if len(b) == 0 {
+				b = []byte(rich)
+			}
+		}
+		payloads = append(payloads, string(b))
+	}
+	decode := func(twoPasses bool) ([]arrowlite.Layout, []string) {
+		d, schema, err := protodec.New(sdk.Config{Options: opts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if twoPasses {
+			d.(*protodec.Decoder).TwoPassOnly()
+		}
+		cols := make([]*arrowlite.Builder, len(schema.Fields))
+		for j, f := range schema.Fields {
+			cols[j] = arrowlite.NewBuilder(f.Type)
+		}
+		var errs []string
+		for i, p := range payloads {
+			if err := d.Decode([]byte(p), cols); err != nil {
+				errs = append(errs, fmt.Sprintf("%d: %v", i, err))
+				for _, c := range cols { // as the sdk does with a row error
+					c.Truncate(i)
+					c.AppendNull()
+				}
+			}
+		}
+		var layouts []arrowlite.Layout
+		var walk func(b *arrowlite.Builder)
+		walk = func(b *arrowlite.Builder) {
+			layouts = append(layouts, b.Layout())
+			for _, c := range b.Children {
+				walk(c)
+			}
+		}
+		for _, c := range cols {
+			walk(c)
+		}
+		return layouts, errs
+	}
+	one, oneErrs := decode(false)
+	two, twoErrs := decode(true)
+	if !reflect.DeepEqual(oneErrs, twoErrs) {
+		t.Fatalf("errors differ:\none pass:   %v\ntwo passes: %v", oneErrs, twoErrs)
+	}
+	if !reflect.DeepEqual(one, two) {
+		for i := range one {
+			if !reflect.DeepEqual(one[i], two[i]) {
+				t.Fatalf("column layout %d differs:\none pass:   %+v\ntwo passes: %+v", i, one[i], two[i])
+			}
+		}
+		t.Fatal("layouts differ")
+	}
+	if len(oneErrs) == 0 || len(oneErrs) == len(payloads) {
+		t.Fatalf("%d of %d payloads failed: the mutations should make some, not all, fail", len(oneErrs), len(payloads))
+	}
 }
 
 // Mutated payloads are rejected or decoded, never a panic (which the sdk
