@@ -326,6 +326,26 @@ func BenchmarkDecodeProtobufNative(b *testing.B) {
 	})
 }
 
+// A row given up inside a map entry (its key written, its value not)
+// leaves the next rows' entries whole and in line with their keys.
+func TestProtobufRowFailingInAMapEntryLeavesTheNextRowsRight(t *testing.T) {
+	opts := protoOptions(t, "pgtest.Event", "")
+	d := openProto(t, opts, nil)
+	inner := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "\xff") // invalid UTF-8
+	entry := protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 9)
+	entry = protowire.AppendBytes(protowire.AppendTag(entry, 2, protowire.BytesType), inner)
+	bad := protowire.AppendBytes(protowire.AppendTag(nil, 17, protowire.BytesType), entry)
+	good := protoBinary(t, opts, `{"byid": {"4": {"name": "four"}, "5": {"name": "five"}}}`)
+	rows, errs := protoRows(t, d, good, string(bad), good)
+	if errs[0] != "" || errs[2] != "" || !strings.Contains(errs[1], "UTF-8") {
+		t.Fatalf("errors %q", errs)
+	}
+	want := jsonOf(rows[0]["byid"])
+	if got := jsonOf(rows[2]["byid"]); got != want || !strings.Contains(want, "five") {
+		t.Fatalf("byid after the failed row: %s, want %s", got, want)
+	}
+}
+
 // The one-pass walk gives exactly the rows and errors of the two passes:
 // on well-formed events, on concatenations of two (every singular field,
 // message and oneof member twice: the last wins, messages merge), on the
