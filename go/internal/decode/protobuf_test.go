@@ -361,26 +361,10 @@ func TestProtobufOnePassEqualsTwoPasses(t *testing.T) {
 		payloads = append(payloads, p+rich, rich+p, p+protoBinary(t, opts, `{"text": "other"}`))
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	for i := 0; i < 3000; i++ {
-		b := []byte(payloads[rng.IntN(len(payloads))])
-		if len(b) == 0 {
-			continue
+	for i, n := 0, len(payloads); i < 3000; i++ {
+		if p := payloads[rng.IntN(n)]; p != "" {
+			payloads = append(payloads, mutate(rng, p, 1+i%3))
 		}
-		for k := 0; k < 1+i%3; k++ {
-			switch rng.IntN(3) {
-			case 0:
-				b[rng.IntN(len(b))] = byte(rng.IntN(256))
-			case 1:
-				b = b[:rng.IntN(len(b))]
-			default:
-				at := rng.IntN(len(b) + 1)
-				b = append(b[:at:at], append([]byte{byte(rng.IntN(256))}, b[at:]...)...)
-			}
-			if len(b) == 0 {
-				b = []byte(rich)
-			}
-		}
-		payloads = append(payloads, string(b))
 	}
 	decode := func(twoPasses bool) ([]arrowlite.Layout, []string) {
 		d, schema, err := protodec.New(sdk.Config{Options: opts})
@@ -435,6 +419,27 @@ func TestProtobufOnePassEqualsTwoPasses(t *testing.T) {
 	}
 }
 
+// mutate is seed with k random byte changes, cuts or insertions (never
+// empty: seed again instead).
+func mutate(rng *rand.Rand, seed string, k int) string {
+	b := []byte(seed)
+	for ; k > 0; k-- {
+		switch rng.IntN(3) {
+		case 0:
+			b[rng.IntN(len(b))] = byte(rng.IntN(256))
+		case 1:
+			b = b[:rng.IntN(len(b))]
+		default:
+			at := rng.IntN(len(b) + 1)
+			b = append(b[:at:at], append([]byte{byte(rng.IntN(256))}, b[at:]...)...)
+		}
+		if len(b) == 0 {
+			b = []byte(seed)
+		}
+	}
+	return string(b)
+}
+
 // Mutated payloads are rejected or decoded, never a panic (which the sdk
 // would turn into a row error naming it).
 func TestProtobufMutatedPayloadsNeverPanic(t *testing.T) {
@@ -444,22 +449,7 @@ func TestProtobufMutatedPayloadsNeverPanic(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var payloads []string
 	for i := 0; i < 3000; i++ {
-		b := []byte(seed)
-		for k := 0; k < 1+i%4; k++ {
-			switch rng.IntN(3) {
-			case 0:
-				b[rng.IntN(len(b))] = byte(rng.IntN(256))
-			case 1:
-				b = b[:rng.IntN(len(b))]
-			default:
-				at := rng.IntN(len(b) + 1)
-				b = append(b[:at:at], append([]byte{byte(rng.IntN(256))}, b[at:]...)...)
-			}
-			if len(b) == 0 {
-				b = []byte(seed)
-			}
-		}
-		payloads = append(payloads, string(b))
+		payloads = append(payloads, mutate(rng, seed, 1+i%4))
 	}
 	_, errs := protoRows(t, d, payloads...)
 	failed := 0
