@@ -196,23 +196,27 @@ func (w *walker) field(f *field, b []byte, head, tail int32, col *arrowlite.Buil
 
 // last writes the slot of a singular field from its last occurrence oc.
 func (w *walker) last(f *field, b []byte, oc occ, col *arrowlite.Builder) error {
-	if isZero(f.zeroIs, oc) {
+	if isZero(f, oc) {
 		col.AppendNull() // proto3 without presence: a zero is not set, and Spark writes null
 		return nil
 	}
 	return w.value(f, b, oc, col)
 }
 
-func isZero(r zeroRule, oc occ) bool {
-	switch r {
-	case zeroEmpty:
-		return oc.s == oc.e
-	case zeroLow32:
-		return uint32(oc.v) == 0
-	case zeroBits:
-		return oc.v == 0
+func isZero(f *field, oc occ) bool {
+	if f.presence {
+		return false // explicit presence: a zero on the wire is a value
 	}
-	return false
+	switch f.wire {
+	case protowire.BytesType:
+		return oc.s == oc.e
+	case protowire.VarintType:
+		switch f.kind {
+		case kInt32, kSint32, kEnum:
+			return uint32(oc.v) == 0
+		}
+	}
+	return oc.v == 0 // a float's zero is +0 only (its bits), as in protobuf-java
 }
 
 // value writes one value of f.

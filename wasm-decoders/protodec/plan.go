@@ -44,7 +44,6 @@ type field struct {
 	packable bool           // a repeated scalar: packed runs are accepted too
 	presence bool           // explicit presence: a zero on the wire is a value, not null
 	scalar   bool           // neither repeated nor a map, a message or a Timestamp: its last occurrence is its value
-	zeroIs   zeroRule       // how a zero that means "not set" looks (proto3 without presence), see zeroRuleOf
 	def      *constant      // proto2 [default = ...], written when the field is absent
 	zero     constant       // the type's default (map entries without a key or value)
 	oneof    int            // index into message.oneofs, -1 for none
@@ -233,7 +232,6 @@ func planField(fd protoreflect.FieldDescriptor, t *arrowlite.DataType) (*field, 
 	}
 	v.presence = fd.HasPresence()
 	v.scalar = v.kind != kMessage && v.kind != kTimestamp
-	v.zeroIs = zeroRuleOf(v)
 	if fd.HasDefault() {
 		c := constantOf(fd, fd.Default())
 		v.def = &c
@@ -390,27 +388,4 @@ func constantOf(fd protoreflect.FieldDescriptor, v protoreflect.Value) constant 
 		return constant{i: int64(n), s: []byte(names(fd.Enum()).lookup(n))}
 	}
 	return constant{}
-}
-
-// zeroRule says when a singular field without explicit presence holds its
-// zero, which proto3 does not distinguish from unset (Spark writes null).
-type zeroRule uint8
-
-const (
-	zeroNever zeroRule = iota // explicit presence: a zero on the wire is a value
-	zeroEmpty                 // bytes, string: length 0
-	zeroLow32                 // int32, sint32, enum: the low 32 bits of the varint are 0
-	zeroBits                  // the rest: every bit 0 (a float's zero is +0 only, as in protobuf-java)
-)
-
-func zeroRuleOf(f *field) zeroRule {
-	switch {
-	case f.presence:
-		return zeroNever
-	case f.wire == protowire.BytesType:
-		return zeroEmpty
-	case f.wire == protowire.VarintType && (f.kind == kInt32 || f.kind == kSint32 || f.kind == kEnum):
-		return zeroLow32
-	}
-	return zeroBits
 }
