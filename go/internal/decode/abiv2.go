@@ -232,7 +232,7 @@ func (l *layout) releaseSlab() {
 func readLayout(out []byte, mem guestMemory, full *arrow.Schema, alloc memory.Allocator) (cols []arrow.Array, rows int, err error) {
 	r := reader{b: out}
 	rows = int(r.le32())
-	l := &layout{mem: mem, alloc: alloc}
+	l := &layout{mem: viewOf(mem), alloc: alloc}
 	nn := r.le32()
 	if r.err != nil || uint64(nn)*8 > uint64(len(out)) {
 		return nil, 0, fmt.Errorf("%w: malformed output layout", ErrCrashed)
@@ -433,17 +433,35 @@ func stringsValid(s *array.String) bool {
 	}
 	vals := bufs[2].Bytes()
 	lo, hi := offs[0], offs[len(offs)-1]
-	if lo < 0 || hi < lo || int(hi) > len(vals) || !utf8.Valid(vals[lo:hi]) {
+	if lo < 0 || hi < lo || int(hi) > len(vals) {
+		return false
+	}
+	// ASCII only (the common case): every byte starts a character.
+	startsOnly := !ascii(vals[lo:hi])
+	if startsOnly && !utf8.Valid(vals[lo:hi]) {
 		return false
 	}
 	prev := lo
 	for _, o := range offs[1:] {
-		if o < prev || (o < hi && !utf8.RuneStart(vals[o])) {
+		if o < prev || (startsOnly && o < hi && !utf8.RuneStart(vals[o])) {
 			return false
 		}
 		prev = o
 	}
 	return true
+}
+
+// ascii reports whether b holds only ASCII bytes, testing 32 at a time.
+func ascii(b []byte) bool {
+	var acc uint64
+	for ; len(b) >= 32; b = b[32:] {
+		acc |= binary.LittleEndian.Uint64(b) | binary.LittleEndian.Uint64(b[8:]) |
+			binary.LittleEndian.Uint64(b[16:]) | binary.LittleEndian.Uint64(b[24:])
+	}
+	for _, c := range b {
+		acc |= uint64(c)
+	}
+	return acc&0x8080808080808080 == 0
 }
 
 // checkOffsets: n+1 non-decreasing int32 offsets from 0..end (arrow-go's

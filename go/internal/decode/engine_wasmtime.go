@@ -308,10 +308,12 @@ func (w *wtInstance) memory() guestMemory {
 func (w *wtInstance) export(name string) guestFunc {
 	f := &wtFunc{s: w.s, name: name}
 	f.ext = (*C.pgw_extern)(C.calloc(1, C.size_t(unsafe.Sizeof(C.pgw_extern{}))))
+	f.frame = (*C.pgw_frame)(C.calloc(1, C.size_t(unsafe.Sizeof(C.pgw_frame{}))))
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
 	if !C.pgw_export(w.s, cname, C.size_t(len(name)), C.PGW_EXTERN_FUNC, f.ext) {
 		C.free(unsafe.Pointer(f.ext))
+		C.free(unsafe.Pointer(f.frame))
 		return nil
 	}
 	w.funcs[name] = f
@@ -329,47 +331,44 @@ func (w *wtInstance) resetStderr() { C.pgw_stderr_reset(w.s) }
 func (w *wtInstance) close() {
 	for _, f := range w.funcs {
 		C.free(unsafe.Pointer(f.ext))
+		C.free(unsafe.Pointer(f.frame))
 	}
 	C.pgw_close(w.s)
 }
 
 type wtMemory struct{ s *C.pgw_store }
 
+// view is the guest's memory as it is now: valid until the guest runs
+// again (a call may grow it, which can move it).
 func (m wtMemory) view() []byte {
-	var n C.size_t
-	p := C.pgw_memory(m.s, &n)
-	if p == nil || n == 0 {
+	v := C.pgw_memory(m.s)
+	if v.p == nil || v.n == 0 {
 		return nil
 	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(p)), int(n))
+	return unsafe.Slice((*byte)(unsafe.Pointer(v.p)), int(v.n))
 }
 
-func (m wtMemory) Size() uint32 { return uint32(len(m.view())) }
+func (m wtMemory) Size() uint32 { return memView(m.view()).Size() }
 
-func (m wtMemory) Read(off, n uint32) ([]byte, bool) {
-	b := m.view()
-	if uint64(off)+uint64(n) > uint64(len(b)) {
-		return nil, false
-	}
-	return b[off : off+n : off+n], true
-}
+func (m wtMemory) Read(off, n uint32) ([]byte, bool) { return memView(m.view()).Read(off, n) }
 
 type wtFunc struct {
-	s    *C.pgw_store
-	ext  *C.pgw_extern // C memory: wasmtime reads it during the call
-	name string
+	s     *C.pgw_store
+	ext   *C.pgw_extern // C memory: wasmtime reads it during the call
+	frame *C.pgw_frame  // C memory: the call's arguments and results
+	name  string
 }
 
 // Call runs the export with i32 arguments until ctx's deadline; a cancel
 // of ctx stops it at the next tick. pg_free returns nothing, every
 // other ABI export one value (docs/decoder-abi.md).
 func (f *wtFunc) Call(ctx context.Context, params ...uint64) ([]uint64, error) {
-	var args [2]C.uint32_t
-	if len(params) > len(args) {
-		return nil, fmt.Errorf("%s: %d arguments, the ABI's exports take at most %d", f.name, len(params), len(args))
+	fr := f.frame // the instance's calls run one at a time (Decoder.get)
+	if len(params) > len(fr.args) {
+		return nil, fmt.Errorf("%s: %d arguments, the ABI's exports take at most %d", f.name, len(params), len(fr.args))
 	}
 	for i, p := range params {
-		args[i] = C.uint32_t(p)
+		fr.args[i] = C.uint32_t(p)
 	}
 	nres := 1
 	if f.name == "pg_free" || f.name == "_initialize" {
@@ -380,19 +379,17 @@ func (f *wtFunc) Call(ctx context.Context, params ...uint64) ([]uint64, error) {
 		ticks = uint64(time.Until(dl)/epochTick) + 1
 	}
 	stop := context.AfterFunc(ctx, func() { C.pgw_cancel(f.s) })
-	var res [1]C.uint64_t
-	var ec, tc C.int
-	msg := C.pgw_call(f.s, f.ext, &args[0], C.size_t(len(params)), &res[0], C.size_t(nres), C.uint64_t(ticks), &ec, &tc)
+	msg := C.pgw_call(f.s, f.ext, fr, C.size_t(len(params)), C.size_t(nres), C.uint64_t(ticks))
 	stop()
 	if msg != nil {
-		err := wtError(msg, ec, tc)
+		err := wtError(msg, fr.exit_code, fr.trap_code)
 		var e *wtCallError
 		if errors.As(err, &e) && e.msg == wtCanceled && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			e.msg = wtTimeLimit // the deadline passed between ticks: it is the time limit
 		}
 		return nil, err
 	}
-	return []uint64{uint64(res[0])}[:nres], nil
+	return []uint64{uint64(fr.res)}[:nres], nil
 }
 
 // wtCallError is a failed call: the engine's message, the guest's exit

@@ -250,16 +250,33 @@ static bool pgw_export(pgw_store *s, const char *name, size_t len, uint8_t kind,
 	return p_export_get(s->ctx, &s->instance, name, len, out) && out->kind == kind;
 }
 
-static uint8_t *pgw_memory(pgw_store *s, size_t *size) {
-	*size = p_memory_data_size(s->ctx, s->memory.of);
-	return p_memory_data(s->ctx, s->memory.of);
+// pgw_span is a guest memory's bytes, returned by value so that the Go
+// side passes no pointer (which cgo would move to the heap per call).
+typedef struct { uint8_t *p; size_t n; } pgw_span;
+
+static pgw_span pgw_memory(pgw_store *s) {
+	pgw_span v = {p_memory_data(s->ctx, s->memory.of), p_memory_data_size(s->ctx, s->memory.of)};
+	return v;
 }
 
-// pgw_call calls fn with nargs i32 arguments and nres results (stored as
-// u64, i32 zero-extended), stopping at ticks epochs from now. On failure
-// it returns the malloc'ed message; a call the fence stopped fails with
-// the time limit's (or the cancel's) message.
-static char *pgw_call(pgw_store *s, pgw_extern *fn, const uint32_t *args, size_t nargs, uint64_t *res, size_t nres, uint64_t ticks, int *exit_code, int *trap_code) {
+// pgw_frame is one export's arguments and results, in C memory that its
+// wtFunc keeps: Go pointers passed per call would each be moved to the
+// heap by cgo.
+typedef struct {
+	uint32_t args[2];
+	uint64_t res;
+	int exit_code, trap_code;
+} pgw_frame;
+
+// pgw_call calls fn with nargs i32 arguments of f and nres results (stored
+// in f->res as u64, i32 zero-extended), stopping at ticks epochs from now.
+// On failure it returns the malloc'ed message (exit and trap code in f); a
+// call the fence stopped fails with the time limit's (or the cancel's)
+// message.
+static char *pgw_call(pgw_store *s, pgw_extern *fn, pgw_frame *f, size_t nargs, size_t nres, uint64_t ticks) {
+	const uint32_t *args = f->args;
+	uint64_t *res = &f->res;
+	int *exit_code = &f->exit_code, *trap_code = &f->trap_code;
 	pgw_val a[2], r[1];
 	for (size_t i = 0; i < nargs && i < 2; i++) { a[i].kind = PGW_I32; a[i].of.i64 = 0; a[i].of.i32 = (int32_t)args[i]; }
 	atomic_store(&s->canceled, 0);

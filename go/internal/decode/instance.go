@@ -42,6 +42,29 @@ type guestMemory interface {
 	Size() uint32
 }
 
+// memView is a guest memory taken as one slice between two calls (it
+// neither grows nor moves while the guest is not running), so that reading
+// a batch's many output buffers is not a call into the engine each.
+type memView []byte
+
+func (v memView) Size() uint32 { return uint32(len(v)) }
+
+func (v memView) Read(off, n uint32) ([]byte, bool) {
+	if uint64(off)+uint64(n) > uint64(len(v)) {
+		return nil, false
+	}
+	return v[off : off+n : off+n], true
+}
+
+// viewOf is mem as a memView when its engine can hand out its bytes (wasmtime),
+// else mem itself (wazero's Read is already a slice of its own).
+func viewOf(mem guestMemory) guestMemory {
+	if m, ok := mem.(interface{ view() []byte }); ok {
+		return memView(m.view())
+	}
+	return mem
+}
+
 type guestFunc interface {
 	Call(ctx context.Context, params ...uint64) ([]uint64, error)
 }

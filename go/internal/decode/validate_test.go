@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -23,6 +24,12 @@ func TestValidateColumnStringsAsValidateFull(t *testing.T) {
 		"empty":          {"", []int32{0, 0, 0}},
 		"bytes past end": {"ab\xff", []int32{0, 1, 2}},
 		"decreasing":     {"abc", []int32{0, 2, 1, 3}},
+		// Past the 32 bytes the ASCII test takes at a time.
+		"long ascii":            {strings.Repeat("a", 70), []int32{0, 10, 40, 70}},
+		"long, decreasing":      {strings.Repeat("a", 70), []int32{0, 40, 10, 70}},
+		"long, invalid past 32": {strings.Repeat("a", 35) + "\xffbb", []int32{0, 20, 38}},
+		"long, rune past 32":    {strings.Repeat("a", 33) + "é", []int32{0, 33, 35}},
+		"long, split past 32":   {strings.Repeat("a", 33) + "é", []int32{0, 34, 35}},
 	}
 	for name, c := range cases {
 		offs := make([]byte, 0, 4*len(c.offs))
