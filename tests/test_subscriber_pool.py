@@ -169,3 +169,92 @@ def test_a_new_querys_first_task_closes_a_stopped_querys_subscriber_first(google
         assert not getattr(old, "_h", 0), "the stopped query's subscriber was still open beside the new one"
     back = {m.message.message_id for m in google.pull_all(sub_a, max_wait=10)}
     assert back == ids_a, "the stopped query's prefetch was not nacked"
+
+
+def _paused(pool: SubscriberPool, config: SubscriberConfig, bound_s: float = 10.0) -> bool:
+    """Waits until pool keeps config's subscriber paused."""
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        with pool._lock:
+            e = pool._idle.get(config.to_json())
+            if e is not None and e.paused:
+                return True
+        time.sleep(0.05)
+    return False
+
+
+def test_an_unused_subscriber_pauses_and_its_next_task_resumes_it(google, emulator):
+    from pubsub_go.spark.read.subscriber_pool import PAUSE_AFTER_S, REAP_PERIOD_S
+
+    topic, sub_path = google.topic(ack_deadline=60)
+    pool = SubscriberPool()
+    config = SubscriberConfig(subscription=sub_path, emulator_host=emulator.host_port)
+    with pool.lease(config, idle_s=600.0) as sub:
+        returned = time.monotonic()
+    assert _paused(pool, config), "an unused kept subscriber was not paused"
+    assert time.monotonic() - returned <= PAUSE_AFTER_S + REAP_PERIOD_S + 1.0
+    ids = set(google.publish(topic, [b"r%d" % i for i in range(5)]))
+    time.sleep(2.0)
+    assert sub.stats()["pulled"] == 0, "a paused subscriber received"
+    with pool.lease(config, idle_s=600.0) as again:
+        assert again is sub
+        got: set[str] = set()
+        deadline = time.monotonic() + 20
+        while got != ids and time.monotonic() < deadline:
+            b, a = again.next_batch(5, 1000)
+            again.ack(a)
+            got |= set(b.column("message_id").to_pylist())
+        assert got == ids, "the resumed subscriber did not receive what was published while it was paused"
+    pool.close_all()
+
+
+_KILLED_WORKER = """
+import sys, time
+from pubsub_go.client import SubscriberConfig
+from pubsub_go.spark.read.subscriber_pool import SubscriberPool
+pool = SubscriberPool()
+config = SubscriberConfig(subscription=sys.argv[1], emulator_host=sys.argv[2])
+with pool.lease(config, idle_s=600.0):
+    pass
+deadline = time.monotonic() + 10
+while time.monotonic() < deadline:
+    with pool._lock:
+        if all(e.paused for e in pool._idle.values()):
+            break
+    time.sleep(0.05)
+print("kept and paused" if all(e.paused for e in pool._idle.values()) else "not paused", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_worker_killed_while_keeping_its_subscriber_loses_nothing(google, emulator):
+    """Spark ends a worker whose task it killed with SIGKILL. Google's
+    emulator keeps leasing to a stream cut that way (a plain subscriber
+    SIGKILLed with its stream open: a later one received 900 of 1,000 in
+    40 s), so a kept subscriber pauses its streams first: after the kill
+    a new subscriber receives everything published."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from pubsub_go.client import Subscriber
+
+    topic, sub_path = google.topic(ack_deadline=10)
+    worker = subprocess.Popen([sys.executable, "-c", _KILLED_WORKER, sub_path, emulator.host_port],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert worker.stdout is not None
+        assert worker.stdout.readline().strip() == "kept and paused"
+    finally:
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait()
+    ids = set(google.publish(topic, [b"k%d" % i for i in range(1000)]))
+    got: set[str] = set()
+    with Subscriber(subscription=sub_path, emulator_host=emulator.host_port) as reader:
+        deadline = time.monotonic() + 30
+        while got != ids and time.monotonic() < deadline:
+            b, a = reader.next_batch(1000, 1000)
+            reader.ack(a)
+            got |= set(b.column("message_id").to_pylist())
+    assert got == ids, f"after the kill a new subscriber received {len(got)} of {len(ids)}"

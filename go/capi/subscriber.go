@@ -172,6 +172,22 @@ func pg_subscriber_stats(h C.uint64_t, out *C.struct_PgSubscriberStats, errOut *
 	})
 }
 
+//export pg_subscriber_pause
+func pg_subscriber_pause(h C.uint64_t, paused C.int, errOut *C.struct_PgError) C.int {
+	return guard(errOut, func() error {
+		s, err := subscribers.get(h)
+		if err != nil {
+			return err
+		}
+		if paused != 0 {
+			s.Pause()
+		} else {
+			s.Resume()
+		}
+		return nil
+	})
+}
+
 //export pg_subscriber_close
 func pg_subscriber_close(h C.uint64_t, errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {

@@ -186,6 +186,12 @@ struct PgSubscriberStats {
 /* Fills *out with the subscriber's counters. */
 int pg_subscriber_stats(uint64_t handle, struct PgSubscriberStats* out, struct PgError* err);
 
+/* paused != 0: half-closes the subscriber's streams and opens none until
+ * called again with 0; it keeps what it holds, leases extended, and only
+ * stops receiving (a subscriber kept unused between tasks has then no
+ * stream a SIGKILL could cut: go/internal/subscriber/pause.go). */
+int pg_subscriber_pause(uint64_t handle, int paused, struct PgError* err);
+
 /* Closes the subscriber: waits for pending acks to be sent, nacks every
  * message pulled but never handed out, and stops lease extension. */
 int pg_subscriber_close(uint64_t handle, struct PgError* err);

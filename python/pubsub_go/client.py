@@ -182,6 +182,15 @@ class Subscriber(_Handle):
     def release(self, ack_ids: pa.Array | list[str]) -> None:
         self._with_ids("pg_subscriber_release", ack_ids)
 
+    def pause(self) -> None:
+        """Ends the streams and receives nothing until `resume()`; what was
+        pulled stays held (leases extended) and can still be handed out."""
+        _native.call("pg_subscriber_pause", self._handle(), 1)
+
+    def resume(self) -> None:
+        """Opens the streams again after `pause()`."""
+        _native.call("pg_subscriber_pause", self._handle(), 0)
+
     def stats(self) -> dict[str, int]:
         """The counters of go/internal/subscriber.Stats, by their names in
         the header's struct PgSubscriberStats (the one definition)."""

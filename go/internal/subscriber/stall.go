@@ -23,6 +23,7 @@ type stallClock struct {
 	up      []bool // per stream: in a live session
 	nDown   int    // streams not up
 	isFull  bool
+	paused  bool // Subscriber.Pause: streams out of a session are not down
 	closed  bool
 }
 
@@ -66,8 +67,20 @@ func newStallClock(streams, maxStreams int, now time.Time) *stallClock {
 // update opens or closes the spells for the current state; c.mu held.
 func (c *stallClock) update(now time.Time) {
 	c.full.set(c.isFull, now)
-	c.down.set(c.nDown > 0, now)
-	c.blocked.set(c.isFull || c.nDown > 0, now)
+	down := c.nDown > 0 && !c.paused
+	c.down.set(down, now)
+	c.blocked.set(c.isFull || down, now)
+}
+
+// pause records that the subscriber was paused or resumed (pause.go).
+func (c *stallClock) pause(paused bool, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.paused = paused
+	c.update(now)
 }
 
 // setFull records that flow control became full or stopped being full.

@@ -48,9 +48,16 @@ func newStream(s *Subscriber, clientID string, index int) *stream {
 func (st *stream) run(ctx context.Context, closing <-chan struct{}) {
 	failures := 0
 	for {
-		received, err := st.session(ctx, closing)
+		stop, ok := st.s.gate.enter(ctx, closing)
+		if !ok {
+			return
+		}
+		received, err := st.session(ctx, closing, stop)
 		if ctx.Err() != nil || isClosed(closing) {
 			return
+		}
+		if isClosed(stop) {
+			continue // paused (pause.go): not a failure; enter waits for Resume
 		}
 		if errors.Is(err, errPipeStale) {
 			// Not a failure: reopen, without backoff, once there is room
@@ -115,9 +122,10 @@ func streamRetryable(err error) bool {
 	return errors.Is(err, io.EOF) || rpc.Code(err) == codes.Canceled || rpc.Retryable(err)
 }
 
-// session opens one StreamingPull call and receives until it ends. It
-// reports whether anything was received, to reset the backoff.
-func (st *stream) session(ctx context.Context, closing <-chan struct{}) (received bool, err error) {
+// session opens one StreamingPull call and receives until it ends (stop
+// or closing half-close it). It reports whether anything was received, to
+// reset the backoff.
+func (st *stream) session(ctx context.Context, closing, stop <-chan struct{}) (received bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ctx = gax.InsertMetadataIntoOutgoingContext(ctx, "x-goog-request-params", "subscription="+url.QueryEscape(st.s.cfg.Subscription))
@@ -142,7 +150,7 @@ func (st *stream) session(ctx context.Context, closing <-chan struct{}) (receive
 	retire := make(chan struct{})
 	go func() {
 		defer close(done)
-		ka.run(ctx, closing, retire, cancel, spc, st.s.set.pingInterval)
+		ka.run(ctx, closing, stop, retire, cancel, spc, st.s.set.pingInterval)
 	}()
 	defer func() {
 		cancel()
@@ -235,7 +243,7 @@ type keepAlive struct {
 	pongs        atomic.Bool  // the server answers pings (empty responses)
 }
 
-func (ka *keepAlive) run(ctx context.Context, closing, retire <-chan struct{}, cancel context.CancelFunc, spc pb.Subscriber_StreamingPullClient, interval time.Duration) {
+func (ka *keepAlive) run(ctx context.Context, closing, stop, retire <-chan struct{}, cancel context.CancelFunc, spc pb.Subscriber_StreamingPullClient, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var lastPing int64
@@ -250,6 +258,9 @@ func (ka *keepAlive) run(ctx context.Context, closing, retire <-chan struct{}, c
 			spc.CloseSend()
 			return
 		case <-retire: // the session's pipe went stale (stream.retire)
+			spc.CloseSend()
+			return
+		case <-stop: // paused (pause.go): the server ends the stream, as at closing
 			spc.CloseSend()
 			return
 		case <-t.C:

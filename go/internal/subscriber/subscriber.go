@@ -53,6 +53,7 @@ type Subscriber struct {
 	stats  counters
 
 	closing     chan struct{}      // closed by Close: streams half-close and drain
+	gate        *gate              // Pause and Resume (pause.go)
 	stopStreams context.CancelFunc // on a permanent failure, or Close's bound
 	streamCtx   context.Context    // the streams' context (catchup.go starts more in it)
 	clientID    string             // every stream's client id
@@ -168,6 +169,7 @@ func open(ctx context.Context, cfg Config, mem memory.Allocator, tune func(*sett
 		stall:   stall,
 		dec:     dec,
 		closing: make(chan struct{}),
+		gate:    newGate(),
 	}
 	if dec != nil {
 		s.res.pool = startDecodePool(s.res, dec, decodeWorkers())

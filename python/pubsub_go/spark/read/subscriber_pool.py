@@ -35,6 +35,14 @@ what has expired by then, so a query started right after another stopped
 does not hold both queries' prefetch in one worker until the reaper's next
 look.
 
+A kept subscriber pauses once it has been unused for PAUSE_AFTER_S: its
+streams half-close, what it holds stays held (leases extended) for the
+next task, which resumes it. Spark ends a worker whose task it killed (a
+query stopping) with SIGKILL, which cuts the worker's streams; Google's
+emulator keeps leasing new messages to a cut stream, where nobody receives
+them (go/internal/subscriber/pause.go), and the next run of the query read
+part of its backlog, then nothing. A paused subscriber has no stream to cut.
+
 Spark may end the worker itself at any moment a task runs in it (a query
 that stops kills its tasks, and a killed task's worker is let go), and the
 worker then ends with os._exit: the pool registers close_all with
@@ -61,6 +69,13 @@ MAX_IDLE = 4
 
 # How often the reaper looks at the idle subscribers (seconds).
 REAP_PERIOD_S = 0.5
+
+# A kept subscriber unused this long pauses its streams (see above): with
+# the reaper's period, within 1 s of its task's end, well before Spark ends
+# a worker whose task it killed (spark.python.task.killTimeout, 2 s by
+# default, counted from the kill, which may come before the task's end).
+# A busy query's next task comes sooner and finds it streaming.
+PAUSE_AFTER_S = 0.5
 
 # A task of a stopped run may give its subscriber back after the stop:
 # Spark cancels the micro-batch, and the Python side can still finish its
@@ -90,6 +105,7 @@ class _Idle:
     activity: Callable[[], float | None]  # time.time() of the query's last task activity; None: unknown
     max_wait_s: float  # how much longer than idle_s the query's activity may keep it
     stopped: Callable[[], float | None] = _unknown  # time.time() the query last stopped; None: never, or unknown
+    paused: bool = False  # its streams paused (PAUSE_AFTER_S); the task taking it resumes it
 
     def expired(self, now: float) -> bool:
         """The query stopped after its task gave it back, or at most
@@ -142,6 +158,12 @@ class SubscriberPool:
             # goes before this one's comes in, so a worker holds one budget.
             self._close_expired()
         worker_exit.register(self.close_all)
+        if found is not None and found.paused:
+            try:
+                found.sub.resume()
+            except Exception:  # a fresh one instead
+                _close_quietly(found.sub)
+                found = None
         sub = found.sub if found else Subscriber(config)
         with self._lock:
             self._in_use.add(sub)
@@ -211,6 +233,7 @@ class SubscriberPool:
 
     def _close_expired(self) -> None:
         now = time.time()
+        self._pause_unused(now)
         with self._lock:
             candidates = list(self._idle.items())
         # activity() lists a directory, stopped() reads a file's time:
@@ -221,6 +244,20 @@ class SubscriberPool:
             subs = [self._idle.pop(k).sub for k, e in expired if self._idle.get(k) is e]
         for s in subs:
             _close_quietly(s)
+
+
+    def _pause_unused(self, now: float) -> None:
+        """Pauses the kept subscribers unused for PAUSE_AFTER_S. Under the
+        lock, so that a task taking one sees whether it was paused (a pause
+        is a flag the streams read, not a wait)."""
+        with self._lock:
+            for e in self._idle.values():
+                if not e.paused and now - e.since >= PAUSE_AFTER_S:
+                    try:
+                        e.sub.pause()
+                    except Exception:  # noqa: S112 - it keeps streaming; closing it later still works
+                        continue
+                    e.paused = True
 
 
 def _close_quietly(sub: Subscriber) -> None:
