@@ -151,6 +151,28 @@ def test_a_task_ends_when_its_query_stops_and_its_subscriber_is_closed_not_kept(
     assert [m.message.data for m in google.pull_all(sub, max_wait=5)] == [b"after the stop"]
 
 
+def test_a_batch_rerun_at_restart_clears_the_previous_runs_stop_mark_before_its_tasks(google, emulator, tmp_path):
+    """A restart within LATE_RETURN_S of the stop whose first step re-runs
+    the batch the stopped run planned: Spark calls partitions() before any
+    latestOffset. The stop mark must be gone by then, or the re-run's tasks
+    read it as this run's stop and end at their first wait."""
+    from pubsub_go.spark.provider import PubSubDataSource
+
+    _, sub = google.topic()
+    options = {"subscriptionId": sub, "emulatorHost": emulator.host_port, "batchLogLocation": str(tmp_path)}
+    log = BatchLog(str(tmp_path))
+    log.mark_stopped("g")  # the stopped run's driver
+    assert log.stopped_at("g") is not None
+    reader = PubSubDataSource(options).streamReader(PubSubDataSource(options).schema())
+    try:
+        parts = reader.partitions({"gen": "g", "batch": 3, "run": "old"},
+                                  {"gen": "g", "batch": 4, "run": "old", "maxRows": 100})
+        assert parts, "the re-run batch planned no partition"
+        assert log.stopped_at("g") is None, "the re-run batch's tasks would see the previous run's stop mark"
+    finally:
+        reader.stop()
+
+
 def test_a_subscriber_unable_to_receive_is_reported_and_replaced(google, emulator, tmp_path, caplog, monkeypatch):
     """A kept subscriber whose flow control is full with nothing to hand out
     (here: messages taken and never given back) cannot receive. The task

@@ -57,10 +57,11 @@ class DriverState:
             return self.figures.summarize(gen, batch, entries)
 
     def resume(self, gen: str) -> None:
-        """Once per run, at its first latestOffset: removes the stop mark an
-        earlier run of the query left, so that executors never compare it
-        with this run's subscribers (a driver clock ahead of theirs would
-        make it look newer and close them after every task)."""
+        """Once per run, at its first latestOffset or partitions() (a batch
+        re-run on restart): removes the stop mark an earlier run of the
+        query left, so that executors never compare it with this run's
+        subscribers (a driver clock ahead of theirs would make it look newer
+        and close them after every task)."""
         if self._resumed:
             return
         self._resumed = True

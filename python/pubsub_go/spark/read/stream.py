@@ -179,6 +179,10 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         first, last = BatchOffset.from_json(start), BatchOffset.from_json(end)
         if not ADMISSION_CONTROL and self._known_end is None:
             self._known_end = last  # a batch re-run on restart (4.0/4.1): the next starts after it
+        # A batch re-run on restart comes here before any latestOffset: its
+        # tasks must not find the previous run's stop mark (they would end
+        # at their first wait, as if this run had stopped).
+        self._state().resume(last.gen)
         if (first.gen, first.batch) == (last.gen, last.batch):
             return []
         n = self.opts.num_partitions
