@@ -81,6 +81,31 @@ def test_each_call_gets_the_decoder_of_its_own_arguments(tmp_path, monkeypatch, 
         pubsub_go.decode(pa.array([b"ok"]), decoder="m.wasm")
 
 
+def test_later_batches_keep_the_first_batchs_schema_with_its_metadata():
+    """A decoder's first batch comes with its schema; later ones come
+    without (pg_decoder_decode's out_schema NULL) and are imported with the
+    schema kept from the first. Both must be the library's, metadata and
+    nullability included, and the data must not depend on which it was."""
+    from pubsub_go import decode_api
+
+    tagged = SCHEMA.with_metadata({"k": "v"})
+    payloads = pa.array([b'{"id": 1, "tags": ["a", "b"]}', b"{oops", b'{"id": 3}'])
+    dec = decode_api._decoder_for("json", tagged, None, {}, decode_api.DEFAULT_TIMEOUT_MS,
+                                  decode_api.DEFAULT_MEMORY_LIMIT_MB, "auto")
+    dec._batch_schema = None  # as opened: the next batch brings its schema
+    first = dec.decode(payloads)
+    assert dec._batch_schema is not None
+    later = [dec.decode(payloads) for _ in range(3)]
+    dec._batch_schema = None
+    fresh = dec.decode(payloads)
+    for b in later:
+        assert b.schema.equals(fresh.schema, check_metadata=True), (b.schema, fresh.schema)
+        assert b.equals(first)
+    assert fresh.schema.metadata == {b"k": b"v"}
+    assert fresh.schema.field("__decode_error").nullable and fresh.schema.field("__decode_error").type == pa.utf8()
+    assert later[0].column("id").to_pylist() == [1, None, 3]
+
+
 def test_avro_schema_is_derived():
     avro = {"type": "record", "name": "E", "fields": [{"name": "n", "type": "long"},
                                                       {"name": "s", "type": ["null", "string"]}]}

@@ -73,7 +73,7 @@ func pg_decoder_decode(h C.uint64_t, payloads *C.struct_ArrowArray, payloadsSche
 			return err
 		}
 		if payloads == nil || payloadsSchema == nil || outBatch == nil {
-			return rpc.Errorf(codes.InvalidArgument, "pg_decoder_decode: the ArrowArray/ArrowSchema pointers must not be NULL")
+			return rpc.Errorf(codes.InvalidArgument, "pg_decoder_decode: the payloads' ArrowArray/ArrowSchema and the output ArrowArray pointers must not be NULL")
 		}
 		in, err := importPayloads(payloads, payloadsSchema)
 		if err != nil {
@@ -91,7 +91,14 @@ func pg_decoder_decode(h C.uint64_t, payloads *C.struct_ArrowArray, payloadsSche
 		md := rec.Schema().Metadata()
 		out := array.NewRecordBatch(arrow.NewSchema(fields, &md), append(rec.Columns()[:len(rec.Columns()):len(rec.Columns())], errs), rec.NumRows())
 		defer out.Release()
-		cdata.ExportArrowRecordBatch(out, carray(outBatch), cschema(outSchema))
+		// outSchema NULL: the caller kept the schema of an earlier batch
+		// (the same for every batch of a decoder), and the export skips it:
+		// exporting and importing 17 fields is a good part of a small call.
+		var sch *cdata.CArrowSchema
+		if outSchema != nil {
+			sch = cschema(outSchema)
+		}
+		cdata.ExportArrowRecordBatch(out, carray(outBatch), sch)
 		return nil
 	})
 }

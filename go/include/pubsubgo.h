@@ -253,7 +253,9 @@ int pg_decoder_schema(uint64_t handle, struct ArrowSchema* out_schema, struct Pg
  * (moved into the call; null payloads decode as empty ones) into a record
  * batch (a struct array): the decoded columns, then `__decode_error`
  * (utf8, null where the row decoded, the message where it did not; the
- * row is then null in every decoded column). */
+ * row is then null in every decoded column). out_schema may be NULL: the
+ * batch's schema is the same for every call on a handle, so a caller that
+ * kept it from an earlier call need not have it exported again. */
 int pg_decoder_decode(uint64_t handle, struct ArrowArray* payloads, struct ArrowSchema* payloads_schema,
                       struct ArrowArray* out_batch, struct ArrowSchema* out_schema, struct PgError* err);
 

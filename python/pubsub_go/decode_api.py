@@ -107,16 +107,27 @@ class NativeDecoder(_Handle):
         sch = _native.ffi().new("struct ArrowSchema*")
         _native.call("pg_decoder_schema", self._h, sch)
         self.schema: pa.Schema = pa.Schema._import_from_c(_ptr(sch))
+        # The output batches' schema (decoded columns plus __decode_error),
+        # as the library exported it with the first batch; later batches
+        # come without one (pg_decoder_decode's out_schema NULL).
+        self._batch_schema: pa.Schema | None = None
 
     def decode(self, payloads: pa.Array) -> pa.RecordBatch:
         """Decoded columns plus ``__decode_error`` (null where the row decoded)."""
         h = self._handle()
         f = _native.ffi()
         arr, sch = f.new("struct ArrowArray*"), f.new("struct ArrowSchema*")
-        out, out_sch = f.new("struct ArrowArray*"), f.new("struct ArrowSchema*")
+        out = f.new("struct ArrowArray*")
         payloads._export_to_c(_ptr(arr), _ptr(sch))
+        known = self._batch_schema
+        if known is not None:
+            _native.call("pg_decoder_decode", h, arr, sch, out, f.NULL)
+            return pa.RecordBatch._import_from_c(_ptr(out), known)
+        out_sch = f.new("struct ArrowSchema*")
         _native.call("pg_decoder_decode", h, arr, sch, out, out_sch)
-        return pa.RecordBatch._import_from_c(_ptr(out), _ptr(out_sch))
+        batch = pa.RecordBatch._import_from_c(_ptr(out), _ptr(out_sch))
+        self._batch_schema = batch.schema
+        return batch
 
     def close(self) -> None:
         # Decoders sit in a process-wide cache that a forked child inherits;
