@@ -51,6 +51,7 @@ import struct
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -173,13 +174,18 @@ def via_decode(module: Path, engine: str, seconds: float, rows: int = ROWS) -> t
 
 def vpcflow_c_side_by_side(tmp: Path, rounds: int, seconds: float) -> dict[str, list[float]]:
     """The C example in wazero (loop counter, WithCloseOnContextDone, no time
-    limit), in wasmtime in the Go host (epoch interruption, no time limit;
-    the ^BenchmarkVpcflowCWasm pattern takes them too) as schema mode runs
-    it, through pubsub_go.decode on either engine (key "decode/<engine>")
-    and natively, in turn, rounds times: MB/s per round of each, by
-    the wall clock (key: benchmark name, or "native") and by the thread's
-    CPU time (key + "/cpu"), which a machine shared with other work
-    disturbs far less."""
+    limit), in wasmtime in the Go host (fence, epoch interruption, probes
+    alone, no time limit) as schema mode runs it, through pubsub_go.decode
+    on either engine (key "decode/<engine>") and natively, in turn, rounds
+    times: MB/s per round of each, by the wall clock (key: benchmark name,
+    or "native") and by the thread's CPU time (key + "/cpu"), which a
+    machine shared with other work disturbs far less.
+
+    The modes the issue's ratio is about (BRACKETED) also run the native
+    build just before and just after them; the mean of the two (key +
+    "@native") is what their ratio divides by: on this machine the native
+    figure moves by ±20 % within a round, and a native run 20 s away says
+    little about the machine while a mode ran."""
     exe, test = tmp / "vpcflow_bench", tmp / "decode.test"
     src = ROOT / "wasm-decoders"
     subprocess.run(["bash", str(src / "build-c.sh"), "--native", str(exe),
@@ -189,25 +195,40 @@ def vpcflow_c_side_by_side(tmp: Path, rounds: int, seconds: float) -> dict[str, 
     subprocess.run(["go", "test", "-c", "-o", str(test), "."], cwd=pkg, check=True)
     c_wasm = vpcflow_modules(tmp)["c"]
     res: dict[str, list[float]] = {}
-    for _ in range(rounds):
-        for engine in ("wasmtime", "wazero"):
-            wall, cpu = via_decode(c_wasm, engine, seconds)
-            res.setdefault(f"decode/{engine}", []).append(wall)
-            res.setdefault(f"decode/{engine}/cpu", []).append(cpu)
-        wall, cpu = via_decode(c_wasm, "wasmtime", seconds, SPARK_ARROW_ROWS)
-        res.setdefault("decode/wasmtime/spark-batch", []).append(wall)
-        res.setdefault("decode/wasmtime/spark-batch/cpu", []).append(cpu)
-        out = subprocess.run([str(test), "-test.run", "^$", "-test.bench", "^BenchmarkVpcflowCWasm",
+
+    def add(key: str, wall: float, cpu: float) -> None:
+        res.setdefault(key, []).append(wall)
+        res.setdefault(key + "/cpu", []).append(cpu)
+
+    def native() -> tuple[float, float]:
+        nat = subprocess.run([str(exe), str(seconds)], capture_output=True, text=True, check=True).stdout.split()
+        return float(nat[0]), float(nat[2])
+
+    def go_bench_run(pattern: str) -> dict[str, tuple[float, float]]:
+        out = subprocess.run([str(test), "-test.run", "^$", "-test.bench", pattern,
                               "-test.benchtime", f"{seconds}s", "-test.cpu", "1"], cwd=pkg, env=zig_env(),
                              capture_output=True, text=True, check=True, timeout=600).stdout
-        for m in re.finditer(r"^(Benchmark\w+)\s+\d+\s+([\d.]+) ns/op\s+([\d.]+) MB/s(?:\s+([\d.]+) cpu-MB/s)?",
-                             out, re.M):
-            res.setdefault(m.group(1), []).append(float(m.group(3)))
-            if m.group(4):
-                res.setdefault(m.group(1) + "/cpu", []).append(float(m.group(4)))
-        nat = subprocess.run([str(exe), str(seconds)], capture_output=True, text=True, check=True).stdout.split()
-        res.setdefault("native", []).append(float(nat[0]))
-        res.setdefault("native/cpu", []).append(float(nat[2]))
+        return {m.group(1): (float(m.group(3)), float(m.group(4) or 0))
+                for m in re.finditer(r"^(Benchmark\w+)\s+\d+\s+([\d.]+) ns/op\s+([\d.]+) MB/s"
+                                     r"(?:\s+([\d.]+) cpu-MB/s)?", out, re.M)}
+
+    def bracketed(key: str, measure: Callable[[], tuple[float, float]]) -> None:
+        before = native()
+        wall, cpu = measure()
+        after = native()
+        add(key, wall, cpu)
+        add(key + "@native", (before[0] + after[0]) / 2, (before[1] + after[1]) / 2)
+
+    for _ in range(rounds):
+        bracketed("BenchmarkVpcflowCWasmtime", lambda: go_bench_run("^BenchmarkVpcflowCWasmtime$")[
+            "BenchmarkVpcflowCWasmtime"])
+        bracketed("decode/wasmtime", lambda: via_decode(c_wasm, "wasmtime", seconds))
+        bracketed("decode/wasmtime/spark-batch", lambda: via_decode(c_wasm, "wasmtime", seconds, SPARK_ARROW_ROWS))
+        add("decode/wazero", *via_decode(c_wasm, "wazero", seconds))
+        for name, (wall, cpu) in go_bench_run("^BenchmarkVpcflowCWasm(CloseOnDone|NoTimeLimit|timeEpoch|timeProbes"
+                                              "|timeNoTimeLimit)?$").items():
+            add(name, wall, cpu)
+        add("native", *native())
     return res
 
 
@@ -231,7 +252,8 @@ SBS_MODES = (("BenchmarkVpcflowCWasm", "wazero, time limit by loop counter (prod
 
 def side_by_side_table(sbs: dict[str, list[float]]) -> list[str]:
     """Markdown rows: per mode, median (min–max) of the per-round MB/s and of
-    the per-round ratio to the native build, by wall clock and CPU time."""
+    the per-round ratio to the native build (its runs around the mode where
+    it has them, key + "@native"), by wall clock and CPU time."""
     def spread(v: list[float], pct: bool = False) -> str:
         f = (lambda x: f"{100 * x:.0f} %") if pct else (lambda x: f"{x:.1f}")
         return f"{f(statistics.median(v))} ({f(min(v))}–{f(max(v))})" if v else "–"
@@ -239,12 +261,19 @@ def side_by_side_table(sbs: dict[str, list[float]]) -> list[str]:
     def per_round(a: list[float], b: list[float]) -> list[float]:
         return [x / y for x, y in zip(a, b, strict=True)] if a and len(a) == len(b) else []
 
+    def base(k: str, clock: str = "") -> list[float]:
+        """The native figures k's ratio divides by: its own brackets, or the round's."""
+        return sbs.get(k + "@native" + clock, sbs.get("native" + clock, []))
+
     return ["| build | MB/s (wall) | ÷ native (wall) | MB/s (thread CPU) | ÷ native (CPU) |",
             "| --- | ---: | ---: | ---: | ---: |",
-            *(f"| {label} | {spread(sbs[k])} | {spread(per_round(sbs[k], sbs['native']), pct=True)} | "
-              f"{spread(sbs.get(k + '/cpu', []))} | "
-              f"{spread(per_round(sbs.get(k + '/cpu', []), sbs.get('native/cpu', [])), pct=True)} |"
-              for k, label in SBS_MODES if k in sbs)]
+            *(f"| {label}{' ¹' if k + '@native' in sbs else ''} | {spread(sbs[k])} | "
+              f"{spread(per_round(sbs[k], base(k)), pct=True)} | {spread(sbs.get(k + '/cpu', []))} | "
+              f"{spread(per_round(sbs.get(k + '/cpu', []), base(k, '/cpu')), pct=True)} |"
+              for k, label in SBS_MODES if k in sbs),
+            "",
+            "¹ Divided by the native build's runs just before and just after it in the same round (their mean);",
+            "the other rows by the native run at the end of the round."]
 
 
 def vpcflow_wasmtime(modules: dict[str, Path], seconds: float) -> dict[str, float]:
