@@ -172,6 +172,39 @@ def via_decode(module: Path, engine: str, seconds: float, rows: int = ROWS) -> t
     return n * size / (time.perf_counter() - start) / 1e6, n * size / (time.thread_time() - cpu0) / 1e6
 
 
+def guest_alone(module: Path, seconds: float) -> tuple[float, float]:
+    """The C example's pg_decode called in a loop by wasmtime-py on one
+    batch laid out as bench_native.c lays it out: the guest's code as
+    Cranelift compiles it with no host work around it (no input copy, no
+    output read), the ceiling of any host built on wasmtime. MB/s by the
+    wall clock and by this thread's CPU time."""
+    import wasmtime
+
+    lines = [vpc_line(i) for i in range(ROWS)]
+    offs = [0]
+    for line in lines:
+        offs.append(offs[-1] + len(line))
+    batch = struct.pack(f"<{ROWS + 2}I", ROWS, *offs) + b"".join(lines)
+    engine = wasmtime.Engine()
+    store = wasmtime.Store(engine)
+    ex = wasmtime.Instance(store, wasmtime.Module.from_file(engine, str(module)), []).exports(store)
+    mem, alloc, decode = ex["memory"], ex["pg_alloc"], ex["pg_decode"]
+    config = alloc(store, 8)
+    mem.write(store, bytes(8), config)  # no schema, no options
+    if ex["pg_init"](store, config, 8):
+        raise RuntimeError("pg_init failed")
+    at = alloc(store, len(batch))
+    mem.write(store, batch, at)
+    if decode(store, at, len(batch)):
+        raise RuntimeError("pg_decode failed")
+    n, start, cpu0 = 0, time.perf_counter(), time.thread_time()
+    while time.perf_counter() - start < seconds:
+        for _ in range(10):
+            decode(store, at, len(batch))
+        n += 10
+    return n * offs[-1] / (time.perf_counter() - start) / 1e6, n * offs[-1] / (time.thread_time() - cpu0) / 1e6
+
+
 def vpcflow_c_side_by_side(tmp: Path, rounds: int, seconds: float) -> dict[str, list[float]]:
     """The C example in wazero (loop counter, WithCloseOnContextDone, no time
     limit), in wasmtime in the Go host (fence, epoch interruption, probes
@@ -181,11 +214,12 @@ def vpcflow_c_side_by_side(tmp: Path, rounds: int, seconds: float) -> dict[str, 
     or "native") and by the thread's CPU time (key + "/cpu"), which a
     machine shared with other work disturbs far less.
 
-    The modes the issue's ratio is about (BRACKETED) also run the native
-    build just before and just after them; the mean of the two (key +
-    "@native") is what their ratio divides by: on this machine the native
-    figure moves by ±20 % within a round, and a native run 20 s away says
-    little about the machine while a mode ran."""
+    The modes the issue's ratio is about, and the guest alone on wasmtime
+    (guest_alone), also run the native build just before and just after
+    them; the mean of the two (key + "@native") is what their ratio divides
+    by: on this machine the native figure moves by ±20 % within a round,
+    and a native run 20 s away says little about the machine while a mode
+    ran."""
     exe, test = tmp / "vpcflow_bench", tmp / "decode.test"
     src = ROOT / "wasm-decoders"
     subprocess.run(["bash", str(src / "build-c.sh"), "--native", str(exe),
@@ -224,6 +258,7 @@ def vpcflow_c_side_by_side(tmp: Path, rounds: int, seconds: float) -> dict[str, 
             "BenchmarkVpcflowCWasmtime"])
         bracketed("decode/wasmtime", lambda: via_decode(c_wasm, "wasmtime", seconds))
         bracketed("decode/wasmtime/spark-batch", lambda: via_decode(c_wasm, "wasmtime", seconds, SPARK_ARROW_ROWS))
+        bracketed("guest/wasmtime-py", lambda: guest_alone(c_wasm, seconds))
         add("decode/wazero", *via_decode(c_wasm, "wazero", seconds))
         for name, (wall, cpu) in go_bench_run("^BenchmarkVpcflowCWasm(CloseOnDone|NoTimeLimit|timeEpoch|timeProbes"
                                               "|timeNoTimeLimit)?$").items():
@@ -245,6 +280,8 @@ SBS_MODES = (("BenchmarkVpcflowCWasm", "wazero, time limit by loop counter (prod
               f"{ROWS:,} rows a call"),
              ("decode/wasmtime/spark-batch", "**through `pubsub_go.decode`, engine wasmtime**, "
               f"{SPARK_ARROW_ROWS:,} rows a call (Spark's Arrow batch in mapInArrow)"),
+             ("guest/wasmtime-py", "the guest alone on wasmtime (wasmtime-py calling `pg_decode` in a loop: "
+              "no host work, no sandbox limits)"),
              ("decode/wazero", "through `pubsub_go.decode`, engine wazero (memory cap + time limit), "
               f"{ROWS:,} rows a call"),
              ("native", "native (build-c.sh --native)"))
