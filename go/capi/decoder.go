@@ -93,7 +93,8 @@ func pg_decoder_decode(h C.uint64_t, payloads *C.struct_ArrowArray, payloadsSche
 		defer out.Release()
 		// outSchema NULL: the caller kept the schema of an earlier batch
 		// (the same for every batch of a decoder), and the export skips it:
-		// exporting and importing 17 fields is a good part of a small call.
+		// exporting a schema and importing it on the other side is a good
+		// part of a call on a small batch.
 		var sch *cdata.CArrowSchema
 		if outSchema != nil {
 			sch = cschema(outSchema)

@@ -118,13 +118,12 @@ class NativeDecoder(_Handle):
         f = _native.ffi()
         arr, sch = f.new("struct ArrowArray*"), f.new("struct ArrowSchema*")
         out = f.new("struct ArrowArray*")
-        payloads._export_to_c(_ptr(arr), _ptr(sch))
         known = self._batch_schema
-        if known is not None:
-            _native.call("pg_decoder_decode", h, arr, sch, out, f.NULL)
-            return pa.RecordBatch._import_from_c(_ptr(out), known)
-        out_sch = f.new("struct ArrowSchema*")
+        out_sch = f.NULL if known is not None else f.new("struct ArrowSchema*")
+        payloads._export_to_c(_ptr(arr), _ptr(sch))
         _native.call("pg_decoder_decode", h, arr, sch, out, out_sch)
+        if known is not None:
+            return pa.RecordBatch._import_from_c(_ptr(out), known)
         batch = pa.RecordBatch._import_from_c(_ptr(out), _ptr(out_sch))
         self._batch_schema = batch.schema
         return batch
