@@ -24,6 +24,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
 )
 
@@ -106,6 +107,16 @@ func (a *Allocator) Allocate(size int) []byte {
 func (a *Allocator) AllocateUninitialized(size int) []byte {
 	b, _ := a.allocate(size)
 	return b
+}
+
+// Uninitialized is mem.AllocateUninitialized(size) when mem has it (an
+// Allocator), else mem.Allocate(size): for callers that get any
+// memory.Allocator and overwrite every byte they expose.
+func Uninitialized(mem memory.Allocator, size int) []byte {
+	if u, ok := mem.(interface{ AllocateUninitialized(int) []byte }); ok {
+		return u.AllocateUninitialized(size)
+	}
+	return mem.Allocate(size)
 }
 
 // allocate returns size bytes, zero unless reused says they are a reused

@@ -9,6 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/cmem"
 )
 
 // Decoder ABI version 2 (docs/decoder-abi.md): no Arrow IPC on either
@@ -214,8 +216,10 @@ func (l *layout) makeSlab() {
 	if total == 0 {
 		return
 	}
-	l.slab = memory.NewResizableBuffer(l.alloc)
-	l.slab.Resize(total)
+	// Uninitialized: buffer overwrites every byte it hands out, alignment
+	// gaps included; zeroing the slab first is one more pass over the
+	// batch's output.
+	l.slab = memory.NewBufferWithAllocator(cmem.Uninitialized(l.alloc, total), l.alloc)
 }
 
 // releaseSlab drops the layout's own reference: the columns hold theirs.
@@ -325,7 +329,9 @@ func (l *layout) buffer(want int) (*memory.Buffer, error) {
 	}
 	buf := memory.SliceBuffer(l.slab, l.used, len(view))
 	copy(buf.Bytes(), view)
-	l.used += (len(view) + slabAlign - 1) &^ (slabAlign - 1)
+	next := l.used + (len(view)+slabAlign-1)&^(slabAlign-1)
+	clear(l.slab.Bytes()[l.used+len(view) : min(next, l.slab.Len())]) // padding: no stale bytes of an earlier batch
+	l.used = next
 	return buf, nil
 }
 

@@ -13,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/cmem"
 )
 
 // C decoders (wasm-decoders/sdk-c, decoder ABI 2), built like every test
@@ -276,5 +278,52 @@ func TestCSDKLayoutOfEveryType(t *testing.T) {
 		errs.Release()
 		want.Release()
 		wantErrs.Release()
+	}
+}
+
+// The output slab comes uninitialised from cmem (a reused mapping holds an
+// earlier batch's bytes): the padding after each buffer, which consumers
+// may read (as Arrow allows) and IPC writers copy, must still be zero.
+func TestOutputPaddingHoldsNoEarlierBatchBytes(t *testing.T) {
+	alloc := cmem.New(cmem.DefaultMaxCached, time.Minute)
+	d, err := NewDecoder(context.Background(), Spec{WasmPath: guestModule(t, "examples/vpcflow-c/vpcflow.c")}, alloc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	batch := func(width int) []string {
+		lines := make([]string, 3000) // text columns well past cmem.LargeMin together
+		for i := range lines {
+			w := strings.Repeat("Z", width+i%7)
+			lines[i] = fmt.Sprintf("2 %s %s %s %s 1 2 6 1 1 1 2 %s %s", w, w, w, w, w, w)
+		}
+		return lines
+	}
+	for i, width := range []int{12, 11} { // the second batch's slab reuses the first's mapping
+		in := binaryArray(batch(width)...)
+		rec, errs, err := d.Decode(context.Background(), in)
+		in.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errs.NullN() != errs.Len() {
+			t.Fatalf("batch %d: rows failed: %v", i, errs)
+		}
+		for c, col := range rec.Columns() {
+			for b, buf := range col.Data().Buffers() {
+				if buf == nil {
+					continue
+				}
+				v := buf.Bytes()
+				pad := v[len(v):min(cap(v), (len(v)+slabAlign-1)&^(slabAlign-1))]
+				for _, x := range pad {
+					if x != 0 {
+						t.Fatalf("batch %d, column %d, buffer %d: padding holds %q", i, c, b, pad)
+					}
+				}
+			}
+		}
+		rec.Release()
+		errs.Release()
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/cmem"
 )
 
 // The raw schema's columns are written straight into their Arrow buffers,
@@ -18,24 +20,12 @@ import (
 //     bitmap write and an offset append each) was ~3% of all CPU of a Spark
 //     read at 1 KB, for columns that take a handful of values per message
 //     (bench/tools/spark_cpu.py pubsub-go-defaults --perf profiles both).
-// Value buffers come from AllocateUninitialized when the allocator has it
-// (cmem); only bytes the offsets cover are ever read, and a null's slot in
-// a fixed-width column is written as zero.
+// Value buffers come from cmem.Uninitialized; only bytes the offsets cover
+// are ever read, and a null's slot in a fixed-width column is written as
+// zero.
 
 // minValueBytes is the first value buffer of a batch with no size hint.
 const minValueBytes = 4 << 10
-
-// uninitAllocator is what cmem.Allocator adds to memory.Allocator.
-type uninitAllocator interface {
-	AllocateUninitialized(size int) []byte
-}
-
-func allocUninit(mem memory.Allocator, n int) []byte {
-	if u, ok := mem.(uninitAllocator); ok {
-		return u.AllocateUninitialized(n)
-	}
-	return mem.Allocate(n)
-}
 
 // ownedBuffer hands buf (allocated from mem) to a memory.Buffer that frees
 // it when the array built on it is released; nil stays nil.
@@ -138,7 +128,7 @@ func (c *varColumn) reserve(rows, valueBytes int) {
 	c.growOffsets(rows + 1)
 	if valueBytes > len(c.vals) {
 		c.freeValues()
-		c.vals = allocUninit(c.mem, valueBytes)
+		c.vals = cmem.Uninitialized(c.mem, valueBytes)
 	}
 }
 
@@ -189,7 +179,7 @@ func (c *varColumn) growValues(n int) {
 	if c.used > 0 {
 		c.grows++
 	}
-	next := allocUninit(c.mem, max(n, 2*len(c.vals), minValueBytes))
+	next := cmem.Uninitialized(c.mem, max(n, 2*len(c.vals), minValueBytes))
 	copy(next, c.vals[:c.used])
 	c.freeValues()
 	c.vals = next
@@ -208,7 +198,7 @@ func (c *varColumn) finish() arrow.ArrayData {
 	c.growOffsets(c.rows + 1)
 	c.offsets[c.rows] = int32(c.used) // the only offset when there are no rows
 	if c.vals == nil {
-		c.vals = allocUninit(c.mem, minValueBytes)
+		c.vals = cmem.Uninitialized(c.mem, minValueBytes)
 	}
 	bits, nulls := c.valid.take(c.mem)
 	data := makeArray(c.typ, c.rows, nulls, []*memory.Buffer{bits, ownedBuffer(c.offBuf, c.mem), ownedBuffer(c.vals, c.mem)}, nil)
@@ -246,12 +236,12 @@ func (c *fixedColumn[T]) reserve(n int) {
 	}
 	size := int(unsafe.Sizeof(T(0)))
 	if c.buf == nil {
-		c.buf = allocUninit(c.mem, n*size)
+		c.buf = cmem.Uninitialized(c.mem, n*size)
 	} else {
 		if c.rows > 0 {
 			c.grows++
 		}
-		next := allocUninit(c.mem, n*size)
+		next := cmem.Uninitialized(c.mem, n*size)
 		copy(next, c.buf[:c.rows*size])
 		c.mem.Free(c.buf)
 		c.buf = next
