@@ -380,6 +380,11 @@ func (l *layout) load(t arrow.DataType) (d arrow.ArrayData, err error) {
 		if err := checkOffsets(offs, length, bufLen(data)); err != nil {
 			return nil, err
 		}
+		if t.ID() == arrow.STRING {
+			if err := checkUTF8(offs, length, data); err != nil {
+				return nil, err
+			}
+		}
 	case *arrow.StructType:
 		for _, f := range tt.Fields() {
 			c, err := l.load(f.Type)
@@ -414,47 +419,40 @@ func (l *layout) load(t arrow.DataType) (d arrow.ArrayData, err error) {
 	return array.NewData(t, length, bufs, children, nulls, 0), nil
 }
 
-// validateColumn is array.ValidateFull(a), with a faster path for a
-// string column: arrow-go checks UTF-8 one value at a time (a call per
-// row, 10 % of decoding a batch of short strings), while the values'
-// bytes checked at once, plus every value starting on a character's first
-// byte, prove the same. A failure is reported by ValidateFull itself.
+// validateColumn is array.ValidateFull(a) for what load has not checked
+// itself: a utf8 column's offsets and UTF-8 were (checkOffsets and
+// checkUTF8), and arrow-go would check them again, a value at a time.
 func validateColumn(a arrow.Array) error {
-	if s, ok := a.(*array.String); ok && s.Validate() == nil && stringsValid(s) {
+	if _, ok := a.(*array.String); ok {
 		return nil
 	}
 	return array.ValidateFull(a)
 }
 
-// stringsValid reports whether s's offsets do not decrease and every value
-// is valid UTF-8.
-func stringsValid(s *array.String) bool {
-	if s.Len() == 0 {
-		return true
+// checkUTF8 checks that the n values of a utf8 column, whose offsets
+// checkOffsets accepted, are valid UTF-8: all their bytes at once, and
+// every value starting on a character's first byte, which together prove
+// what checking each value alone would (a character split across two
+// values is caught by the second test).
+func checkUTF8(offs *memory.Buffer, n int, data *memory.Buffer) error {
+	o := arrow.Int32Traits.CastFromBytes(offs.Bytes()[:4*(n+1)])
+	lo, hi := o[0], o[n]
+	if lo == hi {
+		return nil
 	}
-	offs := s.ValueOffsets() // Len()+1 entries, checked by Validate
-	bufs := s.Data().Buffers()
-	if len(bufs) < 3 || bufs[2] == nil {
-		return offs[len(offs)-1] == offs[0]
+	vals := data.Bytes()
+	if ascii(vals[lo:hi]) { // the common case: every byte starts a character
+		return nil
 	}
-	vals := bufs[2].Bytes()
-	lo, hi := offs[0], offs[len(offs)-1]
-	if lo < 0 || hi < lo || int(hi) > len(vals) {
-		return false
+	if !utf8.Valid(vals[lo:hi]) {
+		return errors.New("values are not valid UTF-8")
 	}
-	// ASCII only (the common case): every byte starts a character.
-	startsOnly := !ascii(vals[lo:hi])
-	if startsOnly && !utf8.Valid(vals[lo:hi]) {
-		return false
-	}
-	prev := lo
-	for _, o := range offs[1:] {
-		if o < prev || (startsOnly && o < hi && !utf8.RuneStart(vals[o])) {
-			return false
+	for i, x := range o[:n] {
+		if x < hi && !utf8.RuneStart(vals[x]) {
+			return fmt.Errorf("value %d starts inside a UTF-8 character", i)
 		}
-		prev = o
 	}
-	return true
+	return nil
 }
 
 // ascii reports whether b holds only ASCII bytes, testing 32 at a time.

@@ -9,10 +9,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// validateColumn's fast path for strings accepts exactly what
-// array.ValidateFull accepts, including values that are invalid alone but
-// valid UTF-8 when concatenated (a character split across two values).
-func TestValidateColumnStringsAsValidateFull(t *testing.T) {
+// What load checks of a utf8 column (checkOffsets, then checkUTF8; then
+// validateColumn) accepts exactly what array.ValidateFull accepts,
+// including values that are invalid alone but valid UTF-8 when
+// concatenated (a character split across two values).
+func TestStringChecksAcceptWhatValidateFullAccepts(t *testing.T) {
 	cases := map[string]struct {
 		data string
 		offs []int32
@@ -53,10 +54,17 @@ func TestValidateColumnStringsAsValidateFull(t *testing.T) {
 					err = errPanicked
 				}
 			}()
+			bufs := d.Buffers()
+			if err := checkOffsets(bufs[1], d.Len(), bufLen(bufs[2])); err != nil {
+				return err
+			}
+			if err := checkUTF8(bufs[1], d.Len(), bufs[2]); err != nil {
+				return err
+			}
 			return validateColumn(a)
 		}()
 		if (got == nil) != (want == nil) {
-			t.Errorf("%s: validateColumn = %v, ValidateFull = %v", name, got, want)
+			t.Errorf("%s: load's checks = %v, ValidateFull = %v", name, got, want)
 		}
 		a.Release()
 		d.Release()
