@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/pubsub-go/pubsub-go/go/internal/cmem"
@@ -365,6 +366,16 @@ func (l *layout) load(t arrow.DataType) (d arrow.ArrayData, err error) {
 		return nil, err
 	}
 	bufs = append(bufs, valid)
+	// A bitmap given with no nulls is still read by consumers that do not
+	// trust the count: it must cover every row and agree with the count.
+	if valid != nil {
+		if valid.Len() < (length+7)/8 {
+			return nil, fmt.Errorf("validity bitmap of %d bytes for %d rows", valid.Len(), length)
+		}
+		if n := length - bitutil.CountSetBits(valid.Bytes(), 0, length); n != nulls {
+			return nil, fmt.Errorf("null count %d, but the validity bitmap has %d nulls", nulls, n)
+		}
+	}
 	switch tt := t.(type) {
 	case *arrow.StringType, *arrow.BinaryType:
 		offs, err := l.buffer(4 * (length + 1))
@@ -420,8 +431,9 @@ func (l *layout) load(t arrow.DataType) (d arrow.ArrayData, err error) {
 }
 
 // validateColumn is array.ValidateFull(a) for what load has not checked
-// itself: a utf8 column's offsets and UTF-8 were (checkOffsets and
-// checkUTF8), and arrow-go would check them again, a value at a time.
+// itself: of a utf8 column it checked everything (buffer sizes, bitmap and
+// null count, checkOffsets, checkUTF8), and arrow-go would check it again,
+// the UTF-8 a value at a time.
 func validateColumn(a arrow.Array) error {
 	if _, ok := a.(*array.String); ok {
 		return nil

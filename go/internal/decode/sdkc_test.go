@@ -171,7 +171,7 @@ func TestBrokenLayoutsAreCrashes(t *testing.T) {
 	}
 	good()
 	for fault, want := range map[string]string{"o": "outside guest memory", "b": "offset", "n": "too few nodes",
-		"r": "rows", "x": "more nodes or buffers"} {
+		"r": "rows", "x": "more nodes or buffers", "c": "null count"} {
 		_, _, err := decode(fault)
 		if !errors.Is(err, ErrCrashed) || !strings.Contains(err.Error(), want) {
 			t.Errorf("fault %s: %v, want ErrCrashed mentioning %q", fault, err, want)

@@ -3,7 +3,8 @@
  * utf8 column "v". Every batch must have 2 payloads; the first byte of the
  * first picks the output: 'g' good, 'o' a buffer outside memory, 'b'
  * offsets past the data, 'n' too few nodes, 'r' a wrong row count, 'x' an
- * extra buffer. */
+ * extra buffer, 'c' a validity bitmap with a null the null count leaves
+ * out. */
 #include <stdint.h>
 
 #define EXPORT(name) __attribute__((export_name(name)))
@@ -13,7 +14,7 @@ static uint32_t out[32];
 static uint32_t out_len;
 static uint8_t data[4] = {'a', 'b', 'c', 'd'};
 static int32_t offs_v[3], offs_e[3];
-static uint8_t valid_e[1];
+static uint8_t valid_e[1], valid_v[1] = {0x02}; /* row 0 null */
 static const uint8_t schema[] = {1, 0, 0, 0, 1, 0, 0, 0, 'v', 5, 1, 0, 0, 0, 0, 0, 0, 0, 0,
                                  0, 0, 0, 0, 0, 0, 0, 0};
 
@@ -38,7 +39,8 @@ EXPORT("pg_decode") int32_t decode(uint32_t p, uint32_t n) {
   put(count), put(0);     /* v */
   if (fault != 'n') put(count), put(count); /* __error: all null */
   put(fault == 'x' ? 7 : fault == 'n' ? 3 : 6);
-  put(0), put(0);         /* v: validity (none), offsets, data */
+  if (fault == 'c') put((uint32_t)(uintptr_t)valid_v), put(1); /* v: validity, offsets, data */
+  else put(0), put(0);
   put(fault == 'o' ? 0xFFFFFF00u : (uint32_t)(uintptr_t)offs_v), put(4 * (count + 1));
   put((uint32_t)(uintptr_t)data), put(count == 2 ? 4 : 0);
   if (fault != 'n') {
