@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"os"
 	"runtime"
+	"strconv"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -17,7 +19,14 @@ import (
 // Decode throughput through WebAssembly (MB/s of payload). The same logic
 // compiled natively: BenchmarkDecode{JSON,Avro}Native in wasm-decoders.
 
-const benchRows = 1000
+// benchRows is the payloads per batch: 1000, or BENCH_ROWS (to see how the
+// host's work scales with the batch, e.g. at Spark's Arrow batch of 10,000).
+var benchRows = func() int {
+	if n, err := strconv.Atoi(os.Getenv("BENCH_ROWS")); err == nil && n > 0 {
+		return n
+	}
+	return 1000
+}()
 
 var benchSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
