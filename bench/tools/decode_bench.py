@@ -172,9 +172,9 @@ def via_decode(module: Path, engine: str, seconds: float, rows: int = ROWS) -> t
     return n * size / (time.perf_counter() - start) / 1e6, n * size / (time.thread_time() - cpu0) / 1e6
 
 
-def guest_alone(module: Path, seconds: float) -> dict[str, tuple[float, float]]:
+def guest_alone(module: Path, seconds: float, rows: int = ROWS) -> dict[str, tuple[float, float]]:
     """The C example's pg_decode called in a loop by wasmtime-py on one
-    batch laid out as bench_native.c lays it out: the guest's code as
+    batch of rows lines laid out as bench_native.c lays it out: the guest's code as
     Cranelift compiles it with no host work around it (no input copy, no
     output read), the ceiling of any host built on wasmtime. MB/s by the
     wall clock and by this thread's CPU time (key "guest/wasmtime-py").
@@ -186,11 +186,11 @@ def guest_alone(module: Path, seconds: float) -> dict[str, tuple[float, float]]:
     less than pg_decode's: the net figure errs low)."""
     import wasmtime
 
-    lines = [vpc_line(i) for i in range(ROWS)]
+    lines = [vpc_line(i) for i in range(rows)]
     offs = [0]
     for line in lines:
         offs.append(offs[-1] + len(line))
-    batch = struct.pack(f"<{ROWS + 2}I", ROWS, *offs) + b"".join(lines)
+    batch = struct.pack(f"<{rows + 2}I", rows, *offs) + b"".join(lines)
     engine = wasmtime.Engine()
     store = wasmtime.Store(engine)
     ex = wasmtime.Instance(store, wasmtime.Module.from_file(engine, str(module)), []).exports(store)
@@ -247,8 +247,9 @@ def vpcflow_c_side_by_side(tmp: Path, rounds: int, seconds: float) -> dict[str, 
         res.setdefault(key, []).append(wall)
         res.setdefault(key + "/cpu", []).append(cpu)
 
-    def native() -> tuple[float, float]:
-        nat = subprocess.run([str(exe), str(seconds)], capture_output=True, text=True, check=True).stdout.split()
+    def native(rows: int = ROWS) -> tuple[float, float]:
+        nat = subprocess.run([str(exe), str(seconds), str(rows)], capture_output=True, text=True,
+                             check=True).stdout.split()
         return float(nat[0]), float(nat[2])
 
     def go_bench_run(pattern: str) -> dict[str, tuple[float, float]]:
@@ -259,12 +260,14 @@ def vpcflow_c_side_by_side(tmp: Path, rounds: int, seconds: float) -> dict[str, 
                 for m in re.finditer(r"^(Benchmark\w+)\s+\d+\s+([\d.]+) ns/op\s+([\d.]+) MB/s"
                                      r"(?:\s+([\d.]+) cpu-MB/s)?", out, re.M)}
 
-    def bracketed(key: str, measure: Callable[[], tuple[float, float] | dict[str, tuple[float, float]]]) -> None:
-        """measure between two native runs; a dict is several keys' figures
-        from one measurement (each divided by the same native runs)."""
-        before = native()
+    def bracketed(key: str, measure: Callable[[], tuple[float, float] | dict[str, tuple[float, float]]],
+                  rows: int = ROWS) -> None:
+        """measure between two native runs (on batches of rows lines); a dict
+        is several keys' figures from one measurement (each divided by the
+        same native runs)."""
+        before = native(rows)
         got = measure()
-        after = native()
+        after = native(rows)
         for k, (wall, cpu) in (got if isinstance(got, dict) else {key: got}).items():
             add(k, wall, cpu)
             add(k + "@native", (before[0] + after[0]) / 2, (before[1] + after[1]) / 2)
@@ -275,6 +278,9 @@ def vpcflow_c_side_by_side(tmp: Path, rounds: int, seconds: float) -> dict[str, 
         bracketed("decode/wasmtime", lambda: via_decode(c_wasm, "wasmtime", seconds))
         bracketed("decode/wasmtime/spark-batch", lambda: via_decode(c_wasm, "wasmtime", seconds, SPARK_ARROW_ROWS))
         bracketed("guest/wasmtime-py", lambda: guest_alone(c_wasm, seconds))
+        bracketed("guest/wasmtime-py/spark-batch", lambda: {
+            "guest/wasmtime-py/spark-batch": guest_alone(c_wasm, seconds, SPARK_ARROW_ROWS)["guest/wasmtime-py"]},
+            SPARK_ARROW_ROWS)
         add("decode/wazero", *via_decode(c_wasm, "wazero", seconds))
         for name, (wall, cpu) in go_bench_run("^BenchmarkVpcflowCWasm(CloseOnDone|NoTimeLimit|timeEpoch|timeProbes"
                                               "|timeNoTimeLimit)?$").items():
@@ -300,6 +306,8 @@ SBS_MODES = (("BenchmarkVpcflowCWasm", "wazero, time limit by loop counter (prod
               "no host work, no sandbox limits)"),
              ("guest/wasmtime-py/net", "the same, less wasmtime-py's own cost of a call (measured on "
               "`pg_abi_version` alongside)"),
+             ("guest/wasmtime-py/spark-batch", f"the guest alone on wasmtime, {SPARK_ARROW_ROWS:,} rows a call "
+              "(wasmtime-py's cost of a call a tenth as heavy), against the native build on the same batch"),
              ("decode/wazero", "through `pubsub_go.decode`, engine wazero (memory cap + time limit), "
               f"{ROWS:,} rows a call"),
              ("native", "native (build-c.sh --native)"))

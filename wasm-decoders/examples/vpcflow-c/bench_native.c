@@ -1,10 +1,11 @@
 /* The C example decoder compiled natively: decodes the benchmark batch
  * (1000 lines, as BenchmarkVpcflow* build it) for about SECONDS seconds
  * through the same ABI entry points the .wasm exports, and prints MB/s
- * (wall clock, then this thread's CPU time).
+ * (wall clock, then this thread's CPU time). A second argument sets the
+ * lines per batch (1000 by default).
  * Built with the .wasm build's compiler and flags:
  *   bash wasm-decoders/build-c.sh --native bench \
- *       wasm-decoders/examples/vpcflow-c/{vpcflow.c,bench_native.c} && ./bench 3 */
+ *       wasm-decoders/examples/vpcflow-c/{vpcflow.c,bench_native.c} && ./bench 3 [LINES] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +25,9 @@ static double cpu_now(void) { return clock_s(CLOCK_THREAD_CPUTIME_ID); }
 
 int main(int argc, char **argv) {
   double seconds = argc > 1 ? atof(argv[1]) : 3;
-  enum { N = 1000 };
-  static char lines[N][256];
+  int N = argc > 2 ? atoi(argv[2]) : 1000;
+  if (N < 1) return fprintf(stderr, "lines per batch must be at least 1\n"), 1;
+  char (*lines)[256] = malloc((size_t)N * sizeof *lines);
   uint32_t total = 0;
   for (int i = 0; i < N; i++) {
     snprintf(lines[i], sizeof lines[i], "2 123456789010 eni-%08x 172.31.%d.%d 10.0.%d.%d %d 443 6 %d %d %d %d ACCEPT OK",
