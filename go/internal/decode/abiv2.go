@@ -19,8 +19,8 @@ import (
 // a flat preorder list of fields (encodeFields), pg_schema returns the
 // module's schema in the same form, and pg_output returns the batch's
 // layout: its Arrow field nodes and buffers (as in an IPC record batch
-// message) pointing into guest memory, which the host copies once into
-// its own allocator.
+// message) pointing into guest memory, which the host hands out as it
+// lies (pin.go) or copies once into its own allocator.
 
 // encodeFields writes fields in the v2 schema form: u32 count, then per
 // field u32 name length, name, u8 type (Schema.fbs numbering), u8
@@ -192,7 +192,8 @@ type layout struct {
 	nodes [][2]uint32 // length, null count
 	bufs  [][2]uint32 // guest address, length
 	slab  *memory.Buffer
-	used  int // bytes of slab handed out
+	used  int            // bytes of slab handed out
+	guest *memory.Buffer // the pinned guest memory, when buffers are handed out as they lie (pin.go)
 }
 
 // slabAlign keeps each buffer carved from the slab 64-byte aligned, as
@@ -231,32 +232,38 @@ func (l *layout) releaseSlab() {
 	}
 }
 
-// readLayout turns a v2 pg_output into arrays of full's fields, copying
-// every buffer out of guest memory and validating the result (the module
-// is not trusted).
-func readLayout(out []byte, mem guestMemory, full *arrow.Schema, alloc memory.Allocator) (cols []arrow.Array, rows int, err error) {
+// readLayout turns a v2 pg_output into arrays of full's fields and
+// validates them (the module is not trusted). guest, when not nil, is the
+// pinned memory mem is a view of (pin.go): the buffers are then slices of
+// it, unless one is not aligned to guestAlign (pinned says which);
+// otherwise every buffer is copied out of guest memory.
+func readLayout(out []byte, mem guestMemory, full *arrow.Schema, alloc memory.Allocator, guest *memory.Buffer) (cols []arrow.Array, rows int, pinned bool, err error) {
 	r := reader{b: out}
 	rows = int(r.le32())
 	l := &layout{mem: viewOf(mem), alloc: alloc}
 	nn := r.le32()
 	if r.err != nil || uint64(nn)*8 > uint64(len(out)) {
-		return nil, 0, fmt.Errorf("%w: malformed output layout", ErrCrashed)
+		return nil, 0, false, fmt.Errorf("%w: malformed output layout", ErrCrashed)
 	}
 	for i := uint32(0); i < nn; i++ {
 		l.nodes = append(l.nodes, [2]uint32{r.le32(), r.le32()})
 	}
 	nb := r.le32()
 	if r.err != nil || uint64(nb)*8 > uint64(len(out)) {
-		return nil, 0, fmt.Errorf("%w: malformed output layout", ErrCrashed)
+		return nil, 0, false, fmt.Errorf("%w: malformed output layout", ErrCrashed)
 	}
 	for i := uint32(0); i < nb; i++ {
 		l.bufs = append(l.bufs, [2]uint32{r.le32(), r.le32()})
 	}
 	if r.err != nil || !r.done() {
-		return nil, 0, fmt.Errorf("%w: malformed output layout", ErrCrashed)
+		return nil, 0, false, fmt.Errorf("%w: malformed output layout", ErrCrashed)
 	}
-	l.makeSlab()
-	defer l.releaseSlab()
+	if guest != nil && aligned(l.bufs) {
+		l.guest, pinned = guest, true
+	} else {
+		l.makeSlab()
+		defer l.releaseSlab()
+	}
 	release := func() {
 		for _, c := range cols {
 			c.Release()
@@ -267,32 +274,32 @@ func readLayout(out []byte, mem guestMemory, full *arrow.Schema, alloc memory.Al
 	defer func() {
 		if r := recover(); r != nil {
 			release()
-			cols, rows, err = nil, 0, fmt.Errorf("%w: invalid output layout: %v", ErrCrashed, r)
+			cols, rows, pinned, err = nil, 0, false, fmt.Errorf("%w: invalid output layout: %v", ErrCrashed, r)
 		}
 	}()
 	for _, f := range full.Fields() {
 		d, err := l.load(f.Type)
 		if err != nil {
 			release()
-			return nil, 0, fmt.Errorf("%w: column %q: %v", ErrCrashed, f.Name, err)
+			return nil, 0, false, fmt.Errorf("%w: column %q: %v", ErrCrashed, f.Name, err)
 		}
 		a := array.MakeFromData(d)
 		d.Release()
 		cols = append(cols, a)
 		if n := a.Len(); n != rows {
 			release()
-			return nil, 0, fmt.Errorf("%w: column %q has %d rows, want %d", ErrCrashed, f.Name, n, rows)
+			return nil, 0, false, fmt.Errorf("%w: column %q has %d rows, want %d", ErrCrashed, f.Name, n, rows)
 		}
 		if err := validateColumn(a); err != nil {
 			release()
-			return nil, 0, fmt.Errorf("%w: column %q: %v", ErrCrashed, f.Name, err)
+			return nil, 0, false, fmt.Errorf("%w: column %q: %v", ErrCrashed, f.Name, err)
 		}
 	}
 	if len(l.nodes) != 0 || len(l.bufs) != 0 {
 		release()
-		return nil, 0, fmt.Errorf("%w: output layout has more nodes or buffers than the schema", ErrCrashed)
+		return nil, 0, false, fmt.Errorf("%w: output layout has more nodes or buffers than the schema", ErrCrashed)
 	}
-	return cols, rows, nil
+	return cols, rows, pinned, nil
 }
 
 func (l *layout) node() ([2]uint32, error) {
@@ -307,8 +314,20 @@ func (l *layout) node() ([2]uint32, error) {
 	return n, nil
 }
 
-// buffer copies the next buffer (want bytes at least; 0 = any) into
-// host memory. A zero-length buffer is nil.
+// aligned reports whether every non-empty buffer starts at a multiple of
+// guestAlign.
+func aligned(bufs [][2]uint32) bool {
+	for _, b := range bufs {
+		if b[1] != 0 && b[0]%guestAlign != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// buffer is the next buffer (want bytes at least; 0 = any): a slice of the
+// pinned guest memory, or a copy in host memory. A zero-length buffer is
+// nil.
 func (l *layout) buffer(want int) (*memory.Buffer, error) {
 	if len(l.bufs) == 0 {
 		return nil, errors.New("too few buffers")
@@ -324,6 +343,9 @@ func (l *layout) buffer(want int) (*memory.Buffer, error) {
 	view, ok := l.mem.Read(b[0], b[1])
 	if !ok {
 		return nil, errors.New("buffer outside guest memory")
+	}
+	if l.guest != nil {
+		return memory.SliceBuffer(l.guest, int(b[0]), int(b[1])), nil
 	}
 	if l.slab == nil || l.used+len(view) > l.slab.Len() {
 		return copyBuf(l.alloc, view), nil

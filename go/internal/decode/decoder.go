@@ -61,7 +61,8 @@ type Spec struct {
 	MemoryLimitMB int
 	// Timeout bounds one batch (default 10s).
 	Timeout time.Duration
-	// MaxInstances bounds concurrent instances (default GOMAXPROCS).
+	// MaxInstances bounds concurrent instances (default GOMAXPROCS); up
+	// to maxPinned more may be held by batches still in use (pin.go).
 	MaxInstances int
 
 	// Engine runs the module: EngineWazero (the default, also for ""),
@@ -115,7 +116,8 @@ type Decoder struct {
 	full    *arrow.Schema // as the module writes it
 
 	idle  chan *instance
-	slots chan struct{} // one token per live instance
+	slots chan struct{} // one token per live instance not pinned
+	pins  chan struct{} // one token per pinned instance (pin.go)
 	mu    sync.Mutex
 	done  bool
 }
@@ -163,6 +165,7 @@ func NewDecoder(ctx context.Context, spec Spec, alloc memory.Allocator) (*Decode
 	}
 	d.idle = make(chan *instance, n)
 	d.slots = make(chan struct{}, n)
+	d.pins = make(chan struct{}, maxPinned)
 	if d.alloc == nil {
 		d.alloc = memory.DefaultAllocator
 	}
@@ -286,16 +289,25 @@ func (d *Decoder) decode(ctx context.Context, payloads *array.Binary, first bool
 	}
 	var rec arrow.RecordBatch
 	var errs *array.String
+	var p *pin
+	pinned := false
 	if in.abi == abiVersion2 {
-		rec, errs, err = d.readV2(in, out, first)
+		if p = d.tryPin(in); p != nil {
+			defer p.parent.Release() // the batch's buffers hold their own references
+		}
+		rec, errs, pinned, err = d.readV2(in, out, first, p)
 	} else {
 		rec, errs, err = d.read(out, first)
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		d.drop(in, ErrCrashed)
 		return nil, nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
+	case pinned:
+		d.keep(p, in)
+	default:
+		d.put(in)
 	}
-	d.put(in)
 	if rec.NumRows() != int64(payloads.Len()) {
 		rec.Release()
 		errs.Release()
@@ -364,14 +376,14 @@ func (d *Decoder) read(out []byte, first bool) (arrow.RecordBatch, *array.String
 
 // readV2 reads an ABI 2 output layout. The schema is the target, or the
 // module's pg_schema when none was given.
-func (d *Decoder) readV2(in *instance, out []byte, first bool) (arrow.RecordBatch, *array.String, error) {
+func (d *Decoder) readV2(in *instance, out []byte, first bool, p *pin) (arrow.RecordBatch, *array.String, bool, error) {
 	if first {
 		sc := d.target
 		if sc == nil {
 			r := reader{b: in.schema}
 			fields, err := decodeFields(&r, 0)
 			if err != nil || !r.done() {
-				return nil, nil, fmt.Errorf("%w: pg_schema: %v", ErrCrashed, err)
+				return nil, nil, false, fmt.Errorf("%w: pg_schema: %v", ErrCrashed, err)
 			}
 			sc = arrow.NewSchema(fields, nil)
 		}
@@ -380,16 +392,20 @@ func (d *Decoder) readV2(in *instance, out []byte, first bool) (arrow.RecordBatc
 		d.full = arrow.NewSchema(append(append([]arrow.Field(nil), sc.Fields()...),
 			arrow.Field{Name: ErrorColumn, Type: arrow.BinaryTypes.String, Nullable: true}), &md)
 	}
-	cols, rows, err := readLayout(out, in.mem, d.full, d.alloc)
+	var guest *memory.Buffer
+	if p != nil {
+		guest = p.parent
+	}
+	cols, rows, pinned, err := readLayout(out, in.mem, d.full, d.alloc, guest)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	n := len(cols) - 1
 	rec := array.NewRecordBatch(d.schema, cols[:n], int64(rows))
 	for _, c := range cols[:n] {
 		c.Release()
 	}
-	return rec, cols[n].(*array.String), nil
+	return rec, cols[n].(*array.String), pinned, nil
 }
 
 // get borrows an idle instance or starts a new one when under the bound.

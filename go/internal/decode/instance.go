@@ -71,13 +71,14 @@ type guestFunc interface {
 
 // instance is one instantiated module; used by one goroutine at a time.
 type instance struct {
-	mod    guestInstance
-	mem    guestMemory
-	fns    map[string]guestFunc      // the ABI exports by name
-	in     struct{ ptr, cap uint32 } // reusable input block
-	limit  uint64                    // memory cap in bytes
-	abi    int32                     // the module's ABI version
-	schema []byte                    // ABI 2: pg_schema's output (copied)
+	mod      guestInstance
+	mem      guestMemory
+	external bool                      // mem lies outside the Go heap (wasmtime): its buffers may be handed out (pin.go)
+	fns      map[string]guestFunc      // the ABI exports by name
+	in       struct{ ptr, cap uint32 } // reusable input block
+	limit    uint64                    // memory cap in bytes
+	abi      int32                     // the module's ABI version
+	schema   []byte                    // ABI 2: pg_schema's output (copied)
 }
 
 // newInstance instantiates the module with nothing granted but a bounded
@@ -94,7 +95,7 @@ func newInstance(ctx context.Context, m compiledModule, cfg *configs, limit uint
 	if err != nil {
 		return nil, in.classify(err, "instantiate")
 	}
-	in.mem = in.mod.memory()
+	in.mem, in.external = in.mod.memory(), m.wt != nil
 	if in.mem == nil {
 		in.close()
 		return nil, fmt.Errorf("%w: module exports no memory", ErrCrashed)

@@ -1,0 +1,98 @@
+package decode
+
+import (
+	"sync"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// A batch decoded by wasmtime is handed out where the module wrote it:
+// its buffers are slices of the instance's linear memory, which wasmtime
+// maps outside the Go heap and which neither moves nor changes while the
+// module does not run. Copying them out instead is a pass over the whole
+// output, a sixth of the host's work on a large batch
+// (bench/results/decode_results.md). The instance is pinned while any of
+// the batch's buffers lives: out of the pool, so the module cannot run
+// and overwrite (or, if hostile, rewrite after it was checked) what a
+// consumer reads; back in the pool, or closed, when the last buffer is
+// released. wazero's memory is a Go slice, which must not cross the C
+// Data Interface: its batches are copied.
+
+// maxPinned bounds a decoder's pinned instances. mapInArrow holds the
+// batch it yielded last while the next one decodes (its loop variable),
+// so 2 let Spark's batches alternate between two instances without a
+// copy; a caller keeping more batches alive gets copies, and the
+// decoder's instances stay bounded by MaxInstances + maxPinned.
+const maxPinned = 2
+
+// guestAlign is the alignment a module's buffer needs to be handed out as
+// it lies: what Arrow's C++ readers assume of any value buffer (the
+// 8-byte types). The C SDK aligns its buffers to 16; a buffer that is not
+// aligned makes its batch a copy.
+const guestAlign = 8
+
+// pin is an instance's memory as the parent buffer of a batch's buffers.
+// It is the memory.Allocator of that parent, whose Free (at the last
+// release of any of the batch's buffers, on whatever thread releases it)
+// runs onFree once.
+type pin struct {
+	parent *memory.Buffer
+	mu     sync.Mutex
+	onFree func()
+}
+
+func (p *pin) Allocate(int) []byte { panic("decode: a pinned instance's memory allocates nothing") }
+func (p *pin) Reallocate(int, []byte) []byte {
+	panic("decode: a pinned instance's memory allocates nothing")
+}
+func (p *pin) Free([]byte) {
+	p.mu.Lock()
+	f := p.onFree
+	p.onFree = nil
+	p.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// tryPin takes one of the decoder's maxPinned pins for in, if in's memory
+// may be handed out (wasmtime) and a pin is free: the pin's parent is in's
+// memory as it is now, and onFree gives the pin back. nil: copy the batch.
+func (d *Decoder) tryPin(in *instance) *pin {
+	if !in.external {
+		return nil
+	}
+	view := viewOf(in.mem).(memView)
+	if len(view) == 0 || uintptr(unsafe.Pointer(&view[0]))%guestAlign != 0 {
+		return nil
+	}
+	select {
+	case d.pins <- struct{}{}:
+	default:
+		return nil
+	}
+	p := &pin{onFree: func() { <-d.pins }}
+	p.parent = memory.NewBufferWithAllocator(view, p)
+	return p
+}
+
+// keep makes p hold in until the batch is released: in leaves the pool
+// (giving up its slot, so that a caller holding batches never waits for
+// one) and returns to it when the batch's last buffer is released, or is
+// closed then if the pool has filled up or the decoder has been closed.
+// The caller then releases p.parent.
+func (d *Decoder) keep(p *pin, in *instance) {
+	<-d.slots
+	p.mu.Lock()
+	p.onFree = func() {
+		<-d.pins
+		select {
+		case d.slots <- struct{}{}:
+			d.put(in)
+		default:
+			in.close()
+		}
+	}
+	p.mu.Unlock()
+}
