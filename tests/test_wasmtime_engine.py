@@ -167,3 +167,30 @@ def test_the_default_engine_is_wasmtime_where_installed_else_wazero(hostile_wasm
         assert loaded == "False" and "pip install 'pubsub-go[wasm]'" in explicit, p.stdout
     else:
         assert loaded == "True" and explicit == "ok", p.stdout
+
+
+def vpc_lines(seed: int, n: int) -> pa.Array:
+    return pa.array([f"2 acct{seed}-{i} eni-{seed * 1000 + i:x} 10.{seed % 250}.0.{i % 250} 172.16.{i % 200}.1 "
+                     f"{1000 + seed + i} 443 6 {seed * 7 + i} {seed * 11 + i} 1418530010 1418530070 ACCEPT OK".encode()
+                     for i in range(n)], pa.binary())
+
+
+def test_batches_kept_while_more_decode_do_not_change(tmp_path):
+    """A batch decoded on wasmtime lies in the instance's memory until
+    released (go/internal/decode/pin.go): batches kept in any number and
+    released in any order, across later decodes on the same decoder, read
+    what they read when decoded, which is what wazero gives (a copy)."""
+    import random
+
+    dec = str(build_guest("examples/vpcflow-c/vpcflow.c", tmp_path))
+    rnd = random.Random(41)
+    kept: dict[int, tuple[pa.RecordBatch, dict]] = {}
+    for seed in range(60):
+        batch = pubsub_go.decode(vpc_lines(seed, rnd.choice([1, 7, 300, 2000])), decoder=dec, engine="wasmtime")
+        kept[seed] = (batch, batch.to_pydict())
+        for s in rnd.sample(sorted(kept), k=rnd.randint(0, len(kept) // 2)):
+            del kept[s]  # releases the batch (its instance returns to the pool)
+        for s, (b, want) in kept.items():
+            assert b.to_pydict() == want, f"batch {s} changed after batch {seed} decoded"
+    for s, (b, want) in kept.items():
+        assert want == pubsub_go.decode(vpc_lines(s, b.num_rows), decoder=dec, engine="wazero").to_pydict()
