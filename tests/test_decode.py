@@ -69,6 +69,17 @@ def test_each_call_gets_the_decoder_of_its_own_arguments(tmp_path, monkeypatch, 
     before = len(decode_api._cache)
     pubsub_go.decode(payloads, format="json", schema=tagged)
     assert len(decode_api._cache) == before + 1 <= decode_api._CACHE_SIZE
+    # Back to back, differing only in an option's value; and the same call
+    # again once its decoder was evicted from the cache (and closed).
+    ts = pa.array([b'{"t": "2024-01-01T00:00:00"}'])
+    utc = pubsub_go.decode(ts, format="json", schema="t TIMESTAMP", timezone="UTC").column("t")
+    plus1 = pubsub_go.decode(ts, format="json", schema="t TIMESTAMP", timezone="+01:00").column("t")
+    assert utc[0].value - plus1[0].value == 3600 * 10**6, (utc, plus1)
+    for i in range(decode_api._CACHE_SIZE):
+        pubsub_go.decode(payloads, format="json", schema=f"id BIGINT, x{i} INT")
+    assert pubsub_go.decode(ts, format="json", schema="t TIMESTAMP", timezone="+01:00").column("t") == plus1
+    decode_api._last[-1].close()  # the decoder the same call found last time, closed since
+    assert pubsub_go.decode(ts, format="json", schema="t TIMESTAMP", timezone="+01:00").column("t") == plus1
     # The same relative path names another module from another directory.
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()

@@ -95,6 +95,35 @@ def decoder_config(format: str | None = None, schema: pa.Schema | None = None, d
         engine=engine if engine != "wazero" else "", wasmtime_library=library)
 
 
+class _CallStructs:
+    """The C structs of one pg_decoder_decode call, kept per thread: a call
+    moves or releases every one of them (the payloads' array and schema
+    into Go, the output into pyarrow, the error's message in check), so
+    the next call on the thread finds them empty. Allocating them anew
+    each batch, with the rest of the Python around the call, was a
+    measurable part of a batch's CPU time (bench/results/decode_results.md):
+    the decoding before it leaves the interpreter's data out of the cache."""
+
+    def __init__(self) -> None:
+        f = _native.ffi()
+        self.arr, self.out = f.new("struct ArrowArray*"), f.new("struct ArrowArray*")
+        self.sch, self.out_sch = f.new("struct ArrowSchema*"), f.new("struct ArrowSchema*")
+        self.err = _native.new_error()
+        self.null = f.NULL
+        self.arr_p, self.sch_p, self.out_p, self.out_sch_p = (_ptr(self.arr), _ptr(self.sch), _ptr(self.out),
+                                                              _ptr(self.out_sch))
+
+
+_per_thread = threading.local()
+
+
+def _call_structs() -> _CallStructs:
+    c = getattr(_per_thread, "structs", None)
+    if c is None:
+        c = _per_thread.structs = _CallStructs()
+    return c
+
+
 class NativeDecoder(_Handle):
     """One decoder opened in the native library; safe to share between
     threads. Prefer :func:`decode`, which keeps decoders open for reuse."""
@@ -115,16 +144,17 @@ class NativeDecoder(_Handle):
     def decode(self, payloads: pa.Array) -> pa.RecordBatch:
         """Decoded columns plus ``__decode_error`` (null where the row decoded)."""
         h = self._handle()
-        f = _native.ffi()
-        arr, sch = f.new("struct ArrowArray*"), f.new("struct ArrowSchema*")
-        out = f.new("struct ArrowArray*")
+        c = _call_structs()
         known = self._batch_schema
-        out_sch = f.NULL if known is not None else f.new("struct ArrowSchema*")
-        payloads._export_to_c(_ptr(arr), _ptr(sch))
-        _native.call("pg_decoder_decode", h, arr, sch, out, out_sch)
+        payloads._export_to_c(c.arr_p, c.sch_p)
+        rc = _native.lib().pg_decoder_decode(h, c.arr, c.sch, c.out, c.null if known is not None else c.out_sch,
+                                             c.err)
+        if rc:
+            _per_thread.structs = None  # a failed call may leave them filled: the next gets new ones
+            _native.check(rc, c.err)
         if known is not None:
-            return pa.RecordBatch._import_from_c(_ptr(out), known)
-        batch = pa.RecordBatch._import_from_c(_ptr(out), _ptr(out_sch))
+            return pa.RecordBatch._import_from_c(c.out_p, known)
+        batch = pa.RecordBatch._import_from_c(c.out_p, c.out_sch_p)
         self._batch_schema = batch.schema
         return batch
 
@@ -146,7 +176,7 @@ def _cached(config: DecoderConfig) -> NativeDecoder:
     key = config.to_json()
     with _cache_lock:
         dec = _cache.get(key)
-        if dec is not None and dec._pid == os.getpid():
+        if dec is not None and dec._h and dec._pid == os.getpid():
             _cache.move_to_end(key)
             return dec
         dec = NativeDecoder(config)
@@ -166,8 +196,30 @@ def _cached(config: DecoderConfig) -> NativeDecoder:
 _by_args: dict[tuple, str] = {}
 
 
+# The last call's arguments and decoder: a query calls decode() with the
+# same arguments batch after batch, and comparing them (the schema by
+# identity, so the entry holds it) is cheaper than building _by_args's key.
+_last: tuple | None = None
+
+
 def _decoder_for(format: str | None, schema: Any, decoder: str | None, options: Mapping[str, Any],
                  timeout_ms: int, memory_limit_mb: int, engine: str) -> NativeDecoder:
+    global _last
+    cwd = os.getcwd() if decoder is not None and not os.path.isabs(decoder) else None
+    same = (format, decoder, cwd, timeout_ms, memory_limit_mb, engine)
+    last = _last
+    if (last is not None and (last[0] is schema or (isinstance(schema, str) and last[0] == schema))
+            and last[1] == same and last[2] == options):
+        dec = last[3]
+        if dec._h and dec._pid == os.getpid():
+            return dec
+    dec = _decoder_by_args(format, schema, decoder, options, timeout_ms, memory_limit_mb, engine)
+    _last = (schema, same, dict(options), dec)
+    return dec
+
+
+def _decoder_by_args(format: str | None, schema: Any, decoder: str | None, options: Mapping[str, Any],
+                     timeout_ms: int, memory_limit_mb: int, engine: str) -> NativeDecoder:
     if isinstance(schema, pa.Schema):  # == ignores metadata, which the config carries
         schema_key: Any = schema.to_string(show_field_metadata=True, show_schema_metadata=True)
     else:
@@ -180,7 +232,7 @@ def _decoder_for(format: str | None, schema: Any, decoder: str | None, options: 
     if key is not None:
         with _cache_lock:
             dec = _cache.get(key)
-            if dec is not None and dec._pid == os.getpid():
+            if dec is not None and dec._h and dec._pid == os.getpid():
                 _cache.move_to_end(key)
                 return dec
     cfg = decoder_config(format, _arrow_schema(schema), decoder, options, timeout_ms=timeout_ms,
