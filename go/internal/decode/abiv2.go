@@ -489,19 +489,6 @@ func checkUTF8(offs *memory.Buffer, n int, data *memory.Buffer) error {
 	return nil
 }
 
-// ascii reports whether b holds only ASCII bytes, testing 32 at a time.
-func ascii(b []byte) bool {
-	var acc uint64
-	for ; len(b) >= 32; b = b[32:] {
-		acc |= binary.LittleEndian.Uint64(b) | binary.LittleEndian.Uint64(b[8:]) |
-			binary.LittleEndian.Uint64(b[16:]) | binary.LittleEndian.Uint64(b[24:])
-	}
-	for _, c := range b {
-		acc |= uint64(c)
-	}
-	return acc&0x8080808080808080 == 0
-}
-
 // checkOffsets: n+1 non-decreasing int32 offsets from 0..end (arrow-go's
 // own validation panics on some bad ones).
 func checkOffsets(b *memory.Buffer, n, end int) error {
@@ -512,8 +499,12 @@ func checkOffsets(b *memory.Buffer, n, end int) error {
 	if len(raw) < 4*(n+1) {
 		return fmt.Errorf("offsets buffer of %d bytes for %d values", len(raw), n)
 	}
+	o := arrow.Int32Traits.CastFromBytes(raw[:4*(n+1)])
+	if o[0] >= 0 && int(o[n]) <= end && ordered(o) {
+		return nil
+	}
 	prev := int32(0)
-	for i, o := range arrow.Int32Traits.CastFromBytes(raw[:4*(n+1)]) {
+	for i, o := range o { // which offset is bad
 		if o < prev || int(o) > end {
 			return fmt.Errorf("bad offset %d at %d (values end at %d)", o, i, end)
 		}
