@@ -8,12 +8,14 @@ import "C"
 import (
 	"context"
 	"strconv"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/cdata"
 	"google.golang.org/grpc/codes"
 
+	"github.com/pubsub-go/pubsub-go/go/internal/cexport"
 	"github.com/pubsub-go/pubsub-go/go/internal/decode"
 	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
@@ -95,11 +97,10 @@ func pg_decoder_decode(h C.uint64_t, payloads *C.struct_ArrowArray, payloadsSche
 		// (the same for every batch of a decoder), and the export skips it:
 		// exporting a schema and importing it on the other side is a good
 		// part of a call on a small batch.
-		var sch *cdata.CArrowSchema
 		if outSchema != nil {
-			sch = cschema(outSchema)
+			cdata.ExportArrowSchema(out.Schema(), cschema(outSchema))
 		}
-		cdata.ExportArrowRecordBatch(out, carray(outBatch), sch)
+		cexport.RecordBatch(out, unsafe.Pointer(outBatch))
 		return nil
 	})
 }

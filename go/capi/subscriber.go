@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/cdata"
 	"google.golang.org/grpc/codes"
 
+	"github.com/pubsub-go/pubsub-go/go/internal/cexport"
 	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 	"github.com/pubsub-go/pubsub-go/go/internal/subscriber"
 )
@@ -68,7 +69,12 @@ func pg_subscriber_next(h C.uint64_t, maxRows C.int64_t, waitMs C.int64_t,
 		defer b.Record.Release()
 		defer b.AckIDs.Release()
 		// A NULL schema pointer is not exported (the caller has it).
-		cdata.ExportArrowRecordBatch(b.Record, carray(outBatch), cschema(outSchema))
+		if outSchema != nil {
+			cdata.ExportArrowSchema(b.Record.Schema(), cschema(outSchema))
+		}
+		cexport.RecordBatch(b.Record, unsafe.Pointer(outBatch))
+		// One array: arrow-go's exporter, which also exports its field's
+		// schema, costs a handle and a release call, as cexport does.
 		cdata.ExportArrowArray(b.AckIDs, carray(outAckIDs), cschema(outAckSchema))
 		return nil
 	})

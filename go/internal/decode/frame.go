@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
@@ -36,9 +37,12 @@ func fillInput(b []byte, p *array.Binary) {
 	data := b[4+4*(n+1):]
 	if p.NullN() == 0 {
 		vo := p.ValueOffsets()
-		base := vo[0]
-		for i, o := range vo {
-			binary.LittleEndian.PutUint32(offs[4*i:], uint32(o-base))
+		if base := vo[0]; base != 0 { // a slice of a larger array
+			for i, o := range vo {
+				binary.LittleEndian.PutUint32(offs[4*i:], uint32(o-base))
+			}
+		} else { // Arrow's offsets are little-endian int32, as the frame's are
+			copy(offs, arrow.Int32Traits.CastToBytes(vo))
 		}
 		copyCached(data, p.ValueBytes())
 		return
