@@ -194,3 +194,21 @@ def test_batches_kept_while_more_decode_do_not_change(tmp_path):
             assert b.to_pydict() == want, f"batch {s} changed after batch {seed} decoded"
     for s, (b, want) in kept.items():
         assert want == pubsub_go.decode(vpc_lines(s, b.num_rows), decoder=dec, engine="wazero").to_pydict()
+
+
+@pytest.mark.parametrize("engine", ["wasmtime", "wazero"])
+def test_a_tail_call_loop_is_refused_at_open(tmp_path, engine):
+    """return_call grows no stack and passes no loop, so neither the stack
+    limit nor a probe would stop a loop of them: both engines refuse the
+    module as invalid when the decoder opens (wasmtime ran it forever)."""
+    dec = abi_module(tmp_path, "tail", "(return_call $decode (local.get 0) (local.get 1))")
+    code = textwrap.dedent(f"""
+        import pyarrow as pa, pubsub_go
+        from pubsub_go.errors import InvalidArgumentError
+        try:
+            pubsub_go.decode(pa.array([b"x"]), decoder={dec!r}, engine={engine!r}, timeout_ms=500)
+        except InvalidArgumentError as e:
+            print(e)
+        """)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "invalid module" in p.stdout.lower() and "tail" in p.stdout.lower(), (p.stdout, p.stderr[-2000:])

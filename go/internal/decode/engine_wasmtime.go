@@ -202,6 +202,12 @@ func compiledWasmtime(wasm []byte, lib string, opts engineOptions) (compiledModu
 // seconds compiling a Go guest. The file is named by the module's SHA-256
 // and the engine's configuration; wasmtime refuses a file of another
 // version or configuration, and the directory is private to the user.
+// wtConfigVersion names the engine configuration (pgw_engine_new) in the
+// names of compiled modules kept on disk: bump it when that changes, so
+// that no module compiled under an older one (tail calls allowed, before
+// 2) is loaded.
+const wtConfigVersion = 2
+
 func wtCachePath(key wtKey) string {
 	base, err := os.UserCacheDir()
 	if err != nil {
@@ -220,7 +226,7 @@ func wtCachePath(key wtKey) string {
 	if key.mode == wtFence || key.probes {
 		probes = probesVersion
 	}
-	return filepath.Join(dir, fmt.Sprintf("%x-%d-p%d-%s.cwasm", key.sum, key.mode, probes, runtime.GOARCH))
+	return filepath.Join(dir, fmt.Sprintf("%x-%d-p%d-c%d-%s.cwasm", key.sum, key.mode, probes, wtConfigVersion, runtime.GOARCH))
 }
 
 func wtLoadCompiled(e *C.pgw_opaque, path string) *C.pgw_opaque {

@@ -54,6 +54,7 @@ static void (*p_byte_vec_delete)(pgw_byte_vec *);
 static pgw_opaque *(*p_module_serialize)(pgw_opaque *, pgw_byte_vec *);
 static pgw_opaque *(*p_module_deserialize_file)(pgw_opaque *, const char *, pgw_opaque **);
 static void (*p_config_memory_may_move)(pgw_opaque *, bool);
+static void (*p_config_tail_call)(pgw_opaque *, bool);
 
 #define PGW_SYM(var, name) if (!(*(void **)&var = dlsym(h, name))) return name;
 
@@ -95,6 +96,7 @@ static const char *pgw_load(const char *path) {
 	PGW_SYM(p_module_serialize, "wasmtime_module_serialize")
 	PGW_SYM(p_module_deserialize_file, "wasmtime_module_deserialize_file")
 	PGW_SYM(p_config_memory_may_move, "wasmtime_config_memory_may_move_set")
+	PGW_SYM(p_config_tail_call, "wasmtime_config_wasm_tail_call_set")
 	return NULL;
 }
 
@@ -107,6 +109,10 @@ static _Atomic uint64_t pgw_epoch;
 // the fence knows where they are.
 static pgw_opaque *pgw_engine_new(bool epoch) {
 	pgw_opaque *cfg = p_config_new();
+	// No tail calls: a loop of return_calls grows no stack and passes no
+	// loop, so neither the stack limit nor a probe would ever stop it;
+	// wazero refuses them too, so both engines take the same modules.
+	p_config_tail_call(cfg, false);
 	p_config_epoch(cfg, epoch);
 	if (!epoch) p_config_memory_may_move(cfg, false);
 	return p_engine_new(cfg); // takes cfg
