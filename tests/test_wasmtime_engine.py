@@ -211,4 +211,5 @@ def test_a_tail_call_loop_is_refused_at_open(tmp_path, engine):
             print(e)
         """)
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0 and "invalid module" in p.stdout.lower() and "tail" in p.stdout.lower(), (p.stdout, p.stderr[-2000:])
+    said = p.stdout.lower()
+    assert p.returncode == 0 and "invalid module" in said and "tail" in said, (p.stdout, p.stderr[-2000:])
