@@ -27,6 +27,7 @@ import (
 type openDecoder struct {
 	cfg decode.DecoderConfig
 	dec *decode.Decoder
+	out *arrow.Schema // the batches': the decoder's columns, then DecodeErrorColumn
 }
 
 var decoders = table[*openDecoder]{what: "decoder"}
@@ -43,6 +44,10 @@ func pg_decoder_open(config *C.char, handleOut *C.uint64_t, errOut *C.struct_PgE
 			return err
 		}
 		d.dec = dec
+		sc := dec.Schema()
+		md := sc.Metadata()
+		d.out = arrow.NewSchema(append(sc.Fields(),
+			arrow.Field{Name: decode.DecodeErrorColumn, Type: arrow.BinaryTypes.String, Nullable: true}), &md)
 		*handleOut = C.uint64_t(decoders.Put(d))
 		return nil
 	})
@@ -88,10 +93,8 @@ func pg_decoder_decode(h C.uint64_t, payloads *C.struct_ArrowArray, payloadsSche
 		}
 		defer rec.Release()
 		defer errs.Release()
-		fields := append(append([]arrow.Field(nil), rec.Schema().Fields()...),
-			arrow.Field{Name: decode.DecodeErrorColumn, Type: arrow.BinaryTypes.String, Nullable: true})
-		md := rec.Schema().Metadata()
-		out := array.NewRecordBatch(arrow.NewSchema(fields, &md), append(rec.Columns()[:len(rec.Columns()):len(rec.Columns())], errs), rec.NumRows())
+		cols := rec.Columns()
+		out := array.NewRecordBatch(d.out, append(cols[:len(cols):len(cols)], errs), rec.NumRows())
 		defer out.Release()
 		// outSchema NULL: the caller kept the schema of an earlier batch
 		// (the same for every batch of a decoder), and the export skips it:

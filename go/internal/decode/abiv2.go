@@ -245,6 +245,7 @@ func readLayout(out []byte, mem guestMemory, full *arrow.Schema, alloc memory.Al
 	if r.err != nil || uint64(nn)*8 > uint64(len(out)) {
 		return nil, 0, false, fmt.Errorf("%w: malformed output layout", ErrCrashed)
 	}
+	l.nodes = make([][2]uint32, 0, nn)
 	for i := uint32(0); i < nn; i++ {
 		l.nodes = append(l.nodes, [2]uint32{r.le32(), r.le32()})
 	}
@@ -252,6 +253,7 @@ func readLayout(out []byte, mem guestMemory, full *arrow.Schema, alloc memory.Al
 	if r.err != nil || uint64(nb)*8 > uint64(len(out)) {
 		return nil, 0, false, fmt.Errorf("%w: malformed output layout", ErrCrashed)
 	}
+	l.bufs = make([][2]uint32, 0, nb)
 	for i := uint32(0); i < nb; i++ {
 		l.bufs = append(l.bufs, [2]uint32{r.le32(), r.le32()})
 	}
@@ -277,7 +279,9 @@ func readLayout(out []byte, mem guestMemory, full *arrow.Schema, alloc memory.Al
 			cols, rows, pinned, err = nil, 0, false, fmt.Errorf("%w: invalid output layout: %v", ErrCrashed, r)
 		}
 	}()
-	for _, f := range full.Fields() {
+	cols = make([]arrow.Array, 0, full.NumFields())
+	for i := range full.NumFields() {
+		f := full.Field(i)
 		d, err := l.load(f.Type)
 		if err != nil {
 			release()
@@ -367,7 +371,7 @@ func (l *layout) load(t arrow.DataType) (d arrow.ArrayData, err error) {
 	if t.ID() == arrow.NULL {
 		return array.NewData(t, length, []*memory.Buffer{nil}, nil, length, 0), nil
 	}
-	var bufs []*memory.Buffer
+	bufs := make([]*memory.Buffer, 0, 3) // validity, then at most offsets and data
 	var children []arrow.ArrayData
 	defer func() {
 		for _, b := range bufs {
