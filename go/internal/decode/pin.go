@@ -11,7 +11,7 @@ import (
 // its buffers are slices of the instance's linear memory, which wasmtime
 // maps outside the Go heap and which neither moves nor changes while the
 // module does not run. Copying them out instead is a pass over the whole
-// output, a sixth of the host's work on a large batch
+// output, a seventh of the host's work on a large batch
 // (bench/results/decode_results.md). The instance is pinned while any of
 // the batch's buffers lives: out of the pool, so the module cannot run
 // and overwrite (or, if hostile, rewrite after it was checked) what a
