@@ -80,6 +80,13 @@ def test_each_call_gets_the_decoder_of_its_own_arguments(tmp_path, monkeypatch, 
     assert pubsub_go.decode(ts, format="json", schema="t TIMESTAMP", timezone="+01:00").column("t") == plus1
     decode_api._last[-1].close()  # the decoder the same call found last time, closed since
     assert pubsub_go.decode(ts, format="json", schema="t TIMESTAMP", timezone="+01:00").column("t") == plus1
+    # A StructType changed in place between two calls is a new schema.
+    from pyspark.sql.types import LongType, StructType
+
+    st = StructType().add("id", LongType())
+    assert pubsub_go.decode(payloads, format="json", schema=st).column_names == ["id", "__decode_error"]
+    st.add("x", LongType())
+    assert pubsub_go.decode(payloads, format="json", schema=st).column_names == ["id", "x", "__decode_error"]
     # The same relative path names another module from another directory.
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()

@@ -172,11 +172,16 @@ _cache: OrderedDict[str, NativeDecoder] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
+def _usable(dec: NativeDecoder | None) -> bool:
+    """dec is open, in this process (a forked child inherits the caches)."""
+    return dec is not None and bool(dec._h) and dec._pid == os.getpid()
+
+
 def _cached(config: DecoderConfig) -> NativeDecoder:
     key = config.to_json()
     with _cache_lock:
         dec = _cache.get(key)
-        if dec is not None and dec._h and dec._pid == os.getpid():
+        if _usable(dec):
             _cache.move_to_end(key)
             return dec
         dec = NativeDecoder(config)
@@ -199,7 +204,11 @@ _by_args: dict[tuple, str] = {}
 # The last call's arguments and decoder: a query calls decode() with the
 # same arguments batch after batch, and comparing them (the schema by
 # identity, so the entry holds it) is cheaper than building _by_args's key.
+# Only arguments that cannot change in place take this path: a schema that
+# is None, text or a pyarrow Schema, and options of plain values (a
+# StructType or a dict option may be changed between calls).
 _last: tuple | None = None
+_SCALARS = (str, int, float, bool)
 
 
 def _decoder_for(format: str | None, schema: Any, decoder: str | None, options: Mapping[str, Any],
@@ -209,12 +218,12 @@ def _decoder_for(format: str | None, schema: Any, decoder: str | None, options: 
     same = (format, decoder, cwd, timeout_ms, memory_limit_mb, engine)
     last = _last
     if (last is not None and (last[0] is schema or (isinstance(schema, str) and last[0] == schema))
-            and last[1] == same and last[2] == options):
-        dec = last[3]
-        if dec._h and dec._pid == os.getpid():
-            return dec
+            and last[1] == same and last[2] == options and _usable(last[3])):
+        return last[3]
     dec = _decoder_by_args(format, schema, decoder, options, timeout_ms, memory_limit_mb, engine)
-    _last = (schema, same, dict(options), dec)
+    immutable = schema is None or isinstance(schema, (str, pa.Schema))
+    if immutable and all(isinstance(v, _SCALARS) for v in options.values()):
+        _last = (schema, same, dict(options), dec)
     return dec
 
 
@@ -232,7 +241,7 @@ def _decoder_by_args(format: str | None, schema: Any, decoder: str | None, optio
     if key is not None:
         with _cache_lock:
             dec = _cache.get(key)
-            if dec is not None and dec._h and dec._pid == os.getpid():
+            if _usable(dec):
                 _cache.move_to_end(key)
                 return dec
     cfg = decoder_config(format, _arrow_schema(schema), decoder, options, timeout_ms=timeout_ms,

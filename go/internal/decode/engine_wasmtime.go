@@ -197,17 +197,17 @@ func compiledWasmtime(wasm []byte, lib string, opts engineOptions) (compiledModu
 	return compiledModule{wt: wasmtime.modules[key]}, nil
 }
 
+// wtConfigVersion names the engine configuration (pgw_engine_new) in the
+// names of compiled modules kept on disk: bump it when that changes, so
+// that no module compiled under an older one (tail calls allowed, before
+// 2) is even tried.
+const wtConfigVersion = 2
+
 // Compiled machine code is kept across processes, as wazero's is
 // (diskCache): every fresh Spark Python worker would otherwise spend
 // seconds compiling a Go guest. The file is named by the module's SHA-256
 // and the engine's configuration; wasmtime refuses a file of another
 // version or configuration, and the directory is private to the user.
-// wtConfigVersion names the engine configuration (pgw_engine_new) in the
-// names of compiled modules kept on disk: bump it when that changes, so
-// that no module compiled under an older one (tail calls allowed, before
-// 2) is loaded.
-const wtConfigVersion = 2
-
 func wtCachePath(key wtKey) string {
 	base, err := os.UserCacheDir()
 	if err != nil {
