@@ -132,6 +132,15 @@ class LoadServer:
         with urllib.request.urlopen(f"http://{self.http}/stats", timeout=10) as r:
             return json.loads(r.read())
 
+    @staticmethod
+    def settled(st: dict) -> int:
+        """How many messages a stats snapshot shows acked: ack ids that
+        matched an outstanding lease. `acks` alone also counts ids that
+        matched nothing (an expired lease's, or those of a batch-log entry
+        replayed after its messages were redelivered), so it reaches the
+        message count before every message is read."""
+        return st["acks"] - st["ack_misses"]
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()

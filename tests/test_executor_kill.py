@@ -81,7 +81,7 @@ def test_killed_workers_prefetch_comes_back_within_seconds_and_output_is_exactly
 
         def held(st: dict) -> bool:
             worker[0] = _pooled_worker_pid(port)
-            return worker[0] is not None and st["outstanding"] == N - st["acks"]
+            return worker[0] is not None and st["outstanding"] == N - LoadServer.settled(st)
 
         done_rows, st = wait_for_full_prefetch(q, server, N, held)
         pid = worker[0]
@@ -103,7 +103,7 @@ def test_killed_workers_prefetch_comes_back_within_seconds_and_output_is_exactly
         back_s = time.monotonic() - killed_at
 
         deadline = time.monotonic() + 180
-        while server.stats()["acks"] < N:
+        while LoadServer.settled(server.stats()) < N:
             assert time.monotonic() < deadline, f"not every message was committed; {server.stats()}"
             if q.exception():
                 raise q.exception()
