@@ -327,7 +327,8 @@ try:
     assert debug_c_bytes() == 0, "exported Arrow buffers were not all released"
     growth = (rss_end - rss_warm) / 2**20
     assert growth < 32, f"RSS grew {growth:.1f} MiB over 9,000 batches ({rows} rows)"
-    assert server.stats()["acks"] >= rows
+    st = server.stats()
+    assert LoadServer.settled(st) >= rows and st["ack_misses"] == 0, st
     print("ok")
 finally:
     server.stop()

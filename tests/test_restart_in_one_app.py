@@ -69,12 +69,14 @@ def _publish(google, topic: str, tag: str, n: int) -> None:
 
 
 def _cut_streams(emulator) -> int:
-    """Streams Google's emulator failed to let go (each cancelled without a
-    half-close logs this error; it keeps leasing to them: docs/source.md)."""
+    """Streams Google's emulator failed to let go since it started (each
+    cancelled without a half-close logs this error; it keeps leasing to
+    them: docs/source.md). The emulator is shared by the whole session, so
+    callers report the count since their own start."""
     return emulator.log_tail(1 << 30).count("ServerCallImpl.closedInternal")
 
 
-def _wait_for(emulator, queries, bases, want: int, bound: float) -> dict[str, tuple[int, int]]:
+def _wait_for(emulator, queries, bases, want: int, bound: float, cut_before: int) -> dict[str, tuple[int, int]]:
     """Waits until every sink holds want distinct payloads (more rows than
     that fail the caller's exactly-once check)."""
     deadline = time.monotonic() + bound
@@ -87,8 +89,9 @@ def _wait_for(emulator, queries, bases, want: int, bound: float) -> dict[str, tu
                 raise q.exception()
         if time.monotonic() > deadline:
             progress = {q.name or q.id: (q.lastProgress or {}).get("sources") for q in queries}
+            cut = _cut_streams(emulator) - cut_before
             raise AssertionError(f"after {bound:.0f}s the sinks hold (rows, distinct) {got}, want {want} each; "
-                                 f"streams cut without a half-close so far: {_cut_streams(emulator)}; "
+                                 f"streams cut without a half-close since the test started: {cut}; "
                                  f"last progress: {progress}")
         time.sleep(1)
 
@@ -118,6 +121,7 @@ def test_two_queries_stopped_and_restarted_in_one_application_read_everything_on
     settings = {n: (None if v == "default" else v) for n, v in zip(names, idle_ms, strict=True)}
     running: list = []
     want = 0
+    cut_before = _cut_streams(emulator)
     try:
         for rnd in range(rounds):
             running = [_start(spark, emulator, topics[n][1], bases[n], settings[n]) for n in names]
@@ -130,7 +134,7 @@ def test_two_queries_stopped_and_restarted_in_one_application_read_everything_on
             for t in threads:
                 t.join()
             want += PER_ROUND
-            got = _wait_for(emulator, running, bases, want, RESTART_BOUND_S)
+            got = _wait_for(emulator, running, bases, want, RESTART_BOUND_S, cut_before)
             print(f"run {rnd}: {got} {time.monotonic() - started:.1f}s after its start", flush=True)
             for (name, (rows, distinct)) in got.items():
                 assert rows == distinct == want, (rnd, name, rows, distinct)
@@ -143,9 +147,9 @@ def test_two_queries_stopped_and_restarted_in_one_application_read_everything_on
             want += PER_ROUND
         running = [_start(spark, emulator, topics[n][1], bases[n], settings[n]) for n in names]
         started = time.monotonic()
-        got = _wait_for(emulator, running, bases, want, RESTART_BOUND_S)
+        got = _wait_for(emulator, running, bases, want, RESTART_BOUND_S, cut_before)
         print(f"last run: {got} {time.monotonic() - started:.1f}s after its start; streams the emulator "
-              f"holds cut: {_cut_streams(emulator)}", flush=True)
+              f"holds cut since the test started: {_cut_streams(emulator) - cut_before}", flush=True)
         for name, (rows, distinct) in got.items():
             assert rows == distinct == want, (name, rows, distinct)
     finally:
