@@ -69,11 +69,13 @@ def _publish(google, topic: str, tag: str, n: int) -> None:
 
 
 def _cut_streams(emulator) -> int:
-    """Streams Google's emulator failed to let go since it started (each
-    cancelled without a half-close logs this error; it keeps leasing to
-    them: docs/source.md). The emulator is shared by the whole session, so
-    callers report the count since their own start."""
-    return emulator.log_tail(1 << 30).count("ServerCallImpl.closedInternal")
+    """Streams Google's emulator failed to let go since it started: each
+    cancelled without a half-close logs a NoSuchMethodError whose stack
+    has the frame `ServerCallImpl$ServerStreamListenerImpl.closedInternal(`,
+    and it keeps leasing to them (docs/source.md). The emulator is shared
+    by the whole session, so callers report the count since their own
+    start."""
+    return emulator.log_tail(1 << 30).count(".closedInternal(")
 
 
 def _wait_for(emulator, queries, bases, want: int, bound: float, cut_before: int) -> dict[str, tuple[int, int]]:
