@@ -22,15 +22,33 @@ const (
 // (the service lets a stream with nothing outstanding take one message
 // larger than its byte limit), and appends them to out.
 func (s *subscription) claim(c *consumer, limit int, now time.Time, out []*pubsubpb.ReceivedMessage) []*pubsubpb.ReceivedMessage {
-	var batchKeys map[string]bool
+	var batchKeys map[*keyState]bool
 	var dues []due
 	bytes := 0
 	for len(out) < limit && s.readyQ.len() > 0 {
 		if c.maxMsgs > 0 && c.outMsgs >= c.maxMsgs {
 			break
 		}
-		e := s.readyQ.front()
-		if e.state != ready {
+		it := s.readyQ.front()
+		e, ks := it.e, it.ks
+		if ks != nil {
+			// A key: its next message, unless the key is out to another
+			// consumer or an earlier response (it is queued again when
+			// released) or has nothing left.
+			if ks.outstanding > 0 && !batchKeys[ks] {
+				s.readyQ.popFront()
+				ks.queued = false
+				continue
+			}
+			if e = ks.head(); e == nil {
+				s.readyQ.popFront()
+				ks.queued = false
+				if ks.outstanding == 0 {
+					delete(s.keys, ks.name)
+				}
+				continue
+			}
+		} else if e.state != ready {
 			s.readyQ.popFront()
 			continue
 		}
@@ -41,24 +59,19 @@ func (s *subscription) claim(c *consumer, limit int, now time.Time, out []*pubsu
 		if len(out) > 0 && bytes+int(size)+perMessageOverhead > maxBatchBytes {
 			break
 		}
-		if k := e.msg.pb.OrderingKey; s.set.ordered && k != "" {
-			ks := s.keys[k]
-			if ks == nil {
-				ks = &keyState{}
-				s.keys[k] = ks
-			}
-			if ks.outstanding > 0 && !batchKeys[k] {
-				s.readyQ.popFront()
-				s.park(ks, e)
-				continue
-			}
-			if batchKeys == nil {
-				batchKeys = map[string]bool{}
-			}
-			batchKeys[k] = true
+		if ks != nil {
+			// Several of a key may go in one response; the key keeps its
+			// place at the front until this response is full.
+			ks.pending[0] = nil
+			ks.pending = ks.pending[1:]
 			ks.outstanding++
+			if batchKeys == nil {
+				batchKeys = map[*keyState]bool{}
+			}
+			batchKeys[ks] = true
+		} else {
+			s.readyQ.popFront()
 		}
-		s.readyQ.popFront()
 		e.gen++
 		e.state = leased
 		e.owner = c

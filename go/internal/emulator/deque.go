@@ -1,7 +1,6 @@
 package emulator
 
-// deque is a growable ring buffer: the ready queue needs both ends (a
-// message redelivered under an ordering key goes back to the front).
+// deque is a growable ring buffer (the ready queue, a subscription's log).
 type deque[T any] struct {
 	buf  []T
 	head int
@@ -23,15 +22,6 @@ func (d *deque[T]) pushBack(v T) {
 		d.grow()
 	}
 	d.buf[(d.head+d.n)%len(d.buf)] = v
-	d.n++
-}
-
-func (d *deque[T]) pushFront(v T) {
-	if d.n == len(d.buf) {
-		d.grow()
-	}
-	d.head = (d.head - 1 + len(d.buf)) % len(d.buf)
-	d.buf[d.head] = v
 	d.n++
 }
 

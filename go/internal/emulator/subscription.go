@@ -12,7 +12,7 @@ import (
 type entryState uint8
 
 const (
-	ready   entryState = iota // waiting to be delivered (or parked behind its ordering key)
+	ready   entryState = iota // waiting to be delivered (or, under ordering, in its key's queue)
 	leased                    // delivered, its ack deadline running
 	backoff                   // nacked or expired, waiting out the retry policy
 	acked                     // done (kept only for seek when retain_acked_messages)
@@ -49,10 +49,51 @@ func (c *consumer) signal() {
 	}
 }
 
-// keyState holds an ordering key's messages back while one of them is out.
+// keyState is an ordering key's delivery under message ordering: its
+// messages wait here, in publish order, and the key (not each message)
+// takes a place in the ready queue when none of it is out, so a key's
+// messages go out in order whatever the order they became ready in (a
+// nacked or expired message comes back ahead of the later ones).
 type keyState struct {
-	outstanding int
-	parked      []*entry // in seq order
+	name        string
+	outstanding int      // delivered and not yet acked, nacked or expired
+	pending     []*entry // ready to go (some may since be acked or dropped), in seq order
+	queued      bool     // the key has its place in the ready queue
+}
+
+// insert adds e to the key's pending messages in seq order (new messages
+// append; a redelivery goes back ahead of later ones).
+func (ks *keyState) insert(e *entry) {
+	n := len(ks.pending)
+	if n == 0 || ks.pending[n-1].seq < e.seq {
+		ks.pending = append(ks.pending, e)
+		return
+	}
+	i := sort.Search(n, func(i int) bool { return ks.pending[i].seq > e.seq })
+	ks.pending = append(ks.pending, nil)
+	copy(ks.pending[i+1:], ks.pending[i:])
+	ks.pending[i] = e
+}
+
+// head is the key's next message to deliver, nil if none (entries acked
+// or dropped while they waited are let go here).
+func (ks *keyState) head() *entry {
+	for len(ks.pending) > 0 {
+		if e := ks.pending[0]; e.state == ready {
+			return e
+		}
+		ks.pending[0] = nil
+		ks.pending = ks.pending[1:]
+	}
+	return nil
+}
+
+// readyItem is a place in the ready queue: a message, or (under message
+// ordering, for a keyed message) its key, whose messages go out in order
+// from there.
+type readyItem struct {
+	e  *entry
+	ks *keyState
 }
 
 // settings are a subscription's delivery settings, from its resource.
@@ -84,7 +125,7 @@ type subscription struct {
 	live      map[uint64]*entry // every entry not acked nor dropped
 	log       deque[*entry]     // retained entries in arrival order (seek, retention)
 	stale     int               // acked or dropped entries still in log
-	readyQ    deque[*entry]
+	readyQ    deque[readyItem]
 	keys      map[string]*keyState
 	timers    timerHeap
 	consumers map[*consumer]struct{}
@@ -136,33 +177,35 @@ func (s *subscription) addEntry(m *message) {
 }
 
 // makeReady queues e for delivery; under message ordering a keyed message
-// waits while an earlier one of its key is out.
+// joins its key, which is queued when none of the key is out.
 func (s *subscription) makeReady(e *entry) {
 	e.state = ready
 	e.owner = nil
 	if k := e.msg.pb.OrderingKey; s.set.ordered && k != "" {
 		ks := s.keys[k]
 		if ks == nil {
-			ks = &keyState{}
+			ks = &keyState{name: k}
 			s.keys[k] = ks
 		}
-		if ks.outstanding > 0 || len(ks.parked) > 0 {
-			s.park(ks, e)
-			return
-		}
+		ks.insert(e)
+		s.queueKey(ks)
+		return
 	}
-	s.readyQ.pushBack(e)
+	s.readyQ.pushBack(readyItem{e: e})
 }
 
-func (s *subscription) park(ks *keyState, e *entry) {
-	i := sort.Search(len(ks.parked), func(i int) bool { return ks.parked[i].seq > e.seq })
-	ks.parked = append(ks.parked, nil)
-	copy(ks.parked[i+1:], ks.parked[i:])
-	ks.parked[i] = e
+// queueKey gives ks a place in the ready queue if it has messages waiting
+// and none out.
+func (s *subscription) queueKey(ks *keyState) {
+	if ks.outstanding == 0 && !ks.queued && len(ks.pending) > 0 {
+		ks.queued = true
+		s.readyQ.pushBack(readyItem{ks: ks})
+	}
 }
 
 // keyReleased is called when one of k's messages is no longer out; the
-// last one lets the key's parked messages go, first in line.
+// last one lets the key's waiting messages go (in order, from its place
+// at the back of the ready queue).
 func (s *subscription) keyReleased(k string) {
 	ks := s.keys[k]
 	if ks == nil {
@@ -172,11 +215,11 @@ func (s *subscription) keyReleased(k string) {
 	if ks.outstanding > 0 {
 		return
 	}
-	for i := len(ks.parked) - 1; i >= 0; i-- {
-		s.readyQ.pushFront(ks.parked[i])
+	s.queueKey(ks)
+	if !ks.queued {
+		delete(s.keys, k)
+		return
 	}
-	ks.parked = nil
-	delete(s.keys, k)
 	s.notify()
 }
 
