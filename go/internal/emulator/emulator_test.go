@@ -311,3 +311,26 @@ func TestModifyAckDeadlineExtendsALease(t *testing.T) {
 		t.Fatalf("601 s: %v", err)
 	}
 }
+
+func TestStreamingPullFlowControlAtOrBelowZeroIsUnlimited(t *testing.T) {
+	f := start(t)
+	f.topicSub(t, &pubsubpb.Subscription{})
+	for _, limit := range []int64{-1, 0, -100} {
+		f.publish(t, 50, nil)
+		ctx, cancel := context.WithCancel(f.ctx)
+		st, err := f.sub.StreamingPull(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Send(&pubsubpb.StreamingPullRequest{Subscription: "projects/p/subscriptions/sub1", StreamAckDeadlineSeconds: 10,
+			MaxOutstandingMessages: limit, MaxOutstandingBytes: limit}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := st.Recv()
+		if err != nil || len(r.ReceivedMessages) != 50 {
+			t.Fatalf("limits %d: %d messages, err %v; want all 50 at once", limit, len(r.GetReceivedMessages()), err)
+		}
+		st.Send(&pubsubpb.StreamingPullRequest{AckIds: ids(r.ReceivedMessages)})
+		cancel()
+	}
+}

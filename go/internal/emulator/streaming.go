@@ -32,10 +32,9 @@ func (s *subscriberService) StreamingPull(stream pubsubpb.Subscriber_StreamingPu
 	if secs < 10 || secs > maxAckDeadline {
 		return status.Errorf(codes.InvalidArgument, "invalid stream_ack_deadline_seconds %d: expected 10 to %d", secs, maxAckDeadline)
 	}
-	if req.MaxOutstandingMessages < 0 || req.MaxOutstandingBytes < 0 {
-		return status.Error(codes.InvalidArgument, "max_outstanding_messages and max_outstanding_bytes must not be negative")
-	}
-	c := newConsumer(req.MaxOutstandingMessages, req.MaxOutstandingBytes, time.Duration(secs)*time.Second)
+	// Flow control: any value <= 0 means no limit (the API's words; Google's
+	// Go client sends -1 for "unlimited").
+	c := newConsumer(max(req.MaxOutstandingMessages, 0), max(req.MaxOutstandingBytes, 0), time.Duration(secs)*time.Second)
 	if err := streamAcks(sub, req); err != nil {
 		return err
 	}
