@@ -8,26 +8,55 @@ import (
 )
 
 // checkName validates a resource name "projects/P/<kind>/ID" as the service
-// does: the ID is at most 255 characters, starts with a letter, holds
-// letters, digits and - _ . ~ + %, and does not start with "goog". The
-// service's minimum of 3 characters is not enforced: Google's emulator
-// accepts shorter IDs and tests everywhere use them (docs/emulator.md).
+// does, before any lookup: the ID is at most 255 characters, starts with a
+// letter, holds letters, digits and - _ . ~ + %, and does not start with
+// "goog"; else INVALID_ARGUMENT in the service's words, "Invalid [topics]
+// name: (name=...)". The service's minimum of 3 characters is not
+// enforced: Google's emulator accepts shorter IDs and tests everywhere use
+// them (docs/emulator.md).
 func checkName(name, kind string) error {
 	parts := strings.Split(name, "/")
-	if len(parts) != 4 || parts[0] != "projects" || parts[1] == "" || parts[2] != kind {
-		return status.Errorf(codes.InvalidArgument, "invalid %s name %q: expected projects/PROJECT/%s/ID", singular(kind), name, kind)
+	if len(parts) != 4 || parts[0] != "projects" || !validProject(parts[1]) || parts[2] != kind || !validID(parts[3]) {
+		return invalidName(kind, name)
 	}
-	id := parts[3]
+	return nil
+}
+
+// checkProject validates "projects/P" (a list's project or a schema's parent).
+func checkProject(name string) error {
+	parts := strings.Split(name, "/")
+	if len(parts) != 2 || parts[0] != "projects" || !validProject(parts[1]) {
+		return invalidName("projects", name)
+	}
+	return nil
+}
+
+func invalidName(kind, name string) error {
+	return status.Errorf(codes.InvalidArgument, "Invalid [%s] name: (name=%s)", kind, name)
+}
+
+// validProject: a project ID or number (letters, digits, - . : _ for
+// domain-scoped IDs).
+func validProject(p string) bool {
+	if p == "" || len(p) > 255 {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if !isLetter(c) && !(c >= '0' && c <= '9') && strings.IndexByte("-.:_", c) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func validID(id string) bool {
 	ok := len(id) >= 1 && len(id) <= 255 && isLetter(id[0]) && !strings.HasPrefix(id, "goog")
 	for i := 0; ok && i < len(id); i++ {
 		c := id[i]
 		ok = isLetter(c) || (c >= '0' && c <= '9') || strings.IndexByte("-_.~+%", c) >= 0
 	}
-	if !ok {
-		return status.Errorf(codes.InvalidArgument, "invalid %s name %q: the ID must be 1-255 characters, start with a letter, "+
-			"hold only letters, digits and - _ . ~ + %%, and not start with \"goog\"", singular(kind), name)
-	}
-	return nil
+	return ok
 }
 
 func singular(kind string) string { return strings.TrimSuffix(kind, "s") }

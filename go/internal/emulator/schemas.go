@@ -101,6 +101,9 @@ func (st *state) revision(name string) (*pubsubpb.Schema, error) {
 	if i := indexByte(name, '@'); i >= 0 {
 		base, rev = name[:i], name[i+1:]
 	}
+	if err := checkName(base, "schemas"); err != nil {
+		return nil, err
+	}
 	r := st.schemas[base]
 	if r == nil {
 		return nil, notFound("Schema", base)
@@ -139,6 +142,9 @@ func (s *schemaService) GetSchema(_ context.Context, req *pubsubpb.GetSchemaRequ
 }
 
 func (s *schemaService) ListSchemas(_ context.Context, req *pubsubpb.ListSchemasRequest) (*pubsubpb.ListSchemasResponse, error) {
+	if err := checkProject(req.Parent); err != nil {
+		return nil, err
+	}
 	s.st.mu.RLock()
 	defer s.st.mu.RUnlock()
 	var names []string
@@ -159,6 +165,9 @@ func (s *schemaService) ListSchemas(_ context.Context, req *pubsubpb.ListSchemas
 }
 
 func (s *schemaService) ListSchemaRevisions(_ context.Context, req *pubsubpb.ListSchemaRevisionsRequest) (*pubsubpb.ListSchemaRevisionsResponse, error) {
+	if err := checkName(req.Name, "schemas"); err != nil {
+		return nil, err
+	}
 	s.st.mu.RLock()
 	defer s.st.mu.RUnlock()
 	r := s.st.schemas[req.Name]
@@ -173,6 +182,9 @@ func (s *schemaService) ListSchemaRevisions(_ context.Context, req *pubsubpb.Lis
 }
 
 func (s *schemaService) CommitSchema(_ context.Context, req *pubsubpb.CommitSchemaRequest) (*pubsubpb.Schema, error) {
+	if err := checkName(req.Name, "schemas"); err != nil {
+		return nil, err
+	}
 	if err := checkSchemaDefinition(req.Schema); err != nil {
 		return nil, err
 	}
@@ -210,6 +222,9 @@ func (s *schemaService) DeleteSchemaRevision(_ context.Context, req *pubsubpb.De
 	if i := indexByte(base, '@'); i >= 0 {
 		base, rev = base[:i], base[i+1:]
 	}
+	if err := checkName(base, "schemas"); err != nil {
+		return nil, err
+	}
 	r := s.st.schemas[base]
 	if r == nil {
 		return nil, notFound("Schema", base)
@@ -227,6 +242,9 @@ func (s *schemaService) DeleteSchemaRevision(_ context.Context, req *pubsubpb.De
 }
 
 func (s *schemaService) DeleteSchema(_ context.Context, req *pubsubpb.DeleteSchemaRequest) (*emptypb.Empty, error) {
+	if err := checkName(req.Name, "schemas"); err != nil {
+		return nil, err
+	}
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
 	if s.st.schemas[req.Name] == nil {
@@ -237,6 +255,9 @@ func (s *schemaService) DeleteSchema(_ context.Context, req *pubsubpb.DeleteSche
 }
 
 func (s *schemaService) ValidateSchema(_ context.Context, req *pubsubpb.ValidateSchemaRequest) (*pubsubpb.ValidateSchemaResponse, error) {
+	if err := checkProject(req.Parent); err != nil {
+		return nil, err
+	}
 	if err := checkSchemaDefinition(req.Schema); err != nil {
 		return nil, err
 	}
@@ -247,6 +268,9 @@ func (s *schemaService) ValidateSchema(_ context.Context, req *pubsubpb.Validate
 func (st *state) checkSchemaSettings(ss *pubsubpb.SchemaSettings) error {
 	if ss == nil || ss.Schema == "" {
 		return nil
+	}
+	if err := checkName(ss.Schema, "schemas"); err != nil {
+		return err
 	}
 	if st.schemas[ss.Schema] == nil {
 		return status.Errorf(codes.NotFound, "schema_settings: schema not found: %s", ss.Schema)
@@ -323,6 +347,9 @@ func checkMessages(rev *pubsubpb.Schema, avro *avroType, md protoreflect.Message
 }
 
 func (s *schemaService) ValidateMessage(_ context.Context, req *pubsubpb.ValidateMessageRequest) (*pubsubpb.ValidateMessageResponse, error) {
+	if err := checkProject(req.Parent); err != nil {
+		return nil, err
+	}
 	s.st.mu.RLock()
 	defer s.st.mu.RUnlock()
 	var rev *pubsubpb.Schema

@@ -50,6 +50,9 @@ func (s *subscriberService) CreateSnapshot(_ context.Context, req *pubsubpb.Crea
 	if err := checkName(req.Name, "snapshots"); err != nil {
 		return nil, err
 	}
+	if err := checkName(req.Subscription, "subscriptions"); err != nil {
+		return nil, err
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.snapshots[req.Name] != nil {
@@ -87,6 +90,9 @@ func (s *subscriberService) CreateSnapshot(_ context.Context, req *pubsubpb.Crea
 }
 
 func (s *subscriberService) GetSnapshot(_ context.Context, req *pubsubpb.GetSnapshotRequest) (*pubsubpb.Snapshot, error) {
+	if err := checkName(req.Snapshot, "snapshots"); err != nil {
+		return nil, err
+	}
 	s.st.mu.RLock()
 	defer s.st.mu.RUnlock()
 	sn := s.st.snapshots[req.Snapshot]
@@ -97,6 +103,9 @@ func (s *subscriberService) GetSnapshot(_ context.Context, req *pubsubpb.GetSnap
 }
 
 func (s *subscriberService) ListSnapshots(_ context.Context, req *pubsubpb.ListSnapshotsRequest) (*pubsubpb.ListSnapshotsResponse, error) {
+	if err := checkProject(req.Project); err != nil {
+		return nil, err
+	}
 	s.st.mu.RLock()
 	defer s.st.mu.RUnlock()
 	var names []string
@@ -120,6 +129,9 @@ func (s *subscriberService) UpdateSnapshot(_ context.Context, req *pubsubpb.Upda
 	if req.Snapshot == nil || req.UpdateMask == nil {
 		return nil, status.Error(codes.InvalidArgument, "update snapshot: a snapshot and an update_mask are required")
 	}
+	if err := checkName(req.Snapshot.Name, "snapshots"); err != nil {
+		return nil, err
+	}
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
 	sn := s.st.snapshots[req.Snapshot.Name]
@@ -140,6 +152,9 @@ func (s *subscriberService) UpdateSnapshot(_ context.Context, req *pubsubpb.Upda
 }
 
 func (s *subscriberService) DeleteSnapshot(_ context.Context, req *pubsubpb.DeleteSnapshotRequest) (*emptypb.Empty, error) {
+	if err := checkName(req.Snapshot, "snapshots"); err != nil {
+		return nil, err
+	}
 	st := s.st
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -159,6 +174,14 @@ func (s *subscriberService) DeleteSnapshot(_ context.Context, req *pubsubpb.Dele
 // it unacked (acked ones come back only under retain_acked_messages); seek
 // to a snapshot replaces the subscription's messages with the snapshot's.
 func (s *subscriberService) Seek(_ context.Context, req *pubsubpb.SeekRequest) (*pubsubpb.SeekResponse, error) {
+	if err := checkName(req.Subscription, "subscriptions"); err != nil {
+		return nil, err
+	}
+	if target, ok := req.Target.(*pubsubpb.SeekRequest_Snapshot); ok {
+		if err := checkName(target.Snapshot, "snapshots"); err != nil {
+			return nil, err
+		}
+	}
 	st := s.st
 	st.mu.RLock()
 	defer st.mu.RUnlock()

@@ -34,6 +34,9 @@ type subscriberService struct {
 }
 
 func (st *state) subscription(name string) (*subscription, error) {
+	if err := checkName(name, "subscriptions"); err != nil {
+		return nil, err
+	}
 	st.mu.RLock()
 	s := st.subs[name]
 	st.mu.RUnlock()
@@ -116,6 +119,9 @@ func (s *subscriberService) CreateSubscription(_ context.Context, req *pubsubpb.
 	if err := checkName(req.Name, "subscriptions"); err != nil {
 		return nil, err
 	}
+	if err := checkName(req.Topic, "topics"); err != nil {
+		return nil, err
+	}
 	st := s.st
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -150,6 +156,9 @@ func (s *subscriberService) GetSubscription(_ context.Context, req *pubsubpb.Get
 func (s *subscriberService) UpdateSubscription(_ context.Context, req *pubsubpb.UpdateSubscriptionRequest) (*pubsubpb.Subscription, error) {
 	if req.Subscription == nil || req.UpdateMask == nil || len(req.UpdateMask.Paths) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "update subscription: a subscription and a non-empty update_mask are required")
+	}
+	if err := checkName(req.Subscription.Name, "subscriptions"); err != nil {
+		return nil, err
 	}
 	st := s.st
 	st.mu.Lock()
@@ -201,6 +210,9 @@ func (s *subscriberService) UpdateSubscription(_ context.Context, req *pubsubpb.
 }
 
 func (s *subscriberService) ListSubscriptions(_ context.Context, req *pubsubpb.ListSubscriptionsRequest) (*pubsubpb.ListSubscriptionsResponse, error) {
+	if err := checkProject(req.Project); err != nil {
+		return nil, err
+	}
 	st := s.st
 	st.mu.RLock()
 	defer st.mu.RUnlock()
@@ -225,6 +237,9 @@ func (s *subscriberService) ListSubscriptions(_ context.Context, req *pubsubpb.L
 }
 
 func (s *subscriberService) DeleteSubscription(_ context.Context, req *pubsubpb.DeleteSubscriptionRequest) (*emptypb.Empty, error) {
+	if err := checkName(req.Subscription, "subscriptions"); err != nil {
+		return nil, err
+	}
 	st := s.st
 	st.mu.Lock()
 	defer st.mu.Unlock()

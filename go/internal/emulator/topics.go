@@ -39,6 +39,9 @@ func (p *publisherService) CreateTopic(_ context.Context, t *pubsubpb.Topic) (*p
 }
 
 func (p *publisherService) GetTopic(_ context.Context, req *pubsubpb.GetTopicRequest) (*pubsubpb.Topic, error) {
+	if err := checkName(req.Topic, "topics"); err != nil {
+		return nil, err
+	}
 	p.st.mu.RLock()
 	defer p.st.mu.RUnlock()
 	t := p.st.topics[req.Topic]
@@ -51,6 +54,9 @@ func (p *publisherService) GetTopic(_ context.Context, req *pubsubpb.GetTopicReq
 func (p *publisherService) UpdateTopic(_ context.Context, req *pubsubpb.UpdateTopicRequest) (*pubsubpb.Topic, error) {
 	if req.Topic == nil || req.UpdateMask == nil || len(req.UpdateMask.Paths) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "update topic: a topic and a non-empty update_mask are required")
+	}
+	if err := checkName(req.Topic.Name, "topics"); err != nil {
+		return nil, err
 	}
 	st := p.st
 	st.mu.Lock()
@@ -86,6 +92,9 @@ func (p *publisherService) UpdateTopic(_ context.Context, req *pubsubpb.UpdateTo
 }
 
 func (p *publisherService) ListTopics(_ context.Context, req *pubsubpb.ListTopicsRequest) (*pubsubpb.ListTopicsResponse, error) {
+	if err := checkProject(req.Project); err != nil {
+		return nil, err
+	}
 	p.st.mu.RLock()
 	defer p.st.mu.RUnlock()
 	var names []string
@@ -106,6 +115,9 @@ func (p *publisherService) ListTopics(_ context.Context, req *pubsubpb.ListTopic
 }
 
 func (p *publisherService) ListTopicSubscriptions(_ context.Context, req *pubsubpb.ListTopicSubscriptionsRequest) (*pubsubpb.ListTopicSubscriptionsResponse, error) {
+	if err := checkName(req.Topic, "topics"); err != nil {
+		return nil, err
+	}
 	p.st.mu.RLock()
 	defer p.st.mu.RUnlock()
 	t := p.st.topics[req.Topic]
@@ -120,6 +132,9 @@ func (p *publisherService) ListTopicSubscriptions(_ context.Context, req *pubsub
 }
 
 func (p *publisherService) ListTopicSnapshots(_ context.Context, req *pubsubpb.ListTopicSnapshotsRequest) (*pubsubpb.ListTopicSnapshotsResponse, error) {
+	if err := checkName(req.Topic, "topics"); err != nil {
+		return nil, err
+	}
 	p.st.mu.RLock()
 	defer p.st.mu.RUnlock()
 	t := p.st.topics[req.Topic]
@@ -136,6 +151,9 @@ func (p *publisherService) ListTopicSnapshots(_ context.Context, req *pubsubpb.L
 // DeleteTopic removes the topic; its subscriptions stay, detached (their
 // topic reads "_deleted-topic_"), as in the service.
 func (p *publisherService) DeleteTopic(_ context.Context, req *pubsubpb.DeleteTopicRequest) (*emptypb.Empty, error) {
+	if err := checkName(req.Topic, "topics"); err != nil {
+		return nil, err
+	}
 	st := p.st
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -156,6 +174,9 @@ func (p *publisherService) DeleteTopic(_ context.Context, req *pubsubpb.DeleteTo
 }
 
 func (p *publisherService) DetachSubscription(_ context.Context, req *pubsubpb.DetachSubscriptionRequest) (*pubsubpb.DetachSubscriptionResponse, error) {
+	if err := checkName(req.Subscription, "subscriptions"); err != nil {
+		return nil, err
+	}
 	st := p.st
 	st.mu.Lock()
 	defer st.mu.Unlock()
