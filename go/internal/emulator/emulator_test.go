@@ -53,7 +53,10 @@ type fixture struct {
 	pub  pubsubpb.PublisherClient
 	sub  pubsubpb.SubscriberClient
 	ctx  context.Context
+	e    *Emulator
 }
+
+func (f *fixture) st() *state { return f.e.state }
 
 func start(t *testing.T) *fixture {
 	t.Helper()
@@ -69,7 +72,7 @@ func start(t *testing.T) *fixture {
 	t.Cleanup(func() { conn.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	return &fixture{conn, pubsubpb.NewPublisherClient(conn), pubsubpb.NewSubscriberClient(conn), ctx}
+	return &fixture{conn, pubsubpb.NewPublisherClient(conn), pubsubpb.NewSubscriberClient(conn), ctx, e}
 }
 
 func (f *fixture) topicSub(t *testing.T, sub *pubsubpb.Subscription) {

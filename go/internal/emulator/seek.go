@@ -125,6 +125,9 @@ func (s *subscriberService) ListSnapshots(_ context.Context, req *pubsubpb.ListS
 	return resp, nil
 }
 
+// snapshotMaskRoots are the fields UpdateSnapshot changes.
+var snapshotMaskRoots = map[string]bool{"labels": true, "expire_time": true}
+
 func (s *subscriberService) UpdateSnapshot(_ context.Context, req *pubsubpb.UpdateSnapshotRequest) (*pubsubpb.Snapshot, error) {
 	if req.Snapshot == nil || req.UpdateMask == nil {
 		return nil, status.Error(codes.InvalidArgument, "update snapshot: a snapshot and an update_mask are required")
@@ -138,16 +141,14 @@ func (s *subscriberService) UpdateSnapshot(_ context.Context, req *pubsubpb.Upda
 	if sn == nil {
 		return nil, notFound("Snapshot", req.Snapshot.Name)
 	}
+	pb := proto.Clone(sn.pb).(*pubsubpb.Snapshot)
+	in := proto.Clone(req.Snapshot).(*pubsubpb.Snapshot)
 	for _, path := range req.UpdateMask.Paths {
-		switch path {
-		case "labels":
-			sn.pb.Labels = req.Snapshot.Labels
-		case "expire_time":
-			sn.pb.ExpireTime = req.Snapshot.ExpireTime
-		default:
-			return nil, status.Errorf(codes.InvalidArgument, "update snapshot: unknown field %q in update_mask", path)
+		if err := applyMask(pb, in, path, "UpdateSnapshotRequest", snapshotMaskRoots); err != nil {
+			return nil, err
 		}
 	}
+	sn.pb = pb
 	return proto.Clone(sn.pb).(*pubsubpb.Snapshot), nil
 }
 

@@ -153,6 +153,13 @@ func (s *subscriberService) GetSubscription(_ context.Context, req *pubsubpb.Get
 	return proto.Clone(sub.pb).(*pubsubpb.Subscription), nil
 }
 
+// subscriptionMaskRoots are the fields UpdateSubscription changes (and any
+// field below them: "retry_policy.minimum_backoff", "push_config.attributes").
+var subscriptionMaskRoots = map[string]bool{"ack_deadline_seconds": true, "labels": true, "push_config": true, "bigquery_config": true,
+	"cloud_storage_config": true, "bigtable_config": true, "retain_acked_messages": true, "message_retention_duration": true,
+	"expiration_policy": true, "dead_letter_policy": true, "retry_policy": true, "enable_exactly_once_delivery": true,
+	"message_transforms": true}
+
 func (s *subscriberService) UpdateSubscription(_ context.Context, req *pubsubpb.UpdateSubscriptionRequest) (*pubsubpb.Subscription, error) {
 	if req.Subscription == nil || req.UpdateMask == nil || len(req.UpdateMask.Paths) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "update subscription: a subscription and a non-empty update_mask are required")
@@ -170,35 +177,14 @@ func (s *subscriberService) UpdateSubscription(_ context.Context, req *pubsubpb.
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	pb := proto.Clone(sub.pb).(*pubsubpb.Subscription)
-	in := req.Subscription
+	in := proto.Clone(req.Subscription).(*pubsubpb.Subscription)
 	for _, path := range req.UpdateMask.Paths {
 		switch path {
-		case "ack_deadline_seconds":
-			pb.AckDeadlineSeconds = in.AckDeadlineSeconds
-		case "labels":
-			pb.Labels = in.Labels
-		case "push_config":
-			pb.PushConfig = in.PushConfig
-		case "bigquery_config":
-			pb.BigqueryConfig = in.BigqueryConfig
-		case "cloud_storage_config":
-			pb.CloudStorageConfig = in.CloudStorageConfig
-		case "retain_acked_messages":
-			pb.RetainAckedMessages = in.RetainAckedMessages
-		case "message_retention_duration":
-			pb.MessageRetentionDuration = in.MessageRetentionDuration
-		case "expiration_policy":
-			pb.ExpirationPolicy = in.ExpirationPolicy
-		case "dead_letter_policy":
-			pb.DeadLetterPolicy = in.DeadLetterPolicy
-		case "retry_policy":
-			pb.RetryPolicy = in.RetryPolicy
-		case "enable_exactly_once_delivery":
-			pb.EnableExactlyOnceDelivery = in.EnableExactlyOnceDelivery
 		case "filter", "enable_message_ordering", "topic":
 			return nil, status.Errorf(codes.InvalidArgument, "update subscription: %s cannot be changed once the subscription exists", path)
-		default:
-			return nil, status.Errorf(codes.InvalidArgument, "update subscription: unknown field %q in update_mask", path)
+		}
+		if err := applyMask(pb, in, path, "UpdateSubscriptionRequest", subscriptionMaskRoots); err != nil {
+			return nil, err
 		}
 	}
 	set, err := st.settingsOf(pb)

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"google.golang.org/grpc/codes"
@@ -51,6 +52,10 @@ func (p *publisherService) GetTopic(_ context.Context, req *pubsubpb.GetTopicReq
 	return proto.Clone(t.pb).(*pubsubpb.Topic), nil
 }
 
+// topicMaskRoots are the fields UpdateTopic changes (and any field below them).
+var topicMaskRoots = map[string]bool{"labels": true, "message_storage_policy": true, "kms_key_name": true, "schema_settings": true,
+	"message_retention_duration": true, "ingestion_data_source_settings": true, "message_transforms": true}
+
 func (p *publisherService) UpdateTopic(_ context.Context, req *pubsubpb.UpdateTopicRequest) (*pubsubpb.Topic, error) {
 	if req.Topic == nil || req.UpdateMask == nil || len(req.UpdateMask.Paths) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "update topic: a topic and a non-empty update_mask are required")
@@ -66,25 +71,17 @@ func (p *publisherService) UpdateTopic(_ context.Context, req *pubsubpb.UpdateTo
 		return nil, notFound("Topic", req.Topic.Name)
 	}
 	pb := proto.Clone(t.pb).(*pubsubpb.Topic)
+	in := proto.Clone(req.Topic).(*pubsubpb.Topic)
+	schema := false
 	for _, path := range req.UpdateMask.Paths {
-		switch path {
-		case "labels":
-			pb.Labels = req.Topic.Labels
-		case "message_storage_policy":
-			pb.MessageStoragePolicy = req.Topic.MessageStoragePolicy
-		case "kms_key_name":
-			pb.KmsKeyName = req.Topic.KmsKeyName
-		case "schema_settings":
-			if err := st.checkSchemaSettings(req.Topic.SchemaSettings); err != nil {
-				return nil, err
-			}
-			pb.SchemaSettings = req.Topic.SchemaSettings
-		case "message_retention_duration":
-			pb.MessageRetentionDuration = req.Topic.MessageRetentionDuration
-		case "ingestion_data_source_settings":
-			pb.IngestionDataSourceSettings = req.Topic.IngestionDataSourceSettings
-		default:
-			return nil, status.Errorf(codes.InvalidArgument, "update topic: unknown field %q in update_mask", path)
+		if err := applyMask(pb, in, path, "UpdateTopicRequest", topicMaskRoots); err != nil {
+			return nil, err
+		}
+		schema = schema || strings.HasPrefix(path, "schema_settings")
+	}
+	if schema {
+		if err := st.checkSchemaSettings(pb.SchemaSettings); err != nil {
+			return nil, err
 		}
 	}
 	t.pb = pb
