@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 
+	"cloud.google.com/go/iam/apiv1/iampb"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"google.golang.org/grpc"
 )
@@ -55,6 +56,7 @@ func Start(hostPort string) (*Emulator, error) {
 	pubsubpb.RegisterPublisherServer(gs, &publisherService{st: st})
 	pubsubpb.RegisterSubscriberServer(gs, &subscriberService{st: st})
 	pubsubpb.RegisterSchemaServiceServer(gs, &schemaService{st: st})
+	iampb.RegisterIAMPolicyServer(gs, &iamService{st: st})
 	e := &Emulator{lis: lis, gs: gs, state: st, done: make(chan struct{})}
 	go func() {
 		defer close(e.done)

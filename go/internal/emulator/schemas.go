@@ -251,6 +251,7 @@ func (s *schemaService) DeleteSchema(_ context.Context, req *pubsubpb.DeleteSche
 		return nil, notFound("Schema", req.Name)
 	}
 	delete(s.st.schemas, req.Name)
+	s.st.policies.forget(req.Name)
 	return &emptypb.Empty{}, nil
 }
 

@@ -164,6 +164,7 @@ func (s *subscriberService) DeleteSnapshot(_ context.Context, req *pubsubpb.Dele
 		return nil, notFound("Snapshot", req.Snapshot)
 	}
 	delete(st.snapshots, req.Snapshot)
+	st.policies.forget(req.Snapshot)
 	if t := st.topics[sn.topic]; t != nil {
 		delete(t.snapshots, req.Snapshot)
 	}

@@ -50,6 +50,7 @@ type state struct {
 	snapshots map[string]*snapshot
 	schemas   map[string]*schemaRevisions
 	mem       memory
+	policies  policies // IAM (iam.go)
 	msgIDs    atomic.Uint64
 	subIDs    atomic.Uint64
 }

@@ -234,6 +234,7 @@ func (s *subscriberService) DeleteSubscription(_ context.Context, req *pubsubpb.
 		return nil, notFound("Subscription", req.Subscription)
 	}
 	delete(st.subs, req.Subscription)
+	st.policies.forget(req.Subscription)
 	for _, t := range st.topics {
 		delete(t.subs, req.Subscription)
 	}

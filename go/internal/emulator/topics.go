@@ -159,6 +159,7 @@ func (p *publisherService) DeleteTopic(_ context.Context, req *pubsubpb.DeleteTo
 		return nil, notFound("Topic", req.Topic)
 	}
 	delete(st.topics, req.Topic)
+	st.policies.forget(req.Topic)
 	for _, s := range t.subs {
 		s.mu.Lock()
 		s.pb.Topic = "_deleted-topic_"
