@@ -3,7 +3,8 @@ package emulator
 import (
 	"context"
 	"fmt"
-	"strconv"
+	"math/rand/v2"
+	"slices"
 	"time"
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
@@ -48,10 +49,18 @@ type schemaService struct {
 	st *state
 }
 
-func (st *state) newRevision(in *pubsubpb.Schema, name string) *pubsubpb.Schema {
+// newRevision makes a revision of schema name (r: its revisions so far, nil
+// for a new schema) with a revision id in the service's form: 8 lower-case
+// hex digits, random, unique within the schema.
+func (st *state) newRevision(in *pubsubpb.Schema, name string, r *schemaRevisions) *pubsubpb.Schema {
 	pb := proto.Clone(in).(*pubsubpb.Schema)
 	pb.Name = name
-	pb.RevisionId = strconv.FormatUint(st.msgIDs.Add(1), 16)
+	for {
+		pb.RevisionId = fmt.Sprintf("%08x", rand.Uint32())
+		if r == nil || !slices.ContainsFunc(r.revs, func(o *pubsubpb.Schema) bool { return o.RevisionId == pb.RevisionId }) {
+			break
+		}
+	}
 	pb.RevisionCreateTime = timestamppb.New(time.Now())
 	return pb
 }
@@ -88,7 +97,7 @@ func (s *schemaService) CreateSchema(_ context.Context, req *pubsubpb.CreateSche
 	if s.st.schemas[name] != nil {
 		return nil, status.Errorf(codes.AlreadyExists, "Schema already exists: %s", name)
 	}
-	pb := s.st.newRevision(req.Schema, name)
+	pb := s.st.newRevision(req.Schema, name, nil)
 	r := &schemaRevisions{}
 	r.add(pb)
 	s.st.schemas[name] = r
@@ -197,7 +206,7 @@ func (s *schemaService) CommitSchema(_ context.Context, req *pubsubpb.CommitSche
 	if req.Schema.Type != r.latest().Type {
 		return nil, status.Errorf(codes.InvalidArgument, "commit schema: type %s differs from the schema's %s", req.Schema.Type, r.latest().Type)
 	}
-	pb := s.st.newRevision(req.Schema, req.Name)
+	pb := s.st.newRevision(req.Schema, req.Name, r)
 	r.add(pb)
 	return proto.Clone(pb).(*pubsubpb.Schema), nil
 }
@@ -209,7 +218,7 @@ func (s *schemaService) RollbackSchema(_ context.Context, req *pubsubpb.Rollback
 	if err != nil {
 		return nil, err
 	}
-	pb := s.st.newRevision(old, req.Name)
+	pb := s.st.newRevision(old, req.Name, s.st.schemas[req.Name])
 	s.st.schemas[req.Name].add(pb)
 	return proto.Clone(pb).(*pubsubpb.Schema), nil
 }
