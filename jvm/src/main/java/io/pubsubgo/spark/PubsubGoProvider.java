@@ -1,0 +1,33 @@
+package io.pubsubgo.spark;
+
+import io.pubsubgo.spark.bridge.Library;
+import io.pubsubgo.spark.source.PubsubGoSource;
+import java.util.Map;
+import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.catalog.TableProvider;
+import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.sources.DataSourceRegister;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+/**
+ * {@code format("pubsub-go")} on the JVM: Spark finds this class through
+ * META-INF/services. It owns the options (source.SourceOptions) and hands
+ * each query a table; everything native is libpubsubgo, through JNI.
+ */
+public final class PubsubGoProvider implements TableProvider, DataSourceRegister {
+  @Override
+  public String shortName() {
+    return "pubsub-go";
+  }
+
+  @Override
+  public StructType inferSchema(CaseInsensitiveStringMap options) {
+    return Library.rawSchema();
+  }
+
+  @Override
+  public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
+    return PubsubGoSource.table(schema);
+  }
+}

@@ -1,0 +1,40 @@
+package io.pubsubgo.spark.source;
+
+import org.apache.spark.sql.connector.read.InputPartition;
+
+/** One task of a micro-batch: what it pulls, or replays, and its bounds. */
+final class PubsubGoPartition implements InputPartition {
+  private static final long serialVersionUID = 1L;
+
+  final long batch;
+  final int index;
+  /** The Go subscriber's config (the contract's subscriber_config), as JSON. */
+  final String subscriberConfig;
+  /** The batch log's directory (a Hadoop path) and the Hadoop conf to reach it. */
+  final String logDir;
+  final SerializableConf hadoopConf;
+  final long maxRows;
+  final int batchSize;
+  final long maxDurationMs;
+  final long waitMs;
+  final long quietMs;
+  final boolean untilQuiet; // AvailableNow: read until the backlog is empty, not until a wait runs out
+  final int commitLeaseSeconds;
+
+  PubsubGoPartition(long batch, int index, String subscriberConfig, String logDir, SerializableConf hadoopConf,
+      long maxRows, int batchSize, long maxDurationMs, long waitMs, long quietMs, boolean untilQuiet,
+      int commitLeaseSeconds) {
+    this.batch = batch;
+    this.index = index;
+    this.subscriberConfig = subscriberConfig;
+    this.logDir = logDir;
+    this.hadoopConf = hadoopConf;
+    this.maxRows = maxRows;
+    this.batchSize = batchSize;
+    this.maxDurationMs = maxDurationMs;
+    this.waitMs = waitMs;
+    this.quietMs = quietMs;
+    this.untilQuiet = untilQuiet;
+    this.commitLeaseSeconds = commitLeaseSeconds;
+  }
+}

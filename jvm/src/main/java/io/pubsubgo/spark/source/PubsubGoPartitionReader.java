@@ -1,0 +1,169 @@
+package io.pubsubgo.spark.source;
+
+import io.pubsubgo.spark.bridge.CBatch;
+import io.pubsubgo.spark.bridge.Subscriber;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.connector.metric.CustomTaskMetric;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+
+/**
+ * One task: pulls up to its row cap from Pub/Sub into Arrow batches in C
+ * memory and hands each to Spark as it comes, recording it in the batch
+ * log; or, when the log has this task's entry (a re-run), replays it.
+ * At the end it publishes the entry, then leases what it handed out to
+ * the driver (commitLeaseSeconds), which acks it when Spark commits.
+ */
+final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
+  private final PubsubGoPartition part;
+  private final BatchLog log;
+  private final long started = System.currentTimeMillis();
+
+  private Subscriber sub;
+  private BatchLog.Writer writer;
+  private final ByteArrayOutputStream acks = new ByteArrayOutputStream();
+  private ArrayDeque<byte[]> replay; // the entry's batches, on a re-run
+  private CBatch current;
+  private long rows;
+  private boolean drained;
+  private boolean done;
+  private long[] stats;
+
+  PubsubGoPartitionReader(PubsubGoPartition part) {
+    this.part = part;
+    this.log = new BatchLog(part.logDir, part.hadoopConf.get());
+    try {
+      Path entry = log.entry(part.batch, part.index);
+      if (log.exists(entry)) {
+        replay = new ArrayDeque<>();
+        log.read(entry, false, (kind, b) -> {
+          if (kind == BatchLog.BATCH) {
+            replay.add(b);
+          }
+        });
+      } else {
+        sub = SubscriberPool.take(part.subscriberConfig);
+        writer = log.new Writer(part.batch, part.index);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("pubsub-go: batch log " + part.logDir + ": " + e.getMessage(), e);
+    }
+  }
+
+  @Override
+  public boolean next() throws IOException {
+    closeCurrent();
+    if (replay != null) {
+      byte[] b = replay.poll();
+      if (b == null) {
+        return false;
+      }
+      current = Subscriber.importIpc(b, 0, b.length);
+      rows += current.numRows();
+      return true;
+    }
+    while (!done) {
+      long left = part.maxRows - rows;
+      if (left <= 0) {
+        finish();
+        break;
+      }
+      long elapsed = System.currentTimeMillis() - started;
+      long budget = part.maxDurationMs - elapsed;
+      if (budget <= 0) {
+        finish();
+        break;
+      }
+      Subscriber.Take t = sub.take(Math.min(left, part.batchSize), Math.min(part.waitMs, budget), true);
+      if (t.batch.numRows() > 0) {
+        writer.chunk(BatchLog.BATCH, t.log);
+        writer.chunk(BatchLog.ACKS, t.ackLines);
+        acks.write(t.ackLines, 0, t.ackLines.length);
+        rows += t.batch.numRows();
+        current = t.batch;
+        return true;
+      }
+      t.batch.close();
+      if (rows > 0 && t.waitedOut && !part.untilQuiet) {
+        finish(); // streaming: a task with rows ends when a wait runs out
+      } else if (quietFor() >= part.quietMs) {
+        drained = true;
+        finish();
+      }
+    }
+    return false;
+  }
+
+  private long quietFor() {
+    return sub.stats()[Subscriber.stat("quiet_ms")];
+  }
+
+  /** Publishes the entry, then hands the leases to the driver. */
+  private void finish() throws IOException {
+    done = true;
+    stats = sub.stats();
+    writer.chunk(BatchLog.SUMMARY, summary().getBytes(StandardCharsets.UTF_8));
+    byte[] ids = acks.toByteArray();
+    if (!writer.publish()) {
+      sub.ackIds(Subscriber.NACK, ids, 0, ids.length, 0);
+      throw new IllegalStateException("pubsub-go: another attempt of batch " + part.batch + " partition "
+          + part.index + " published its batch-log entry first; this attempt's rows are given back");
+    }
+    writer = null;
+    sub.ackIds(Subscriber.MODACK, ids, 0, ids.length, part.commitLeaseSeconds);
+    sub.ackIds(Subscriber.RELEASE, ids, 0, ids.length, 0);
+    acks.reset();
+  }
+
+  private String summary() {
+    StringBuilder s = new StringBuilder("{\"rows\":").append(rows).append(",\"drained\":").append(drained);
+    for (int i = 0; i < Subscriber.STAT_NAMES.length; i++) {
+      s.append(",\"").append(Subscriber.STAT_NAMES[i]).append("\":").append(stats[i]);
+    }
+    return s.append('}').toString();
+  }
+
+  @Override
+  public ColumnarBatch get() {
+    return current.columnar();
+  }
+
+  private void closeCurrent() {
+    if (current != null) {
+      current.close();
+      current = null;
+    }
+  }
+
+  @Override
+  public CustomTaskMetric[] currentMetricsValues() {
+    return SourceMetrics.taskValues(rows, sub == null ? null : sub.stats());
+  }
+
+  @Override
+  public void close() throws IOException {
+    closeCurrent();
+    if (writer != null) { // failed or cancelled before publishing: give the rows back now
+      writer.close();
+      byte[] ids = acks.toByteArray();
+      try {
+        if (sub != null && ids.length > 0) {
+          sub.ackIds(Subscriber.NACK, ids, 0, ids.length, 0);
+        }
+      } finally {
+        writer = null;
+        SubscriberPool.discard(sub);
+        sub = null;
+      }
+    }
+    if (sub != null) {
+      SubscriberPool.giveBack(part.subscriberConfig, sub);
+      sub = null;
+    }
+  }
+}

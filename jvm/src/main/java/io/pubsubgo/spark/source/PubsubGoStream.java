@@ -1,0 +1,190 @@
+package io.pubsubgo.spark.source;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
+import org.apache.spark.sql.connector.read.streaming.Offset;
+import org.apache.spark.sql.connector.read.streaming.ReadLimit;
+import org.apache.spark.sql.connector.read.streaming.ReadMaxRows;
+import org.apache.spark.sql.connector.read.streaming.ReportsSourceMetrics;
+import org.apache.spark.sql.connector.read.streaming.SupportsAdmissionControl;
+import org.apache.spark.sql.connector.read.streaming.SupportsTriggerAvailableNow;
+
+/**
+ * The driver's side of a streaming read: plans each micro-batch (tasks and
+ * their row caps), acks at commit (LeaseKeeper), ends AvailableNow once
+ * every task of a batch found the backlog empty, and reports the last
+ * batch's figures. Pub/Sub has no offsets: an offset is a batch number
+ * with how it was planned; the batch log holds what each batch read.
+ */
+final class PubsubGoStream implements MicroBatchStream, SupportsAdmissionControl, SupportsTriggerAvailableNow,
+    ReportsSourceMetrics {
+  private final SourceOptions opts;
+  private final BatchLog log;
+  private final String logDir;
+  private final SerializableConf conf;
+  private final int partitions;
+  private LeaseKeeper keeper;
+  private long cutoffUs;          // AvailableNow: messages published later are left for the next run
+  private long plannedThisRun = -1;
+  private final Map<String, String> lastFigures = new HashMap<>();
+
+  PubsubGoStream(SourceOptions opts, String checkpointLocation) {
+    this.opts = opts;
+    SparkSession spark = SparkSession.active();
+    Configuration hc = spark.sessionState().newHadoopConf();
+    this.logDir = opts.batchLogLocation != null ? opts.batchLogLocation
+        : new Path(checkpointLocation, "pubsub-go-batchlog").toString();
+    this.conf = new SerializableConf(hc);
+    this.log = new BatchLog(logDir, hc);
+    this.partitions = opts.numPartitions > 0 ? opts.numPartitions : spark.sparkContext().defaultParallelism();
+  }
+
+  private synchronized LeaseKeeper keeper() {
+    if (keeper == null) {
+      keeper = new LeaseKeeper(log, opts.ackerConfig(), opts.commitLeaseSeconds);
+    }
+    return keeper;
+  }
+
+  @Override
+  public Offset initialOffset() {
+    return new PubsubGoOffset(-1, partitions, 0);
+  }
+
+  @Override
+  public Offset deserializeOffset(String json) {
+    return PubsubGoOffset.parse(json);
+  }
+
+  @Override
+  public ReadLimit getDefaultReadLimit() {
+    return opts.maxRecordsPerTrigger > 0 ? ReadLimit.maxRows(opts.maxRecordsPerTrigger) : ReadLimit.allAvailable();
+  }
+
+  @Override
+  public void prepareForTriggerAvailableNow() {
+    cutoffUs = System.currentTimeMillis() * 1000;
+  }
+
+  @Override
+  public Offset latestOffset() {
+    throw new UnsupportedOperationException("pubsub-go: latestOffset(start, limit) is the entry point");
+  }
+
+  @Override
+  public synchronized Offset latestOffset(Offset startOffset, ReadLimit limit) {
+    keeper(); // the driver's acker and lease renewal, from the first batch on
+    PubsubGoOffset start = (PubsubGoOffset) startOffset;
+    if (cutoffUs > 0 && plannedThisRun == start.batch && backlogRead(start.batch)) {
+      return start; // AvailableNow: every task of the last batch found the backlog empty
+    }
+    long perPartition = opts.maxRecordsPerPartition;
+    if (limit instanceof ReadMaxRows) {
+      long max = ((ReadMaxRows) limit).maxRows();
+      perPartition = Math.max(1, Math.min(perPartition, (max + partitions - 1) / partitions));
+    }
+    plannedThisRun = start.batch + 1;
+    return new PubsubGoOffset(start.batch + 1, partitions, perPartition);
+  }
+
+  /** True when every entry of the batch reports the backlog drained; keeps its figures. */
+  private boolean backlogRead(long batch) {
+    try {
+      boolean all = true;
+      int n = 0;
+      for (Path e : log.entries(batch)) {
+        JsonNode s = new ObjectMapper().readTree(log.acks(e).summary);
+        all &= s.path("drained").asBoolean(false);
+        n++;
+      }
+      return n > 0 && all;
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  @Override
+  public InputPartition[] planInputPartitions(Offset start, Offset end) {
+    PubsubGoOffset e = (PubsubGoOffset) end;
+    String cfg = opts.subscriberConfig(e.rowsPerPartition, cutoffUs);
+    InputPartition[] out = new InputPartition[e.partitions];
+    for (int i = 0; i < e.partitions; i++) {
+      out[i] = new PubsubGoPartition(e.batch, i, cfg, logDir, conf, e.rowsPerPartition, opts.batchSize,
+          opts.maxBatchDurationMs, opts.maxWaitTimeMs, opts.quietPeriodMs, cutoffUs > 0, opts.commitLeaseSeconds);
+    }
+    return out;
+  }
+
+  @Override
+  public PartitionReaderFactory createReaderFactory() {
+    return new PubsubGoReaderFactory();
+  }
+
+  @Override
+  public void commit(Offset end) {
+    PubsubGoOffset e = (PubsubGoOffset) end;
+    try {
+      summarize(e.batch);
+      keeper().commit(e.batch);
+    } catch (IOException ex) {
+      throw new UncheckedIOException("pubsub-go: acking batch " + e.batch + " (retried at the next commit): "
+          + ex.getMessage(), ex);
+    }
+  }
+
+  /** The batch's figures, summed over its tasks, for metrics(). */
+  private void summarize(long batch) throws IOException {
+    Map<String, Long> sums = new HashMap<>();
+    int drained = 0;
+    int tasks = 0;
+    for (Path p : log.entries(batch)) {
+      JsonNode s = new ObjectMapper().readTree(log.acks(p).summary);
+      tasks++;
+      if (s.path("drained").asBoolean(false)) {
+        drained++;
+      }
+      s.fields().forEachRemaining(f -> {
+        if (f.getValue().isNumber()) {
+          sums.merge(f.getKey(), f.getValue().asLong(), Long::sum);
+        }
+      });
+    }
+    synchronized (lastFigures) {
+      lastFigures.clear();
+      lastFigures.put("batch", Long.toString(batch));
+      lastFigures.put("tasks", Integer.toString(tasks));
+      lastFigures.put("tasksDrained", Integer.toString(drained));
+      sums.forEach((k, v) -> lastFigures.put(k, Long.toString(v)));
+    }
+  }
+
+  @Override
+  public Map<String, String> metrics(Optional<Offset> latestConsumedOffset) {
+    synchronized (lastFigures) {
+      return new HashMap<>(lastFigures);
+    }
+  }
+
+  @Override
+  public void stop() {
+    LeaseKeeper k;
+    synchronized (this) {
+      k = keeper;
+      keeper = null;
+    }
+    if (k != null) {
+      k.close();
+    }
+  }
+}
