@@ -28,6 +28,8 @@ LIBRARY = "pubsub_go/_lib/libpubsubgo.so"
 HEADER = "pubsub_go/_lib/pubsubgo.h"
 # The Python<->Go contract (go/cmd/contract): options are validated against it.
 CONTRACT = "pubsub_go/_contract.json"
+# The option table both front ends read (pubsub_go/spark/option_table.py).
+OPTION_TABLE = "pubsub_go/_options.json"
 DECODERS = ("pubsub_go/wasm/json.wasm", "pubsub_go/wasm/avro.wasm")
 # The top-level module through which PySpark registers format("pubsub-go") by itself.
 AUTO_REGISTER = "pyspark_pubsub_go.py"
@@ -76,7 +78,7 @@ def check(wheel: Path) -> tuple[list[str], dict]:
         problems.append(f"platform tag {tag!r} names no supported architecture ({', '.join(MACHINES)})")
     with zipfile.ZipFile(wheel) as z, tempfile.TemporaryDirectory() as tmp:
         names = set(z.namelist())
-        for want in (LIBRARY, HEADER, CONTRACT, *DECODERS, AUTO_REGISTER):
+        for want in (LIBRARY, HEADER, CONTRACT, OPTION_TABLE, *DECODERS, AUTO_REGISTER):
             if want not in names:
                 problems.append(f"{want} is missing from the wheel")
         for dec in DECODERS:

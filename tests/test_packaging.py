@@ -36,7 +36,7 @@ def test_wheel_is_a_platform_wheel_with_the_library(tmp_path):
     assert "none-any" not in name and "linux" in name, f"{name} is not a platform wheel"
     names = zipfile.ZipFile(wheels[0]).namelist()
     for want in ("pubsub_go/_lib/libpubsubgo.so", "pubsub_go/_lib/pubsubgo.h", "pubsub_go/_contract.json",
-                 "pubsub_go/wasm/json.wasm",
+                 "pubsub_go/_options.json", "pubsub_go/wasm/json.wasm",
                  "pubsub_go/wasm/avro.wasm", "pyspark_pubsub_go.py"):
         assert want in names, f"{want} missing from {name}"
     # The release checks hold for a developer's build too: glibc-only imports,

@@ -1,8 +1,11 @@
 """Option names users bring from other connectors (Databricks' `pubsub`
 source, Spark's Kafka source and sink, Google's Pub/Sub Lite connector),
 mapped to ours before any option is read, so a query moved here runs with
-its options unchanged. docs/source.md and docs/sink.md ("Option names from
-other connectors") list these tables; tests/test_docs.py checks them.
+its options unchanged. The names, what they set, the notes and the refused
+options are rows of the option table (option_table.py, _options.json),
+which the JVM front end reads too; the converters are here, by the name
+the table gives them. docs/source.md and docs/sink.md ("Option names from
+other connectors") list them; tests/test_docs.py checks them.
 
 Each alias means what our option means (`note` says where it differs);
 options that mean nothing for Pub/Sub are refused with the reason, not as
@@ -17,9 +20,9 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from . import option_table
 from .optparse import OptionError, _credentials_json
 
-DATABRICKS, KAFKA, LITE = "Databricks", "Kafka", "Pub/Sub Lite"
 SECRET = {"credentialsjson"}  # targets whose values never appear in an error
 
 
@@ -66,59 +69,40 @@ def _base64_key(raw: str) -> str:
     return _credentials_json(text, "gcp.credentials.key (base64-decoded)")
 
 
-CONNECTION_ALIASES = [
-    Alias("gcp.credentials.key", "credentialsJson", LITE, "base64-decoded", _base64_key),
-]
+CONVERTERS: dict[str, Callable[[str], str]] = {
+    "lite_subscription_path": _lite_path("subscription"),
+    "lite_topic_path": _lite_path("topic"),
+    "base64_credentials": _base64_key,
+}
 # Databricks' service-credential fields: together they are a service-account key.
-DATABRICKS_CREDENTIALS = {"clientEmail": "client_email", "clientId": "client_id", "privateKey": "private_key",
-                          "privateKeyId": "private_key_id"}
+_CREDENTIAL_PARTS = "databricks_service_credential"
 
-SOURCE_ALIASES = [
-    Alias("numFetchPartitions", "numPartitions", DATABRICKS),
-    Alias("maxFetchPeriod", "maxBatchDurationMs", DATABRICKS),
-    Alias("maxRecordsPerFetch", "maxRecordsPerPartition", DATABRICKS,
-          "the default differs: 200000 here, 1000 on Databricks"),
-    Alias("maxOffsetsPerTrigger", "maxRecordsPerTrigger", KAFKA),
-    Alias("minOffsetsPerTrigger", "minRecordsPerTrigger", KAFKA,
-          "the micro-batch's tasks wait for the rows (Kafka skips the trigger instead)"),
-    Alias("minPartitions", "numPartitions", KAFKA,
-          "the exact number of tasks: Pub/Sub has no partitions to split further"),
-    Alias("pubsublite.subscription", "subscriptionId", LITE,
-          "the location is dropped (projects/P/locations/L/subscriptions/S -> projects/P/subscriptions/S): "
-          "it names a Pub/Sub subscription of that name", _lite_path("subscription")),
-    Alias("pubsublite.flowcontrol.byteoutstandingperpartition", "maxBytesPerPartition", LITE,
-          "per task's subscriber; counts 256 B of bookkeeping per message too"),
-    Alias("pubsublite.flowcontrol.messageoutstandingperpartition", "maxOutstandingMessages", LITE,
-          "per task's subscriber"),
-    Alias("pubsublite.flowcontrol.maxmessagesperbatch", "maxRecordsPerTrigger", LITE),
-    *CONNECTION_ALIASES,
-]
-SINK_ALIASES = [
-    Alias("pubsublite.topic", "topicId", LITE,
-          "the location is dropped: it names a Pub/Sub topic of that name", _lite_path("topic")),
-    *CONNECTION_ALIASES,
-]
 
-_OFFSETS = "Pub/Sub has no offsets; "
-REFUSED = [
-    Refused("failOnDataLoss", KAFKA, "Pub/Sub cannot lose a message a query has not acked (it is kept for the "
-            "subscription's retention, then dropped without a trace the source could see), so there is "
-            "nothing to fail on; remove the option and size messageRetentionSeconds instead"),
-    Refused("kafka.", KAFKA, "kafka.* options configure a Kafka client; Pub/Sub is reached with emulatorHost "
-            "or endpoint and authenticated with credentials, credentialsJson or impersonateServiceAccount"),
-    Refused("subscribe", KAFKA, "set subscriptionId (or topicId to have the subscription created)"),
-    Refused("subscribePattern", KAFKA, "set subscriptionId: one subscription per query"),
-    Refused("assign", KAFKA, _OFFSETS + "set subscriptionId: Pub/Sub spreads messages across the tasks itself"),
-    Refused("startingOffsets", KAFKA, _OFFSETS + "use startingTimestamp or startingSnapshot (a Seek on the "
-            "query's first start)"),
-    Refused("endingOffsets", KAFKA, _OFFSETS + "read the backlog, then stop, with drainBacklog"),
-]
+def _aliases(side: str) -> list[Alias]:
+    out = []
+    for o in option_table.table(side).options:
+        for a in o.aliases:
+            if a.origin != option_table.OWN and a.convert != _CREDENTIAL_PARTS:
+                out.append(Alias(a.name, o.name, a.origin, a.note, CONVERTERS[a.convert] if a.convert else None))
+    return out
+
+
+DATABRICKS_CREDENTIALS = {a.name: str(a.part) for a in option_table.table(option_table.SOURCE)["credentialsJson"]
+                          .aliases if a.convert == _CREDENTIAL_PARTS}
+SOURCE_ALIASES = _aliases(option_table.SOURCE)
+SINK_ALIASES = _aliases(option_table.SINK)
+REFUSED = [Refused(r["name"], r["origin"], r["why"]) for r in option_table.refused()]
+
+
+def _takes_credentials(aliases: list[Alias]) -> bool:
+    """Whether these aliases are a side's, whose credentialsJson the Databricks fields may set."""
+    return any(a.ours == "credentialsJson" for a in aliases)
 
 
 def alias_names(aliases: list[Alias]) -> list[str]:
     """Every name the parser accepts besides ours (for "did you mean")."""
     names = [a.name for a in aliases]
-    if any(a is CONNECTION_ALIASES[0] for a in aliases):
+    if _takes_credentials(aliases):
         names += list(DATABRICKS_CREDENTIALS)
     return names
 
@@ -177,14 +161,14 @@ def resolve(options: Mapping[str, str], aliases: list[Alias], canonical: Mapping
     for key, value in opts.items():
         a = by_name.get(key)
         if a is None:
-            if key in {k.lower() for k in DATABRICKS_CREDENTIALS} and CONNECTION_ALIASES[0] in aliases:
+            if key in {k.lower() for k in DATABRICKS_CREDENTIALS} and _takes_credentials(aliases):
                 continue
             out[key] = value
             given.setdefault(key, []).append((canonical.get(key, key), str(value)))
             continue
         v = a.convert(str(value)) if a.convert and str(value).strip() else str(value)
         given.setdefault(a.ours.lower(), []).append((a.name, v))
-    if CONNECTION_ALIASES[0] in aliases:
+    if _takes_credentials(aliases):
         key = _databricks_key(opts)
         if key is not None:
             given.setdefault("credentialsjson", []).append(("clientEmail/clientId/privateKey/privateKeyId", key))

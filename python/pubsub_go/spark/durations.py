@@ -11,7 +11,6 @@ import re
 from collections.abc import Mapping
 from fractions import Fraction
 
-from .. import contract
 from .optparse import OptionError
 
 # Unit spellings -> milliseconds. The short forms are Spark's time strings
@@ -72,11 +71,3 @@ def duration_option(opts: Mapping[str, str], name: str, default: int, lo: int, h
         raise OptionError(f"option {name}={str(raw).strip()} is out of range; expected {rng} "
                           f"{_unit_name(unit)}{why}")
     return v
-
-
-def go_duration_option(opts: Mapping[str, str], name: str, struct: str, key: str, unit: str = MS,
-                       why: str = "") -> int:
-    """A time option that sets the Go config field `key` of `struct`
-    (contract.py): the library's default and range, written only in Go."""
-    lim = contract.limit(struct, key)
-    return duration_option(opts, name, lim.default, lim.min, lim.max, unit, why)

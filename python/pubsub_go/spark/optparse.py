@@ -34,14 +34,6 @@ def int_option(opts: Mapping[str, str], name: str, default: int, lo: int, hi: in
     return v
 
 
-def go_int_option(opts: Mapping[str, str], name: str, struct: str, key: str, why: str = "",
-                  default: int | None = None) -> int:
-    """An integer option that sets the Go config field `key` of `struct`
-    (contract.py): the library's range, written only in Go, and its default
-    unless the option has its own (default)."""
-    lim = contract.limit(struct, key)
-    return int_option(opts, name, lim.default if default is None else default, lim.min, lim.max, why)
-
 
 def bool_option(opts: Mapping[str, str], name: str, default: bool) -> bool:
     raw = opts.get(name.lower())
@@ -53,11 +45,6 @@ def bool_option(opts: Mapping[str, str], name: str, default: bool) -> bool:
     if s in ("false", "0", "no"):
         return False
     raise OptionError(f"option {name}={raw!r} is not a boolean; expected true or false")
-
-
-# The connection options, shared by the source and the sink (one place).
-CONNECTION_OPTIONS = ["emulatorHost", "endpoint", "credentials", "credentialsFile", "credentialsJson",
-                      "impersonateServiceAccount", "iamCredentialsEndpoint"]
 
 
 class _ConnectionMethods:

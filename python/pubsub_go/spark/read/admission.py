@@ -22,14 +22,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..durations import duration_option
-from ..optparse import OptionError, int_option
+from ..option_table import SOURCE, table
+from ..optparse import OptionError
 
-OPTIONS = ["maxRecordsPerTrigger", "maxBytesPerTrigger", "minRecordsPerTrigger", "minBytesPerTrigger",
-           "maxTriggerDelay"]
+_OPTIONS = table(SOURCE)
 # Kafka's default for maxTriggerDelay.
-DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60_000
-MAX_TRIGGER_DELAY_MS = 24 * 3_600_000
+DEFAULT_MAX_TRIGGER_DELAY_MS = _OPTIONS.default("maxTriggerDelay")
 
 
 @dataclass(frozen=True)
@@ -42,13 +40,13 @@ class TriggerLimits:
 
     @staticmethod
     def parse(opts: Mapping[str, str], num_partitions: int, rows_per_partition: int) -> TriggerLimits:
+        # Not set (None in the table): no limit, 0 here.
         lim = TriggerLimits(
-            max_rows=int_option(opts, "maxRecordsPerTrigger", 0, 1),
-            max_bytes=int_option(opts, "maxBytesPerTrigger", 0, 1),
-            min_rows=int_option(opts, "minRecordsPerTrigger", 0, 1),
-            min_bytes=int_option(opts, "minBytesPerTrigger", 0, 1),
-            max_delay_ms=duration_option(opts, "maxTriggerDelay", DEFAULT_MAX_TRIGGER_DELAY_MS, 0,
-                                         MAX_TRIGGER_DELAY_MS),
+            max_rows=_OPTIONS.value(opts, "maxRecordsPerTrigger") or 0,
+            max_bytes=_OPTIONS.value(opts, "maxBytesPerTrigger") or 0,
+            min_rows=_OPTIONS.value(opts, "minRecordsPerTrigger") or 0,
+            min_bytes=_OPTIONS.value(opts, "minBytesPerTrigger") or 0,
+            max_delay_ms=_OPTIONS.value(opts, "maxTriggerDelay"),
         )
         if "maxtriggerdelay" in opts and not (lim.min_rows or lim.min_bytes):
             raise OptionError("option maxTriggerDelay only applies with minRecordsPerTrigger (alias "

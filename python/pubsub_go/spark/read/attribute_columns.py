@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
+from ..option_table import SOURCE, table
 from ..optparse import OptionError
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-OPTIONS = ["attributeColumns", "timestampAttribute", "timestampColumn"]
-DEFAULT_TIMESTAMP_COLUMN = "event_time"
+DEFAULT_TIMESTAMP_COLUMN = table(SOURCE).default("timestampColumn")
 _NAME = re.compile(r"^[^\s,`]+$")
 
 

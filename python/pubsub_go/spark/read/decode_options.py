@@ -11,17 +11,15 @@ from dataclasses import dataclass, field
 
 from ... import contract
 from ...client import topic_path
-from ...schema import DEFAULT_ERROR_COLUMN
-from ..durations import go_duration_option
-from ..optparse import OptionError, go_int_option
-from .protobuf_options import OPTIONS as PROTOBUF_OPTIONS
+from ..option_table import SOURCE, table
+from ..optparse import OptionError
 from .protobuf_options import parse_protobuf
 
+_OPTIONS = table(SOURCE)
 FORMATS = tuple(contract.builtin_formats())  # the built-in decoders (go/internal/decode)
-ON_DECODE_ERROR = ("deadletter", "fail", "column")
+ON_DECODE_ERROR = _OPTIONS["onDecodeError"].values or ()
 # Options that only mean something in schema mode (format or decoder set).
-SCHEMA_MODE_ONLY = ["avroSchema", "schemaRevision", "onDecodeError", "errorColumn", "deadLetterTopicId",
-                    "decoderOptions", "decoderTimeoutMs", "decoderMemoryLimitMB", "decoderEngine", *PROTOBUF_OPTIONS]
+SCHEMA_MODE_ONLY = _OPTIONS.requiring("schema mode", "format=protobuf")
 
 
 @dataclass(frozen=True)
@@ -35,9 +33,9 @@ class DecodeOptions:
     on_error: str = "fail"  # one of ON_DECODE_ERROR
     dead_letter_topic: str | None = None  # projects/P/topics/T
     error_column: str | None = None  # column mode only
-    timeout_ms: int = field(default_factory=lambda: contract.limit("decoder_config", "timeout_ms").default)
-    memory_limit_mb: int = field(default_factory=lambda: contract.limit("decoder_config", "memory_limit_mb").default)
-    engine: str = "auto"  # what runs a decoder module: one of decode_api.ENGINES
+    timeout_ms: int = field(default_factory=lambda: _OPTIONS.default("decoderTimeoutMs"))
+    memory_limit_mb: int = field(default_factory=lambda: _OPTIONS.default("decoderMemoryLimitMB"))
+    engine: str = field(default_factory=lambda: _OPTIONS.default("decoderEngine"))  # one of decode_api.ENGINES
     protobuf: dict[str, str] = field(default_factory=dict)  # format=protobuf: the decoder's options
     # schemaFrom=topic: decode by the topic's Pub/Sub schema (topic_schema.py),
     # reading into schema_revision (None: the newest).
@@ -128,7 +126,7 @@ def parse_decode(opts: Mapping[str, str], project: str) -> DecodeOptions | None:
     if err_col and on_error != "column":
         raise OptionError(f"option errorColumn only applies to onDecodeError=column, not {on_error}")
     if on_error == "column":
-        err_col = err_col or DEFAULT_ERROR_COLUMN
+        err_col = err_col or _OPTIONS.default("errorColumn")
     return DecodeOptions(
         format=fmt or "custom",
         decoder_path=module,
@@ -137,8 +135,8 @@ def parse_decode(opts: Mapping[str, str], project: str) -> DecodeOptions | None:
         on_error=on_error,
         dead_letter_topic=dlq,
         error_column=err_col,
-        timeout_ms=go_duration_option(opts, "decoderTimeoutMs", "decoder_config", "timeout_ms"),
-        memory_limit_mb=go_int_option(opts, "decoderMemoryLimitMB", "decoder_config", "memory_limit_mb"),
+        timeout_ms=_OPTIONS.value(opts, "decoderTimeoutMs"),
+        memory_limit_mb=_OPTIONS.value(opts, "decoderMemoryLimitMB"),
         engine=engine,
         protobuf=protobuf,
         schema_from_topic=from_topic,
@@ -169,10 +167,11 @@ def _engine(opts: Mapping[str, str], module: str | None) -> str:
     wasmtime package fails the query at its start."""
     from ...decode_api import ENGINES
 
-    engine = (opts.get("decoderengine") or "").strip().lower() or ENGINES[0]
+    auto = _OPTIONS.default("decoderEngine")
+    engine = (opts.get("decoderengine") or "").strip().lower() or auto
     if engine not in ENGINES:
         raise OptionError(f"option decoderEngine={opts.get('decoderengine')!r} is not one of {', '.join(ENGINES)}")
-    if engine != ENGINES[0] and module is None:
+    if engine != auto and module is None:
         raise OptionError("option decoderEngine applies to a decoder module (option decoder); the built-in "
                           "formats run natively")
     if engine == "wasmtime":

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..durations import SECONDS, duration_option
+from ..option_table import SOURCE, table
 from ..optparse import OptionError
 
 if TYPE_CHECKING:
@@ -39,9 +39,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pubsub_go.source")
 
-OPTIONS = ["idAttribute", "idAttributeWindowSeconds"]
-DEFAULT_WINDOW_S = 600
-MAX_WINDOW_S = 7 * 24 * 3600
+DEFAULT_WINDOW_S = table(SOURCE).default("idAttributeWindowSeconds")
 DIR = "_id_window"
 
 # Files this worker has read: path -> ids. They are immutable once written.
@@ -62,8 +60,7 @@ class IdWindowOptions:
                 raise OptionError("option idAttributeWindowSeconds needs idAttribute (the attribute that "
                                   "carries each message's id)")
             return None
-        return IdWindowOptions(attr, duration_option(opts, "idAttributeWindowSeconds", DEFAULT_WINDOW_S, 1,
-                                                     MAX_WINDOW_S, SECONDS, " (up to 7 days)"))
+        return IdWindowOptions(attr, table(SOURCE).value(opts, "idAttributeWindowSeconds"))
 
 
 class IdFilter:

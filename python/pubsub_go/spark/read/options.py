@@ -8,39 +8,20 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ... import contract
 from ...client import subscription_path
 from .. import aliases
-from ..durations import SECONDS, duration_option
-from ..optparse import (
-    CONNECTION_OPTIONS,
-    ConnectionOptions,
-    OptionError,
-    bool_option,
-    connection_options,
-    go_int_option,
-    int_option,
-    resource_path,
-)
-from . import admission, attribute_columns, id_window, start_position, subscription_lifecycle
+from ..option_table import SOURCE, table
+from ..optparse import ConnectionOptions, OptionError, connection_options, resource_path
+from . import attribute_columns, id_window, start_position, subscription_lifecycle
 from .admission import TriggerLimits
-from .decode_options import SCHEMA_MODE_ONLY, DecodeOptions, parse_decode
+from .decode_options import DecodeOptions, parse_decode
 
 __all__ = ["DecodeOptions", "OptionError", "SourceOptions"]
 
-# Every option the source understands, as documented (Spark lower-cases keys).
-DOCUMENTED = [
-    "projectId", "subscriptionId", *CONNECTION_OPTIONS, "numPartitions", "parallelism",
-    "batchSize", "maxWaitTimeMs", *admission.OPTIONS, "maxRecordsPerPartition",
-    "maxBatchDurationMs", "drainBacklog", "ackOnCommit", "batchLogLocation", "streamsPerPartition",
-    "catchUpStreamsPerPartition",
-    "maxOutstandingMessages",
-    "maxBytesPerPartition", "maxWorkerMemoryBytes", "subscriberIdleMs", "quietPeriodMs",
-    "ackDeadlineSeconds", "commitLeaseSeconds", "format", "decoder", "schemaFrom", *SCHEMA_MODE_ONLY, "path",
-    *subscription_lifecycle.OPTIONS, *start_position.OPTIONS, *attribute_columns.OPTIONS,
-    *id_window.OPTIONS,
-]
-CANONICAL = {name.lower(): name for name in DOCUMENTED}
+# The source's options, as the option table gives them (Spark lower-cases keys).
+OPTIONS = table(SOURCE)
+DOCUMENTED = OPTIONS.documented()
+CANONICAL = OPTIONS.canonical()
 ALIASES = aliases.SOURCE_ALIASES
 
 # maxWorkerMemoryBytes: what one query's subscriber may make an executor's
@@ -51,10 +32,9 @@ ALIASES = aliases.SOURCE_ALIASES
 # covers what else scales with it: the batches a task has handed to Spark
 # and the batch log but not yet freed, the next prefetch, and allocator
 # slack; bench/tools/spark_memory.py measures the bound (bench/findings.md, Memory).
-DEFAULT_WORKER_MEMORY = 256 << 20
-MIN_WORKER_MEMORY = 16 << 20
+DEFAULT_WORKER_MEMORY = OPTIONS.default("maxWorkerMemoryBytes")
+MIN_WORKER_MEMORY = OPTIONS["maxWorkerMemoryBytes"].min
 FLOW_CONTROL_SHARE = 4  # maxBytesPerPartition defaults to maxWorkerMemoryBytes / this
-KNOWN = set(CANONICAL)
 ALIAS_NAMES = aliases.alias_names(ALIASES)
 
 
@@ -68,7 +48,7 @@ ALIAS_NAMES = aliases.alias_names(ALIASES)
 # a pooled subscriber was closed as idle while its query's other task still
 # ran; the pool now counts idle time from the query's activity
 # (subscriber_pool.py).
-MAX_RECORDS_PER_PARTITION = 200_000
+MAX_RECORDS_PER_PARTITION = OPTIONS.default("maxRecordsPerPartition")
 
 
 # maxWaitTimeMs: a streaming task that has rows ends when a wait for more
@@ -77,7 +57,7 @@ MAX_RECORDS_PER_PARTITION = 200_000
 # full batches) put p50/p99 at 217-327 / 474-994 ms, 20 ms at 172-195 /
 # 365-573 ms, with the same rows/s at full load (bench/tools/latency.py for the
 # latency, bench/tools/spark_cpu.py --option maxWaitTimeMs=... for the rows/s).
-MAX_WAIT_MS = 20
+MAX_WAIT_MS = OPTIONS.default("maxWaitTimeMs")
 
 
 # catchUpStreamsPerPartition: a task's subscriber grows to this many
@@ -86,12 +66,7 @@ MAX_WAIT_MS = 20
 # small). A server may pace each stream, so a backlog is read at the pace of
 # the streams reading it; 8 read a backlog on Google's emulator faster than 4
 # (bench/results/emulator_results.md, "Catching up"). Live traffic never grows.
-CATCH_UP_STREAMS = 8
-
-
-def _max_wait_ms(opts: Mapping[str, str]) -> int:
-    lim = contract.limit("subscriber_config", "max_wait_ms")
-    return duration_option(opts, "maxWaitTimeMs", MAX_WAIT_MS, lim.min, lim.max)
+CATCH_UP_STREAMS = OPTIONS.default("catchUpStreamsPerPartition")
 
 
 # batchSize: rows per pull, so per Arrow batch handed to Spark. Every batch
@@ -106,19 +81,13 @@ def _max_wait_ms(opts: Mapping[str, str]) -> int:
 # payloads are cut by bytes anyway (pull.py, PULL_BYTES_SHARE); a streaming
 # task's wait is MAX_WAIT_MS whatever the size, so latency at low rates is
 # unchanged.
-DEFAULT_BATCH_SIZE = 4_000
-
-
-def _batch_size(opts: Mapping[str, str]) -> int:
-    return go_int_option(opts, "batchSize", "subscriber_config", "batch_size", default=DEFAULT_BATCH_SIZE)
+DEFAULT_BATCH_SIZE = OPTIONS.default("batchSize")
 
 
 def _max_bytes_per_partition(opts: Mapping[str, str]) -> int:
     """maxBytesPerPartition if set, else a share of maxWorkerMemoryBytes."""
-    lim = contract.limit("subscriber_config", "max_outstanding_bytes")
-    budget = int_option(opts, "maxWorkerMemoryBytes", DEFAULT_WORKER_MEMORY, MIN_WORKER_MEMORY,
-                        lim.max * FLOW_CONTROL_SHARE)
-    return int_option(opts, "maxBytesPerPartition", budget // FLOW_CONTROL_SHARE, lim.min, lim.max)
+    budget = OPTIONS.value(opts, "maxWorkerMemoryBytes")
+    return OPTIONS.value(opts, "maxBytesPerPartition", default=budget // FLOW_CONTROL_SHARE)
 
 
 def unknown_option_message(unknown: list[str], documented: list[str], fmt: str = "pubsub-go",
@@ -142,8 +111,8 @@ def unknown_option_message(unknown: list[str], documented: list[str], fmt: str =
 # Google's emulator the longest pause within a draining backlog was 0.2 s,
 # a new stream's first message 0.1 s; real Pub/Sub can take seconds), and a
 # pooled subscriber's idle time plus the redelivery of what it prefetched.
-DEFAULT_SUBSCRIBER_IDLE_MS = 2_000
-DEFAULT_QUIET_PERIOD_MS = 5_000
+DEFAULT_SUBSCRIBER_IDLE_MS = OPTIONS.default("subscriberIdleMs")  # streaming; AvailableNow: 0 (idle_ms)
+DEFAULT_QUIET_PERIOD_MS = OPTIONS.default("quietPeriodMs")
 
 # pubsub_go.register(spark) puts the session's master here, in the
 # environment Spark gives the source's Python processes.
@@ -214,7 +183,7 @@ class SourceOptions:
     @staticmethod
     def parse(options: Mapping[str, str]) -> SourceOptions:
         opts = aliases.resolve(options, ALIASES, CANONICAL)  # refuses what has no meaning here first
-        unknown = sorted({str(k).lower() for k in options} - KNOWN - {a.lower() for a in ALIAS_NAMES})
+        unknown = sorted({str(k).lower() for k in options} - set(CANONICAL) - {a.lower() for a in ALIAS_NAMES})
         if unknown:
             raise OptionError(unknown_option_message(unknown, DOCUMENTED, also=ALIAS_NAMES))
         try:
@@ -231,7 +200,7 @@ class SourceOptions:
         parts_name = "numPartitions" if "numpartitions" in opts else "parallelism"
         # Spark's default parallelism is not visible to a Python data source;
         # the driver's core count equals it in local mode.
-        num_parts = int_option(opts, parts_name, os.cpu_count() or 1, 1, 10_000)
+        num_parts = OPTIONS.value(opts, "numPartitions", default=os.cpu_count() or 1, given_as=parts_name)
         master = os.environ.get(SPARK_MASTER_ENV, "")
         if not opts.get("batchloglocation") and master and not master.startswith("local"):
             raise OptionError(missing_batch_log_message(f"the Spark master is {master}"))
@@ -241,21 +210,18 @@ class SourceOptions:
         # extended every few seconds while the executor lives, so if it dies
         # the message is redelivered within this time. The default is the
         # shortest the library (and Pub/Sub) allows.
-        ack_limit = contract.limit("subscriber_config", "ack_deadline_seconds")
-        ack_deadline = duration_option(opts, "ackDeadlineSeconds", ack_limit.min, ack_limit.min, ack_limit.max,
-                                       SECONDS)
-        out_msgs = contract.limit("subscriber_config", "max_outstanding_messages")
+        ack_deadline = OPTIONS.value(opts, "ackDeadlineSeconds")
         project_id = sub_path.split("/")[1]
-        rows_per_partition = int_option(opts, "maxRecordsPerPartition", MAX_RECORDS_PER_PARTITION, 1)
-        max_batch_duration_ms = duration_option(opts, "maxBatchDurationMs", 10_000, 1, 3_600_000)
+        rows_per_partition = OPTIONS.value(opts, "maxRecordsPerPartition")
+        max_batch_duration_ms = OPTIONS.value(opts, "maxBatchDurationMs")
         # A task with no rows ends at maxBatchDurationMs, undrained: it could
         # never wait out a quiet period as long, and a query reading a backlog
         # to its end (AvailableNow, drainBacklog) would never end. The default
         # fits itself in (half the task's time); a set one that cannot fit is
         # refused.
-        quiet_period_ms = duration_option(opts, "quietPeriodMs",
-                                          min(DEFAULT_QUIET_PERIOD_MS, max(100, max_batch_duration_ms // 2)),
-                                          100, 3_600_000)
+        quiet_lo = OPTIONS["quietPeriodMs"].min or 0
+        quiet_period_ms = OPTIONS.value(opts, "quietPeriodMs", default=min(
+            DEFAULT_QUIET_PERIOD_MS, max(quiet_lo, max_batch_duration_ms // 2)))
         if quiet_period_ms >= max_batch_duration_ms:
             raise OptionError(f"option quietPeriodMs ({quiet_period_ms} ms) must be shorter than "
                               f"maxBatchDurationMs ({max_batch_duration_ms} ms): a task with no rows ends after "
@@ -265,28 +231,27 @@ class SourceOptions:
             subscription=sub_path,
             conn=conn,
             num_partitions=num_parts,
-            batch_size=_batch_size(opts),
-            max_wait_ms=_max_wait_ms(opts),
+            batch_size=OPTIONS.value(opts, "batchSize"),
+            max_wait_ms=OPTIONS.value(opts, "maxWaitTimeMs"),
             limits=TriggerLimits.parse(opts, num_parts, rows_per_partition),
             max_records_per_partition=rows_per_partition,
             max_batch_duration_ms=max_batch_duration_ms,
-            ack_on_commit=bool_option(opts, "ackOnCommit", True),
+            ack_on_commit=OPTIONS.value(opts, "ackOnCommit"),
             batch_log_path=str(opts.get("batchloglocation") or log_default),
             batch_log_default_host=None if opts.get("batchloglocation") else socket.gethostname(),
-            streams_per_partition=go_int_option(opts, "streamsPerPartition", "subscriber_config", "streams"),
-            catch_up_streams_per_partition=go_int_option(opts, "catchUpStreamsPerPartition", "subscriber_config",
-                                                         "catch_up_streams", default=CATCH_UP_STREAMS),
-            # 0: sized to what a task may hand out (subscriber_config._flow_control_messages).
-            max_outstanding_messages=int_option(opts, "maxOutstandingMessages", 0, 0, out_msgs.max),
+            streams_per_partition=OPTIONS.value(opts, "streamsPerPartition"),
+            catch_up_streams_per_partition=OPTIONS.value(opts, "catchUpStreamsPerPartition"),
+            # 0 (or not set): sized to what a task may hand out (subscriber_config._flow_control_messages).
+            max_outstanding_messages=OPTIONS.value(opts, "maxOutstandingMessages") or 0,
             max_bytes_per_partition=_max_bytes_per_partition(opts),
             ack_deadline_seconds=ack_deadline,
-            commit_lease_seconds=duration_option(opts, "commitLeaseSeconds", 600, 10, 600, SECONDS),
+            commit_lease_seconds=OPTIONS.value(opts, "commitLeaseSeconds"),
             # None: the default, which depends on the trigger (idle_ms()).
-            subscriber_idle_ms=(duration_option(opts, "subscriberIdleMs", 0, 0, 3_600_000)
+            subscriber_idle_ms=(OPTIONS.value(opts, "subscriberIdleMs", default=0)
                                 if "subscriberidlems" in opts else None),
             quiet_period_ms=quiet_period_ms,
             decode=parse_decode(opts, project_id),
-            drain_backlog=bool_option(opts, "drainBacklog", False),
+            drain_backlog=OPTIONS.value(opts, "drainBacklog"),
             setup=subscription_lifecycle.SubscriptionSetup.parse(opts, project_id, ack_deadline),
             start=start_position.StartPosition.parse(opts, project_id),
             derived=_parse_derived(opts),

@@ -9,12 +9,13 @@ import base64
 import binascii
 from collections.abc import Mapping
 
+from ..option_table import SOURCE, table
 from ..optparse import OptionError
 
 # The message definition: exactly one of these.
 DEFINITIONS = ("protobufDescriptorFile", "protobufDescriptorSet", "protobufSource")
-OPTIONS = ("protobufMessage", *DEFINITIONS, "protobufEncoding", "protobufRecursiveDepth")
-ENCODINGS = ("binary", "json")
+OPTIONS = tuple(table(SOURCE).requiring("format=protobuf"))
+ENCODINGS = table(SOURCE)["protobufEncoding"].values or ()
 
 
 def parse_protobuf(opts: Mapping[str, str], fmt: str | None) -> dict[str, str]:

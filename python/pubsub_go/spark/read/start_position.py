@@ -20,8 +20,6 @@ from ..optparse import ConnectionOptions, OptionError
 
 log = logging.getLogger("pubsub_go.start_position")
 
-OPTIONS = ["startingTimestamp", "startingSnapshot"]
-
 _UNITS_MS = {"ms": 1, "millisecond": 1, "s": 1000, "sec": 1000, "second": 1000, "m": 60_000, "min": 60_000,
              "minute": 60_000, "h": 3_600_000, "hour": 3_600_000, "d": 86_400_000, "day": 86_400_000}
 _RELATIVE = re.compile(r"^-\s*(\d+)\s*([a-z]+?)s?$")

@@ -11,20 +11,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...client import topic_path
-from ..durations import SECONDS, duration_option
-from ..optparse import ConnectionOptions, OptionError, bool_option, int_option
+from ..option_table import SOURCE, table
+from ..optparse import ConnectionOptions, OptionError
 
 log = logging.getLogger("pubsub_go.lifecycle")
 
+_OPTIONS = table(SOURCE)
 # Options that only mean something when the source may create the subscription.
-CREATE_ONLY = ["filter", "messageRetentionSeconds", "subscriptionDeadLetterTopicId", "maxDeliveryAttempts",
-               "enableExactlyOnceDelivery", "enableMessageOrdering", "retainAckedMessages"]
-OPTIONS = ["topicId", *CREATE_ONLY, "deleteSubscriptionOnStreamStop"]
+CREATE_ONLY = _OPTIONS.requiring("topicId")
 
-# Service limits (https://cloud.google.com/pubsub/docs/subscription-properties).
-MIN_RETENTION_S, MAX_RETENTION_S = 600, 31 * 24 * 3600
-DEFAULT_RETENTION_S = 7 * 24 * 3600  # the service's, when messageRetentionSeconds is not given
-MIN_ATTEMPTS, MAX_ATTEMPTS, DEFAULT_ATTEMPTS = 5, 100, 5
+# The service's retention when messageRetentionSeconds is not given
+# (https://cloud.google.com/pubsub/docs/subscription-properties); the
+# option's range, the service's limits, is in the option table.
+DEFAULT_RETENTION_S = 7 * 24 * 3600
+DEFAULT_ATTEMPTS = _OPTIONS.default("maxDeliveryAttempts")
 
 
 @dataclass(frozen=True)
@@ -69,15 +69,14 @@ class SubscriptionSetup:
             topic=topic,
             ack_deadline_seconds=ack_deadline_seconds,
             filter=(opts.get("filter") or "").strip() or None,
-            message_retention_seconds=duration_option(opts, "messageRetentionSeconds", 0, MIN_RETENTION_S,
-                                                      MAX_RETENTION_S, SECONDS, " (10 minutes to 31 days)"),
+            # Not set: 0, the service's default.
+            message_retention_seconds=_OPTIONS.value(opts, "messageRetentionSeconds") or 0,
             dead_letter_topic=dlq,
-            max_delivery_attempts=int_option(opts, "maxDeliveryAttempts", DEFAULT_ATTEMPTS, MIN_ATTEMPTS,
-                                             MAX_ATTEMPTS),
-            exactly_once=bool_option(opts, "enableExactlyOnceDelivery", False),
-            delete_on_stop=bool_option(opts, "deleteSubscriptionOnStreamStop", False),
-            ordering=bool_option(opts, "enableMessageOrdering", False),
-            retain_acked=bool_option(opts, "retainAckedMessages", False),
+            max_delivery_attempts=_OPTIONS.value(opts, "maxDeliveryAttempts"),
+            exactly_once=_OPTIONS.value(opts, "enableExactlyOnceDelivery"),
+            delete_on_stop=_OPTIONS.value(opts, "deleteSubscriptionOnStreamStop"),
+            ordering=_OPTIONS.value(opts, "enableMessageOrdering"),
+            retain_acked=_OPTIONS.value(opts, "retainAckedMessages"),
         )
 
 

@@ -14,29 +14,17 @@ from pyspark.sql.types import BinaryType, MapType, StringType, StructType, Times
 from ... import contract
 from ...client import topic_path
 from .. import aliases
-from ..durations import duration_option, go_duration_option
-from ..optparse import (
-    CONNECTION_OPTIONS,
-    ConnectionOptions,
-    OptionError,
-    bool_option,
-    connection_options,
-    go_int_option,
-    resource_path,
-)
+from ..option_table import SINK, table
+from ..optparse import ConnectionOptions, OptionError, connection_options, resource_path
 
 if TYPE_CHECKING:
     from ...client import PublisherConfig, SinkSchema
 
-# Every option the sink understands (lower-case), plus the ones Spark
-# itself passes to a streaming sink; anything else is a typo.
-DOCUMENTED = [
-    "projectId", "topicId", *CONNECTION_OPTIONS, "batchMaxMessages", "batchMaxBytes", "lingerMs",
-    "maxInFlightBytes", "enableMessageOrdering", "idAttribute", "publishTimeoutMs", "retryTimeoutMs",
-    "publisherIdleMs", "timestampAttribute", "timestampColumn", "compression", "compressionBytesThreshold",
-    "schemaFrom", "schemaRevision",
-]
-KNOWN = {n.lower() for n in DOCUMENTED}
+# Every option the sink understands (the option table's), plus the ones
+# Spark itself passes to a streaming sink; anything else is a typo.
+OPTIONS = table(SINK)
+DOCUMENTED = OPTIONS.documented()
+KNOWN = set(OPTIONS.canonical())
 ALIASES = aliases.SINK_ALIASES
 ALIAS_NAMES = {n.lower() for n in aliases.alias_names(ALIASES)}
 SPARK_OWNED = {"checkpointlocation"}
@@ -44,7 +32,7 @@ SPARK_OWNED = {"checkpointlocation"}
 # The column that routes a row to its topic (a topic id or a full path).
 TOPIC_COLUMN = "topic"
 # The timestamp column timestampAttribute takes when timestampColumn is not given.
-DEFAULT_TIMESTAMP_COLUMN = "event_time"
+DEFAULT_TIMESTAMP_COLUMN = OPTIONS.default("timestampColumn")
 
 ACCEPTED_COLUMNS = (
     "accepted columns: payload (binary or string, required), "
@@ -71,8 +59,8 @@ class SinkOptions:
     publisher_idle_ms: int
     timestamp_attribute: str | None = None
     timestamp_column: str = DEFAULT_TIMESTAMP_COLUMN
-    compression: str = "none"
-    compression_bytes_threshold: int = 0
+    compression: str = OPTIONS.default("compression")
+    compression_bytes_threshold: int = 0  # 0: the library's default
     # The project of short topic ids in the topic column (projectId, else
     # the default project); None: only full paths are accepted there.
     project: str | None = None
@@ -88,7 +76,7 @@ class SinkOptions:
     def parse(options: Mapping[str, str], routed: bool = False) -> SinkOptions:
         """routed: the input has a topic column, so topicId is optional
         (the topic of rows whose column is null)."""
-        opts = aliases.resolve(options, ALIASES, {n.lower(): n for n in DOCUMENTED})
+        opts = aliases.resolve(options, ALIASES, OPTIONS.canonical())
         try:
             return SinkOptions._parse(options, opts, routed)
         except OptionError as e:
@@ -133,34 +121,31 @@ class SinkOptions:
         if schema_from and routed:
             raise OptionError(f"option schemaFrom=topic does not go with a {TOPIC_COLUMN} column: rows routed to "
                               "several topics could meet several schemas; write to one topicId")
-        compression = (opts.get("compression") or "none").strip().lower()
-        if compression not in contract.publisher_compressions():
+        compressions = OPTIONS["compression"].values or ()
+        compression = (opts.get("compression") or OPTIONS.default("compression")).strip().lower()
+        if compression not in compressions:
             raise OptionError(f"option compression={opts.get('compression')!r}: accepted values are "
-                              f"{', '.join(contract.publisher_compressions())}")
+                              f"{', '.join(compressions)}")
 
         return SinkOptions(
             topic=path,
             project=project,
             conn=conn,
-            batch_max_messages=go_int_option(opts, "batchMaxMessages", "publisher_config", "max_batch_messages",
-                                             " (the service's limit of messages per Publish request)"),
-            batch_max_bytes=go_int_option(opts, "batchMaxBytes", "publisher_config", "max_batch_bytes",
-                                          " (a Publish request must stay under the 10 MB limit, with room for "
-                                          "overhead)"),
-            linger_ms=go_duration_option(opts, "lingerMs", "publisher_config", "linger_ms"),
-            max_in_flight_bytes=go_int_option(opts, "maxInFlightBytes", "publisher_config", "max_in_flight_bytes"),
-            enable_message_ordering=bool_option(opts, "enableMessageOrdering", False),
+            batch_max_messages=OPTIONS.value(opts, "batchMaxMessages"),
+            batch_max_bytes=OPTIONS.value(opts, "batchMaxBytes"),
+            linger_ms=OPTIONS.value(opts, "lingerMs"),
+            max_in_flight_bytes=OPTIONS.value(opts, "maxInFlightBytes"),
+            enable_message_ordering=OPTIONS.value(opts, "enableMessageOrdering"),
             id_attribute=id_attr,
-            publish_timeout_ms=duration_option(opts, "publishTimeoutMs", 600_000, 1),
-            retry_timeout_ms=go_duration_option(opts, "retryTimeoutMs", "publisher_config", "retry_timeout_ms"),
+            publish_timeout_ms=OPTIONS.value(opts, "publishTimeoutMs"),
+            retry_timeout_ms=OPTIONS.value(opts, "retryTimeoutMs"),
             # How long a worker keeps its publisher for the next task
             # (publisher_pool.py); 0 closes it after every task.
-            publisher_idle_ms=duration_option(opts, "publisherIdleMs", 60_000, 0, 3_600_000),
+            publisher_idle_ms=OPTIONS.value(opts, "publisherIdleMs"),
             timestamp_attribute=ts_attr,
             timestamp_column=ts_column or DEFAULT_TIMESTAMP_COLUMN,
             compression=compression,
-            compression_bytes_threshold=go_int_option(opts, "compressionBytesThreshold", "publisher_config",
-                                                      "compression_bytes_threshold"),
+            compression_bytes_threshold=OPTIONS.value(opts, "compressionBytesThreshold"),
             schema_from_topic=bool(schema_from),
             schema_revision=revision,
         )
