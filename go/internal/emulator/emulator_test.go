@@ -337,3 +337,45 @@ func TestStreamingPullFlowControlAtOrBelowZeroIsUnlimited(t *testing.T) {
 		cancel()
 	}
 }
+
+// On an exactly-once subscription the acks and modacks sent on a stream are
+// confirmed on it, as the service does: which ids succeeded, which were invalid.
+func TestStreamingPullConfirmsAcksUnderExactlyOnce(t *testing.T) {
+	f := start(t)
+	f.topicSub(t, &pubsubpb.Subscription{EnableExactlyOnceDelivery: true})
+	f.publish(t, 2, nil)
+	st, err := f.sub.StreamingPull(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Send(&pubsubpb.StreamingPullRequest{Subscription: "projects/p/subscriptions/sub1", StreamAckDeadlineSeconds: 10}); err != nil {
+		t.Fatal(err)
+	}
+	var got []*pubsubpb.ReceivedMessage
+	for len(got) < 2 {
+		r, err := st.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r.ReceivedMessages...)
+	}
+	stale := "1.999.1"
+	if err := st.Send(&pubsubpb.StreamingPullRequest{AckIds: []string{got[0].AckId, stale},
+		ModifyDeadlineAckIds: []string{got[1].AckId, stale}, ModifyDeadlineSeconds: []int32{30, 30}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac, mc := r.AcknowledgeConfirmation, r.ModifyAckDeadlineConfirmation
+	if ac == nil || strings.Join(ac.AckIds, ",") != got[0].AckId || strings.Join(ac.InvalidAckIds, ",") != stale {
+		t.Errorf("ack confirmation: %v", ac)
+	}
+	if mc == nil || strings.Join(mc.AckIds, ",") != got[1].AckId || strings.Join(mc.InvalidAckIds, ",") != stale {
+		t.Errorf("modack confirmation: %v", mc)
+	}
+	if !r.SubscriptionProperties.GetExactlyOnceDeliveryEnabled() {
+		t.Errorf("subscription properties: %v", r.SubscriptionProperties)
+	}
+}

@@ -35,9 +35,6 @@ func (s *subscriberService) StreamingPull(stream pubsubpb.Subscriber_StreamingPu
 	// Flow control: any value <= 0 means no limit (the API's words; Google's
 	// Go client sends -1 for "unlimited").
 	c := newConsumer(max(req.MaxOutstandingMessages, 0), max(req.MaxOutstandingBytes, 0), time.Duration(secs)*time.Second)
-	if err := streamAcks(sub, req); err != nil {
-		return err
-	}
 	sub.mu.Lock()
 	if sub.deleted {
 		sub.mu.Unlock()
@@ -53,10 +50,19 @@ func (s *subscriberService) StreamingPull(stream pubsubpb.Subscriber_StreamingPu
 		delete(sub.consumers, c)
 		sub.mu.Unlock()
 	}()
+	if conf, err := streamAcks(sub, req); err != nil {
+		return err
+	} else if conf != nil {
+		conf.SubscriptionProperties = props
+		if err := stream.Send(conf); err != nil {
+			return err
+		}
+	}
 
 	ctx, cancel := context.WithCancelCause(stream.Context())
 	defer cancel(nil)
 	deadlines := make(chan time.Duration, 1)
+	confirms := make(chan *pubsubpb.StreamingPullResponse, 16)
 	go func() {
 		for {
 			req, err := stream.Recv()
@@ -75,9 +81,17 @@ func (s *subscriberService) StreamingPull(stream pubsubpb.Subscriber_StreamingPu
 				}
 				deadlines <- time.Duration(d) * time.Second
 			}
-			if err := streamAcks(sub, req); err != nil {
+			conf, err := streamAcks(sub, req)
+			if err != nil {
 				cancel(err)
 				return
+			}
+			if conf != nil {
+				select {
+				case confirms <- conf:
+				case <-ctx.Done():
+					return
+				}
 			}
 		}
 	}()
@@ -90,6 +104,13 @@ func (s *subscriberService) StreamingPull(stream pubsubpb.Subscriber_StreamingPu
 		select {
 		case <-ctx.Done():
 			return streamEnd(ctx)
+		case conf := <-confirms: // confirmations go out ahead of more messages
+			conf.SubscriptionProperties = props
+			if err := stream.Send(conf); err != nil {
+				return err
+			}
+			sent = true
+			continue
 		default:
 		}
 		sub.mu.Lock()
@@ -115,6 +136,12 @@ func (s *subscriberService) StreamingPull(stream pubsubpb.Subscriber_StreamingPu
 		case <-sub.gone:
 			return notFound("Subscription", sub.name)
 		case <-c.wake:
+		case conf := <-confirms:
+			conf.SubscriptionProperties = props
+			if err := stream.Send(conf); err != nil {
+				return err
+			}
+			sent = true
 		case <-heartbeat.C:
 			if !sent {
 				if err := stream.Send(&pubsubpb.StreamingPullResponse{SubscriptionProperties: props}); err != nil {
@@ -126,23 +153,56 @@ func (s *subscriberService) StreamingPull(stream pubsubpb.Subscriber_StreamingPu
 	}
 }
 
-// streamAcks applies the acks and modacks a stream request carries.
-func streamAcks(sub *subscription, req *pubsubpb.StreamingPullRequest) error {
+// streamAcks applies the acks and modacks a stream request carries. On an
+// exactly-once subscription it returns the response that confirms them, as
+// the service sends: which ack ids succeeded and which were invalid.
+func streamAcks(sub *subscription, req *pubsubpb.StreamingPullRequest) (*pubsubpb.StreamingPullResponse, error) {
 	if len(req.ModifyDeadlineSeconds) != len(req.ModifyDeadlineAckIds) {
-		return status.Errorf(codes.InvalidArgument, "modify_deadline_seconds has %d entries and modify_deadline_ack_ids %d: expected one deadline per ack id",
+		return nil, status.Errorf(codes.InvalidArgument, "modify_deadline_seconds has %d entries and modify_deadline_ack_ids %d: expected one deadline per ack id",
 			len(req.ModifyDeadlineSeconds), len(req.ModifyDeadlineAckIds))
 	}
+	for _, secs := range req.ModifyDeadlineSeconds {
+		if err := checkAckDeadline(secs); err != nil {
+			return nil, err
+		}
+	}
+	sub.mu.Lock()
+	eos := sub.set.exactlyOnce
+	sub.mu.Unlock()
+	var conf *pubsubpb.StreamingPullResponse
+	if eos && len(req.AckIds)+len(req.ModifyDeadlineAckIds) > 0 {
+		conf = &pubsubpb.StreamingPullResponse{}
+	}
 	if len(req.AckIds) > 0 {
-		sub.acknowledge(req.AckIds)
+		failed := sub.acknowledge(req.AckIds)
+		if conf != nil {
+			ac := &pubsubpb.StreamingPullResponse_AcknowledgeConfirmation{}
+			for _, id := range req.AckIds {
+				if failed[id] != "" {
+					ac.InvalidAckIds = append(ac.InvalidAckIds, id)
+				} else {
+					ac.AckIds = append(ac.AckIds, id)
+				}
+			}
+			conf.AcknowledgeConfirmation = ac
+		}
+	}
+	var mc *pubsubpb.StreamingPullResponse_ModifyAckDeadlineConfirmation
+	if conf != nil && len(req.ModifyDeadlineAckIds) > 0 {
+		mc = &pubsubpb.StreamingPullResponse_ModifyAckDeadlineConfirmation{}
+		conf.ModifyAckDeadlineConfirmation = mc
 	}
 	for i, id := range req.ModifyDeadlineAckIds {
-		secs := req.ModifyDeadlineSeconds[i]
-		if err := checkAckDeadline(secs); err != nil {
-			return err
+		failed := sub.modifyAckDeadline([]string{id}, req.ModifyDeadlineSeconds[i])
+		if mc != nil {
+			if failed[id] != "" {
+				mc.InvalidAckIds = append(mc.InvalidAckIds, id)
+			} else {
+				mc.AckIds = append(mc.AckIds, id)
+			}
 		}
-		sub.modifyAckDeadline([]string{id}, secs)
 	}
-	return nil
+	return conf, nil
 }
 
 // streamEnd is the status a stream ends with once its context is done.
