@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 
 	"github.com/pubsub-go/pubsub-go/go/internal/clientopt"
 	"github.com/pubsub-go/pubsub-go/go/internal/rawbatch"
@@ -236,7 +237,11 @@ type faults struct {
 	unaryErr func(method string, call int) error
 	// idsErr, if set, may fail a call given its ack ids (before it is sent).
 	idsErr func(method string, call int, ids []string) error
-	events []string // "closesend N", "eof N", "Method" in order
+	// slow, if set, makes a call take that long before it is sent (a
+	// loaded server): the event "answered Method" follows its answer, or
+	// "cancelled Method" its cancellation meanwhile.
+	slow   func(method string, req any) time.Duration
+	events []string // "closesend N", "eof N", "Method", "answered Method", "cancelled Method" in order
 }
 
 func (f *faults) event(e string) {
@@ -347,6 +352,22 @@ func (f *faults) unaryCall(ctx context.Context, method string, req, reply any, c
 	}
 	if idsErr != nil {
 		if err := idsErr(name, call, idList); err != nil {
+			return err
+		}
+	}
+	f.mu.Lock()
+	slow := f.slow
+	f.mu.Unlock()
+	if slow != nil {
+		if d := slow(name, req); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				f.event("cancelled " + name)
+				return status.FromContextError(ctx.Err()).Err()
+			}
+			err := invoker(ctx, method, req, reply, cc, opts...)
+			f.event("answered " + name)
 			return err
 		}
 	}

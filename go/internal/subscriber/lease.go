@@ -16,14 +16,22 @@ import (
 // process dies, so a dead executor's prefetch, possibly a whole flow-control
 // allowance kept warm between tasks, is back within the prefetch lease
 // rather than after a long ackDeadlineSeconds.
-func (s *Subscriber) leaseLoop(ctx context.Context) {
+//
+// It ends when end is closed (Close), after the extension it is making;
+// cancelling ctx cancels that extension too.
+func (s *Subscriber) leaseLoop(ctx context.Context, end <-chan struct{}) {
 	t := time.NewTicker(s.set.leaseTick)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-end:
+			return
 		case <-t.C:
+			if isClosed(end) { // both were ready
+				return
+			}
 		}
 		prefetched, handed := s.res.due(time.Now(), s.set.prefetchLease, s.set.ackDeadline, s.set.maxExtension)
 		s.extend(ctx, prefetched, s.set.prefetchLease)

@@ -58,7 +58,8 @@ type Subscriber struct {
 	streamCtx   context.Context    // the streams' context (catchup.go starts more in it)
 	clientID    string             // every stream's client id
 	catchUp     catchUp            // growing the streams while catching up
-	stopLeases  context.CancelFunc // on Close
+	endLeases   chan struct{}      // closed by Close: the lease loop ends after the extension it is making
+	stopLeases  context.CancelFunc // cancels an extension in flight: only past Close's drain bound
 	streams     sync.WaitGroup
 	leases      sync.WaitGroup
 
@@ -177,12 +178,12 @@ func open(ctx context.Context, cfg Config, mem memory.Allocator, tune func(*sett
 	// The subscriber outlives Open's context; Close ends it.
 	streamCtx, stopStreams := context.WithCancel(context.Background())
 	leaseCtx, stopLeases := context.WithCancel(context.Background())
-	s.stopStreams, s.stopLeases = stopStreams, stopLeases
+	s.stopStreams, s.stopLeases, s.endLeases = stopStreams, stopLeases, make(chan struct{})
 	s.streamCtx, s.clientID = streamCtx, clientID()
 	for range streamCount(&cfg) {
 		s.startStream()
 	}
-	s.leases.Go(func() { s.leaseLoop(leaseCtx) })
+	s.leases.Go(func() { s.leaseLoop(leaseCtx, s.endLeases) })
 	return s, nil
 }
 
@@ -464,9 +465,17 @@ func (s *Subscriber) Close() error {
 		s.rpcMu.Unlock()
 		s.res.close()
 		s.res.pool.stop() // before the decoder closes; wakes takes waiting for a decode
-		// Leases first, so no extension lands after a nack and re-leases.
-		s.stopLeases()
-		s.leases.Wait()
+		// Extensions end before the nack, so none lands after it and
+		// re-leases; one in flight is let finish, not cancelled: a cancelled
+		// call reaches the server as an HTTP/2 RST_STREAM, whose handler
+		// fails in Google's emulator (a NoSuchMethodError in its log, the
+		// mark tests/test_restart_in_one_app.py counts), and for a stream it
+		// is the cut the half-close below avoids. Only a call still
+		// unanswered at the drain bound, shared with the streams (so a
+		// worker's exit, spark/worker_exit.py, still half-closes them in
+		// time), is cancelled.
+		close(s.endLeases)
+		drained := time.Now().Add(s.set.drainTimeout)
 
 		// Half-close the streams and read them to their end, and only then
 		// nack: a message nacked while a stream is open may be redelivered
@@ -475,11 +484,16 @@ func (s *Subscriber) Close() error {
 		ids := s.res.drain()
 		s.fc.disable()
 		close(s.closing)
-		if !waitTimeout(&s.streams, s.set.drainTimeout) {
+		if !waitTimeout(&s.streams, time.Until(drained)) {
 			s.stopStreams()
 			s.streams.Wait()
 		}
 		s.stopStreams()
+		if !waitTimeout(&s.leases, time.Until(drained)) {
+			s.stopLeases()
+			s.leases.Wait()
+		}
+		s.stopLeases()
 		ids = append(ids, s.res.drain()...) // arrived while draining
 
 		var errs []error

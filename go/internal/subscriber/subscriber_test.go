@@ -7,9 +7,11 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"cloud.google.com/go/pubsub/v2/pstest"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
@@ -339,6 +341,60 @@ func TestCloseEndsStreamsBeforeNacking(t *testing.T) {
 	}
 	if nack < 0 || s.Stats().Nacked != 4 {
 		t.Errorf("events %v, nacked %d: want the 4 buffered messages nacked", events, s.Stats().Nacked)
+	}
+}
+
+// Close lets a lease extension in flight finish instead of cancelling it:
+// a cancelled call reaches the server as an RST_STREAM, which Google's
+// emulator fails to handle (tests/test_restart_in_one_app.py counts them).
+// Only an extension still unanswered after the drain bound is cancelled.
+func TestCloseLetsALeaseExtensionInFlightFinish(t *testing.T) {
+	// Each case's outcome does not hang on the scheduler: 200 ms against a
+	// 10 s bound, or an answer that never comes against 300 ms.
+	for _, c := range []struct {
+		name         string
+		takes, bound time.Duration
+		cancel       bool
+	}{
+		{"answered within the drain bound", 200 * time.Millisecond, 10 * time.Second, false},
+		{"unanswered at it", time.Hour, 300 * time.Millisecond, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := newServer(t)
+			publish(srv, 4)
+			var f faults
+			started := make(chan struct{})
+			var once sync.Once
+			f.slow = func(method string, req any) time.Duration {
+				if r, ok := req.(*pb.ModifyAckDeadlineRequest); ok && r.AckDeadlineSeconds > 0 {
+					once.Do(func() { close(started) })
+					return c.takes
+				}
+				return 0
+			}
+			s := openTest(t, testConfig(srv), func(s *settings) { fast(s); s.drainTimeout = c.bound }, f.options()...)
+			select {
+			case <-started: // the 4 prefetched messages' lease is being extended
+			case <-time.After(10 * time.Second):
+				t.Fatal("no lease extension started")
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			f.mu.Lock()
+			events := slices.Clone(f.events)
+			f.mu.Unlock()
+			outcome, other := "answered ModifyAckDeadline", "cancelled ModifyAckDeadline"
+			if c.cancel {
+				outcome, other = other, outcome
+			}
+			// The extension ends (answered, or cancelled at the bound)
+			// before Close's nack, so it cannot re-lease what was nacked.
+			i := slices.Index(events, outcome)
+			if i < 0 || slices.Contains(events, other) || !slices.Contains(events[i+1:], "ModifyAckDeadline") {
+				t.Errorf("events %v: want %q, then Close's nack, and no %q", events, outcome, other)
+			}
+		})
 	}
 }
 
