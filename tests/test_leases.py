@@ -18,13 +18,21 @@ from pubsub_go.spark.read.leases import LeaseKeeper
 
 
 class SlowAcker:
-    def __init__(self, delay: float, fail_first: int = 0) -> None:
-        self.delay, self.fail_first = delay, fail_first
+    """Records modack calls; each waits until `answer` is set (a request
+    the server has not answered yet), and the first fail_first fail."""
+
+    def __init__(self, fail_first: int = 0, answered: bool = True) -> None:
+        self.fail_first = fail_first
         self.calls: list[tuple[list[str], int]] = []
+        self.started = threading.Event()
+        self.answer = threading.Event()
+        if answered:
+            self.answer.set()
         self.done = threading.Event()
 
     def modack(self, ids: pa.Array, seconds: int) -> None:
-        time.sleep(self.delay)
+        self.started.set()
+        assert self.answer.wait(30), "the test never answered the request"
         if self.fail_first > 0:
             self.fail_first -= 1
             raise RuntimeError("UNAVAILABLE: injected")
@@ -38,36 +46,37 @@ def keeper(acker: SlowAcker) -> LeaseKeeper:
 
 
 def test_renew_returns_at_once_and_the_thread_extends_the_ids():
-    acker = SlowAcker(delay=0.5)
+    acker = SlowAcker(answered=False)  # the request hangs until the test answers it
     k = keeper(acker)
     try:
         ids = [pa.array(["a", "b"]), pa.array(["c"])]
-        t0 = time.monotonic()
-        k.renew(ids)
-        assert time.monotonic() - t0 < 0.1, "renew waited for the request"
-        assert acker.done.wait(5), "the finished batch's leases were never extended"
+        k.renew(ids)  # had it waited for the request, the acker would fail it after 30 s
+        assert acker.started.wait(30), "the finished batch's leases were never extended"
+        assert not acker.done.is_set()
+        acker.answer.set()
+        assert acker.done.wait(30), "the request never finished"
         assert acker.calls == [(["a", "b", "c"], 600)]
     finally:
         k.stop()
-        k.join(5)
+        k.join(30)
     assert not k._thread.is_alive(), "stop() did not end the thread"
 
 
 def test_a_failed_take_over_does_not_stop_the_keeper():
-    acker = SlowAcker(delay=0.0, fail_first=1)
+    acker = SlowAcker(fail_first=1)
     k = keeper(acker)
     try:
         k.renew([pa.array(["x"])])
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 30
         while acker.fail_first and time.monotonic() < deadline:
             time.sleep(0.01)
         assert acker.fail_first == 0, "the failing request was never made"
         k.renew([pa.array(["y"])])
-        assert acker.done.wait(5), "the keeper stopped after a failure"
+        assert acker.done.wait(30), "the keeper stopped after a failure"
         assert acker.calls == [(["y"], 600)]
     finally:
         k.stop()
-        k.join(5)
+        k.join(30)
 
 
 def test_the_driver_takes_over_only_the_leases_a_task_did_not_hand_over(tmp_path):

@@ -15,7 +15,7 @@ from pubsub_go.errors import PubSubError
 from pubsub_go.spark.read.batchlog import BatchLog
 from pubsub_go.spark.read.options import SourceOptions
 from pubsub_go.spark.read.partition import PubSubPartition
-from pubsub_go.spark.read.pull import PULL_BYTES_SHARE, STOP_CHECK_S
+from pubsub_go.spark.read.pull import PULL_BYTES_SHARE
 from pubsub_go.spark.read.subscriber_config import subscriber_config
 from pubsub_go.spark.read.subscriber_pool import POOL
 from pubsub_go.spark.read.task import _pull_and_record
@@ -121,14 +121,25 @@ def test_a_tasks_shorter_last_pull_does_not_shrink_the_next_tasks_batches(google
 def test_a_task_ends_when_its_query_stops_and_its_subscriber_is_closed_not_kept(google, emulator, tmp_path):
     """Spark kills a stopped query's task, and its worker 2 s later if the
     task still runs (SIGKILL: its streams would be cut, which Google's
-    emulator never forgets). A task waiting for rows sees the driver's stop
-    mark within STOP_CHECK_S and ends; its subscriber is closed, not kept."""
+    emulator never forgets). A task waiting for rows looks for the driver's
+    stop mark (every STOP_CHECK_S, pull.py) and ends at its first look after
+    the mark; its subscriber is closed, not kept. Asserted on the looks the
+    task made, in order, not on the wall clock."""
     topic, sub = google.topic(ack_deadline=10)
     # Only the stop can end this task: no time budget, no end-of-backlog decision in reach.
     opts = SourceOptions.parse({"subscriptionId": sub, "emulatorHost": emulator.host_port,
                                 "batchLogLocation": str(tmp_path), "quietPeriodMs": "599000",
                                 "maxBatchDurationMs": "600000", "subscriberIdleMs": "600000"})
     log = BatchLog(str(tmp_path))
+    looks: list[tuple[float, bool]] = []  # (when, saw the mark) of each look the task made, in order
+    read_mark = log.stopped_at
+
+    def stopped_at(gen: str) -> float | None:
+        at = read_mark(gen)
+        looks.append((time.monotonic(), at is not None))
+        return at
+
+    log.stopped_at = stopped_at  # type: ignore[method-assign]
     part = PubSubPartition(gen="g", batch=0, index=0, max_rows=100, max_bytes=0, cutoff_us=0)
     done: list[float] = []
 
@@ -138,13 +149,17 @@ def test_a_task_ends_when_its_query_stops_and_its_subscriber_is_closed_not_kept(
 
     t = threading.Thread(target=task, daemon=True)
     t.start()
-    time.sleep(2)
+    deadline = time.monotonic() + 30
+    while len(looks) < 2 and time.monotonic() < deadline:  # waiting for rows, it looks for the mark
+        time.sleep(0.05)
+    assert len(looks) >= 2, f"the waiting task did not look for the stop mark: {looks}"
     assert not done, "the task ended before its query stopped"
     log.mark_stopped("g")  # as the driver's stop does
-    marked = time.monotonic()
     t.join(30)
     assert done, "the task did not end after its query stopped"
-    assert done[0] - marked < STOP_CHECK_S + 1.0, f"ended {done[0] - marked:.1f}s after the stop mark"
+    saw = [s for _, s in looks]
+    # Each look before the mark saw none; the first that saw it was the last.
+    assert saw == [False] * (len(saw) - 1) + [True], f"looks (when, saw the mark): {looks}"
     assert not POOL.keeps(subscriber_config(opts, part=part)), "a stopped query's subscriber was kept"
     # Nothing was lost: a message published now reaches Google's own client at once.
     google.publish(topic, [b"after the stop"])
