@@ -3,6 +3,7 @@ into the package, so a wheel needs nothing but libc at run time. Metadata
 lives in pyproject.toml; which Go / C compiler / target is used, and so the
 wheel's platform tag, is decided in build_support/pubsub_go_toolchain.py."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -48,6 +49,24 @@ def build_native(dest: Path) -> None:
     build_wasm = ROOT / "wasm-decoders" / "build.sh"
     if build_wasm.exists():
         subprocess.run(["bash", str(build_wasm), str(dest / "wasm")], cwd=ROOT, env=tc.env, check=True)
+    build_jar(lib_dir / "libpubsubgo.so", dest / "_jars" / "pubsub-go-spark.jar")
+
+
+def build_jar(lib: Path, out: Path) -> None:
+    """The JVM front end's jar (jvm/build.sh), with the library inside, when a
+    JDK is here; PUBSUB_GO_JAR=0 skips it, =1 makes a missing JDK an error."""
+    want = os.environ.get("PUBSUB_GO_JAR", "")
+    if want == "0" or not (ROOT / "jvm" / "build.sh").exists():
+        return
+    if shutil.which("javac") is None:
+        if want == "1":
+            raise RuntimeError("PUBSUB_GO_JAR=1 but javac is not on PATH: the jar needs a JDK (11 or later)")
+        print("pubsub-go: no javac on PATH, so no JVM jar in this build (docs/jvm.md)", flush=True)
+        return
+    arch = toolchain.wheel_arch(toolchain.target_goarch())
+    subprocess.run(["bash", str(ROOT / "jvm" / "build.sh"), "--lib", str(lib.resolve()), "--out", str(out.resolve()),
+                    "--arch", arch],
+                   cwd=ROOT, check=True)
 
 
 class BuildPyWithGo(build_py):

@@ -11,6 +11,8 @@ package main
 */
 import "C"
 
+import "unsafe"
+
 //export pg_debug_panic
 func pg_debug_panic(errOut *C.struct_PgError) C.int {
 	return guard(errOut, func() error {
@@ -23,4 +25,9 @@ func pg_debug_panic(errOut *C.struct_PgError) C.int {
 //export pg_debug_c_bytes
 func pg_debug_c_bytes() C.int64_t {
 	return C.int64_t(alloc.AllocatedBytes())
+}
+
+//export Java_io_pubsubgo_spark_bridge_Native_debugPanic
+func Java_io_pubsubgo_spark_bridge_Native_debugPanic(env, cls unsafe.Pointer, errAddr C.int64_t) C.int {
+	return pg_debug_panic(errp(errAddr))
 }

@@ -25,13 +25,14 @@ from .errors import (
     UnavailableError,
 )
 
-# PySpark 3.5 and older cannot run this connector: say so at import, naming
-# the installed and the supported versions (no PySpark at all is fine).
-check_installed_pyspark()
+# Importing works next to any PySpark (the data plane, decode and the JVM
+# jar need none); the Python data source needs 4.0, checked where it is
+# registered (register(), and PySpark 4's auto-registration).
 
 __all__ = [
     "__version__", "ClosedError", "Emulator", "ForkedProcessError", "InternalError", "InvalidArgumentError",
-    "NotFoundError", "PubSubError", "Publisher", "Subscriber", "UnavailableError", "decode", "drain", "register",
+    "NotFoundError", "PubSubError", "Publisher", "Subscriber", "UnavailableError", "configure_spark", "decode",
+    "drain", "jar_path", "register",
 ]
 
 if TYPE_CHECKING:
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 
     from .client import Emulator, Publisher, Subscriber
     from .decode_api import decode
+
+from .jvm import configure_spark, jar_path  # noqa: E402 - plain Python: no PySpark, no library
 
 
 def __getattr__(name: str) -> Any:
@@ -59,6 +62,7 @@ def register(spark: SparkSession) -> None:
     auto-registers it through the top-level module pyspark_pubsub_go), a
     classic session or a Spark Connect one (then the package must be
     installed where the Connect server and its executors run)."""
+    check_installed_pyspark()
     from .spark.compat import is_connect_session
     from .spark.provider import PubSubDataSource
     from .spark.read.options import SPARK_MASTER_ENV

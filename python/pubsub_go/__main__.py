@@ -1,6 +1,7 @@
 """Command line: `python -m pubsub_go emulator --port 8085` serves the
 embedded emulator; `python -m pubsub_go demo` runs the main job;
-`python -m pubsub_go version` says what is installed."""
+`python -m pubsub_go version` says what is installed; `python -m pubsub_go
+jar` prints the JVM front end's jar path."""
 
 from __future__ import annotations
 
@@ -58,6 +59,13 @@ def _version(args: argparse.Namespace) -> int:
     return 0
 
 
+def _jar(args: argparse.Namespace) -> int:
+    from .jvm import jar_path
+
+    print(jar_path())
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     from .demo import DEFAULT_MESSAGES
 
@@ -76,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     v = sub.add_parser("version", help="package, library, Go, arrow-go, wazero and C ABI versions")
     v.add_argument("--json", action="store_true", help="print the library's build information as JSON")
     v.set_defaults(fn=_version)
+    j = sub.add_parser("jar", help="path of the JVM front end's jar (spark-submit --jars, docs/jvm.md)")
+    j.set_defaults(fn=_jar)
     args = p.parse_args(argv)
     return int(args.fn(args))
 

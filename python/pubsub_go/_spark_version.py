@@ -1,4 +1,4 @@
-"""Which PySpark is installed, checked when `pubsub_go` is imported, without
+"""Which PySpark is installed, checked when the Python data source is registered, without
 importing PySpark (importing pubsub_go stays cheap, and never loads the Go
 library). The supported range is stated here once; what each supported
 version offers is decided by feature detection (spark/compat.py).
@@ -52,8 +52,10 @@ def _major_minor(version: str) -> tuple[int, int] | None:
 
 
 def unsupported_message(version: str) -> str:
-    return (f"pubsub-go needs PySpark {SUPPORTED_RANGE} (Spark 4.0 or later: the Python Data Source "
-            f"streaming API), but PySpark {version} is installed. Use a Spark 4 runtime (e.g. Dataproc image "
+    return (f"pubsub-go's Python data source needs PySpark {SUPPORTED_RANGE} (Spark 4.0 or later: the Python "
+            f"Data Source streaming API), but PySpark {version} is installed. On Spark 3.5, read through the "
+            f"JVM front end instead: pubsub_go.configure_spark(SparkSession.builder) puts its jar on the "
+            f"session (docs/jvm.md). Or use a Spark 4 runtime (e.g. Dataproc image "
             f"3.0, Dataproc Serverless runtime 3.0, EMR 8.0, Databricks 17.3 LTS or later; docs/platforms.md), "
             f"or install a supported PySpark in this environment: pip install 'pyspark{SUPPORTED_RANGE}'. "
             f"The data plane alone (pubsub_go.Subscriber/Publisher) works without PySpark: uninstall it if "

@@ -41,11 +41,17 @@ def import_with(path: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, env=env, cwd=str(path), timeout=60)
 
 
-def test_importing_on_pyspark_3_5_names_the_versions_and_the_fix(tmp_path):
-    r = import_with(fake_pyspark(tmp_path, "3.5.6"))
+def test_importing_on_pyspark_3_5_works_and_registering_names_the_versions_and_the_fix(tmp_path):
+    path = fake_pyspark(tmp_path, "3.5.6")
+    r = import_with(path)
+    assert r.returncode == 0 and "imported" in r.stdout, r.stderr[-2000:]
+    env = dict(os.environ, PYTHONPATH=str(path))
+    r = subprocess.run([sys.executable, "-c", "import pubsub_go; pubsub_go.register(None)"],
+                       capture_output=True, text=True, env=env, cwd=str(path), timeout=60)
     assert r.returncode != 0, r.stdout
     assert "UnsupportedSparkError" in r.stderr, r.stderr[-2000:]
-    for words in ("PySpark 3.5.6 is installed", ">=4.0,<5", "pip install 'pyspark>=4.0,<5'", "Dataproc image 3.0"):
+    for words in ("PySpark 3.5.6 is installed", ">=4.0,<5", "pip install 'pyspark>=4.0,<5'", "Dataproc image 3.0",
+                  "pubsub_go.configure_spark"):
         assert words in r.stderr, (words, r.stderr[-2000:])
 
 

@@ -162,7 +162,14 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
       }
     }
     if (sub != null) {
-      SubscriberPool.giveBack(part.subscriberConfig, sub);
+      if (part.untilQuiet) {
+        // AvailableNow: a kept subscriber would take messages published
+        // after the run's cut-off and sit on them (released, not nacked)
+        // while the next run reads; closed, it nacks its prefetch.
+        SubscriberPool.discard(sub);
+      } else {
+        SubscriberPool.giveBack(part.subscriberConfig, sub);
+      }
       sub = null;
     }
   }

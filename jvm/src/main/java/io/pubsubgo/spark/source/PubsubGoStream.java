@@ -135,7 +135,6 @@ final class PubsubGoStream implements MicroBatchStream, SupportsAdmissionControl
   public void commit(Offset end) {
     PubsubGoOffset e = (PubsubGoOffset) end;
     try {
-      summarize(e.batch);
       keeper().commit(e.batch);
     } catch (IOException ex) {
       throw new UncheckedIOException("pubsub-go: acking batch " + e.batch + " (retried at the next commit): "
@@ -143,8 +142,8 @@ final class PubsubGoStream implements MicroBatchStream, SupportsAdmissionControl
     }
   }
 
-  /** The batch's figures, summed over its tasks, for metrics(). */
-  private void summarize(long batch) throws IOException {
+  /** The batch's figures, summed over its tasks (read before Spark commits it). */
+  private Map<String, String> summarize(long batch) throws IOException {
     Map<String, Long> sums = new HashMap<>();
     int drained = 0;
     int tasks = 0;
@@ -160,20 +159,45 @@ final class PubsubGoStream implements MicroBatchStream, SupportsAdmissionControl
         }
       });
     }
+    Map<String, String> out = new HashMap<>();
+    out.put("batch", Long.toString(batch));
+    out.put("tasks", Integer.toString(tasks));
+    out.put("tasksDrained", Integer.toString(drained));
+    sums.forEach((k, v) -> out.put(k, Long.toString(v)));
+    return out;
+  }
+
+  /**
+   * The figures of the batch just run (Spark asks before it commits the
+   * batch, so its entries are still in the log): rows, tasks that found
+   * the backlog empty, and the subscribers' counters summed over tasks.
+   */
+  @Override
+  public Map<String, String> metrics(Optional<Offset> latestConsumedOffset) {
+    if (!latestConsumedOffset.isPresent()) {
+      return new HashMap<>();
+    }
+    Offset o = latestConsumedOffset.get();
+    long batch = (o instanceof PubsubGoOffset ? (PubsubGoOffset) o : PubsubGoOffset.parse(o.json())).batch;
     synchronized (lastFigures) {
-      lastFigures.clear();
-      lastFigures.put("batch", Long.toString(batch));
-      lastFigures.put("tasks", Integer.toString(tasks));
-      lastFigures.put("tasksDrained", Integer.toString(drained));
-      sums.forEach((k, v) -> lastFigures.put(k, Long.toString(v)));
+      if (!Long.toString(batch).equals(lastFigures.get("batch"))) {
+        try {
+          Map<String, String> m = summarize(batch);
+          if (!"0".equals(m.get("tasks"))) {
+            lastFigures.clear();
+            lastFigures.putAll(m);
+          }
+        } catch (IOException e) {
+          return new HashMap<>(); // figures only; the batch itself is unaffected
+        }
+      }
+      return new HashMap<>(lastFigures);
     }
   }
 
   @Override
-  public Map<String, String> metrics(Optional<Offset> latestConsumedOffset) {
-    synchronized (lastFigures) {
-      return new HashMap<>(lastFigures);
-    }
+  public String toString() {
+    return "pubsub-go[" + opts.subscription + "]";
   }
 
   @Override

@@ -1,0 +1,112 @@
+"""A Spark job through the JVM front end, run by tests/test_jvm_source.py in
+a fresh interpreter of the PySpark under test (3.5.7 in its own venv, or the
+suite's 4.3), since a JVM with the jar resolves format("pubsub-go") to it.
+Needs no pubsub_go import: argv[1] is a JSON spec, the result a JSON line."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+
+SPEC = json.loads(sys.argv[1])
+
+
+def session():
+    from pyspark.sql import SparkSession
+
+    b = (SparkSession.builder.master(SPEC.get("master", "local[2]")).appName("pubsub-go-jvm-test")
+         .config("spark.jars", SPEC["jar"]).config("spark.ui.enabled", "false")
+         .config("spark.sql.shuffle.partitions", "2"))
+    for k, v in SPEC.get("conf", {}).items():
+        b = b.config(k, v)
+    return b.getOrCreate()
+
+
+def reader(spark, extra=None):
+    r = (spark.readStream.format("pubsub-go").option("subscriptionId", SPEC["subscription"])
+         .option("emulatorHost", SPEC["emulator"]))
+    for k, v in {**SPEC.get("options", {}), **(extra or {})}.items():
+        r = r.option(k, str(v))
+    return r.load()
+
+
+def progress(q) -> list[dict]:
+    """The query's progress reports (dicts on PySpark 3.5, objects on 4.x)."""
+    return [json.loads(p.json) if hasattr(p, "json") else p for p in q.recentProgress]
+
+
+def available_now(spark, extra=None):
+    """One AvailableNow run into the parquet sink; its progress reports."""
+    q = (reader(spark, extra).writeStream.format("parquet").option("path", SPEC["out"])
+         .option("checkpointLocation", SPEC["checkpoint"]).trigger(availableNow=True).start())
+    q.awaitTermination(SPEC.get("timeout", 600))
+    if q.exception() is not None:
+        raise RuntimeError(str(q.exception()))
+    return progress(q)
+
+
+def streaming(spark, stop_at: int, extra=None):
+    """A processing-time query stopped once the sink holds stop_at rows."""
+    q = (reader(spark, extra).writeStream.format("parquet").option("path", SPEC["out"])
+         .option("checkpointLocation", SPEC["checkpoint"]).trigger(processingTime="1 second").start())
+    deadline = time.time() + SPEC.get("timeout", 600)
+    while time.time() < deadline:
+        done = sum(p["numInputRows"] for p in progress(q))
+        if done >= stop_at or q.exception() is not None:
+            break
+        time.sleep(0.5)
+    q.stop()
+    if q.exception() is not None:
+        raise RuntimeError(str(q.exception()))
+    return progress(q)
+
+
+def out_ids(spark):
+    rows = spark.read.parquet(SPEC["out"]).select("message_id", "payload").collect()
+    return [r.message_id for r in rows], sorted({bytes(r.payload).decode() for r in rows})[:3]
+
+
+def collect(jvm, stop: threading.Event) -> None:
+    while not stop.is_set():
+        jvm.System.gc()
+        time.sleep(0.05)
+
+
+def main() -> None:
+    spark = session()
+    result: dict = {"spark": spark.version}
+    steps = SPEC["steps"]
+    for step in steps:
+        kind = step["kind"]
+        if kind == "available_now":
+            result.setdefault("runs", []).append(available_now(spark, step.get("options")))
+        elif kind == "streaming":
+            result.setdefault("runs", []).append(streaming(spark, step["stop_at"], step.get("options")))
+        elif kind == "wait_file":  # the test publishes more, then lets the job go on
+            while not __import__("os").path.exists(step["path"]):
+                time.sleep(0.2)
+        elif kind == "ids":
+            result["ids"], result["sample"] = out_ids(spark)
+        elif kind == "panic":
+            jvm = spark.sparkContext._jvm
+            try:
+                jvm.io.pubsubgo.spark.bridge.Library.debugPanic()
+                result["panic"] = "no exception"
+            except Exception as e:  # py4j's Py4JJavaError carries the Java exception
+                result["panic"] = str(e)[:2000]
+        elif kind == "gc":  # the JVM collects without pause while tasks read from C memory
+            stop = threading.Event()
+            t = threading.Thread(target=collect, args=(spark.sparkContext._jvm, stop), daemon=True)
+            t.start()
+            result.setdefault("runs", []).append(available_now(spark, step.get("options")))
+            stop.set()
+            t.join()
+        print(f"job: step {kind} done", file=sys.stderr, flush=True)
+    print("RESULT " + json.dumps(result), flush=True)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
