@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	cloud.google.com/go/auth v0.20.0
+	cloud.google.com/go/iam v1.11.0
 	cloud.google.com/go/pubsub/v2 v2.7.0
 	github.com/apache/arrow-go/v18 v18.8.0
 	github.com/bufbuild/protocompile v0.14.1
@@ -20,7 +21,6 @@ require (
 	cloud.google.com/go v0.123.0 // indirect
 	cloud.google.com/go/auth/oauth2adapt v0.2.8 // indirect
 	cloud.google.com/go/compute/metadata v0.9.0 // indirect
-	cloud.google.com/go/iam v1.11.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/felixge/httpsnoop v1.0.4 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect

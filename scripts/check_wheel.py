@@ -31,6 +31,9 @@ CONTRACT = "pubsub_go/_contract.json"
 # The option table both front ends read (pubsub_go/spark/option_table.py).
 OPTION_TABLE = "pubsub_go/_options.json"
 DECODERS = ("pubsub_go/wasm/json.wasm", "pubsub_go/wasm/avro.wasm")
+# The JVM front end's jar (docs/jvm.md), with the library of the wheel's architecture inside.
+JAR = "pubsub_go/_jars/pubsub-go-spark.jar"
+JAR_LIBRARY = "io/pubsubgo/native/linux-{arch}/libpubsubgo.so"
 # The top-level module through which PySpark registers format("pubsub-go") by itself.
 AUTO_REGISTER = "pyspark_pubsub_go.py"
 WASM_MAGIC = b"\0asm"
@@ -81,6 +84,14 @@ def check(wheel: Path) -> tuple[list[str], dict]:
         for want in (LIBRARY, HEADER, CONTRACT, OPTION_TABLE, *DECODERS, AUTO_REGISTER):
             if want not in names:
                 problems.append(f"{want} is missing from the wheel")
+        if JAR not in names:
+            problems.append(f"{JAR} is missing from the wheel (built by jvm/build.sh when javac is on PATH)")
+        elif arch is not None:
+            jar = Path(tmp) / "front.jar"
+            jar.write_bytes(z.read(JAR))
+            with zipfile.ZipFile(jar) as j:
+                if JAR_LIBRARY.format(arch=arch) not in j.namelist():
+                    problems.append(f"{JAR} lacks {JAR_LIBRARY.format(arch=arch)}")
         for dec in DECODERS:
             if dec in names and not z.read(dec).startswith(WASM_MAGIC):
                 problems.append(f"{dec} is not a WebAssembly module (no \\0asm header)")

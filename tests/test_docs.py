@@ -30,7 +30,7 @@ DOCS = [ROOT / "README.md", ROOT / "RATIONALE.md", *sorted((ROOT / "docs").glob(
 # (`examples/vpcflow/...`), a Go package (`codec.go` next to its package).
 BASES = ["", "python/", "python/pubsub_go/", "wasm-decoders/"]
 # Build outputs the docs name, which a clean checkout does not hold (.gitignore).
-GENERATED = {"dist/", "python/pubsub_go/wasm/"}
+GENERATED = {"dist/", "python/pubsub_go/wasm/", "pubsub_go/_jars/pubsub-go-spark.jar"}
 _FILE_EXT = re.compile(r"\.(py|go|c|h|md|sh|json|toml|txt)$")
 # Resource names, URIs, placeholders, calls, time zones (Europe/Oslo): not paths.
 _NOT_A_PATH = re.compile(r"[\s<>=*|\"'(),:]|^(projects|roles|subscription|runtime)/|^[~$/.-]|^[a-z]+\("

@@ -45,16 +45,39 @@ def _so(tmp_path: Path, *libs: str, source: str = "int pg_probe(void) { return 0
     return out.read_bytes()
 
 
-def _wheel(tmp_path: Path, tag: str, lib: bytes, drop: str = "", header: bytes = b"/* header */\n") -> Path:
+def _jar(lib: bytes, arch: str) -> bytes:
+    """The JVM front end's jar as jvm/build.sh lays it out: the library inside."""
+    import io
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as j:
+        j.writestr(check_wheel.JAR_LIBRARY.format(arch=arch), lib)
+    return buf.getvalue()
+
+
+def _wheel(tmp_path: Path, tag: str, lib: bytes, drop: str = "", header: bytes = b"/* header */\n",
+           jar_arch: str | None = None) -> Path:
     whl = tmp_path / f"pubsub_go-0.1.0-py3-none-{tag}.whl"
+    arch = jar_arch or next((a for a in check_wheel.MACHINES if tag.endswith("_" + a)), "x86_64")
     files = {check_wheel.LIBRARY: lib, check_wheel.HEADER: header,
-             check_wheel.CONTRACT: b"{}", check_wheel.AUTO_REGISTER: b"",
-             **{d: WASM for d in check_wheel.DECODERS}}
+             check_wheel.CONTRACT: b"{}", check_wheel.OPTION_TABLE: b"{}", check_wheel.AUTO_REGISTER: b"",
+             check_wheel.JAR: _jar(lib, arch), **{d: WASM for d in check_wheel.DECODERS}}
     with zipfile.ZipFile(whl, "w") as z:
         for name, data in files.items():
             if name != drop:
                 z.writestr(name, data)
     return whl
+
+
+def test_a_wheel_without_the_jar_or_with_another_architectures_library_in_it_fails(tmp_path):
+    arch = toolchain.wheel_arch(toolchain.host_goarch())
+    tag = f"manylinux_2_17_{arch}"
+    lib = _so(tmp_path)
+    problems, _ = check_wheel.check(_wheel(tmp_path, tag, lib, drop=check_wheel.JAR))
+    assert any(check_wheel.JAR in p and "missing" in p for p in problems), problems
+    other = "aarch64" if arch == "x86_64" else "x86_64"
+    problems, _ = check_wheel.check(_wheel(tmp_path, tag, lib, jar_arch=other))
+    assert any("lacks" in p and f"linux-{arch}" in p for p in problems), problems
 
 
 def test_a_glibc_only_wheel_passes(tmp_path):
