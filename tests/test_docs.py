@@ -28,7 +28,7 @@ DOCS = [ROOT / "README.md", ROOT / "RATIONALE.md", *sorted((ROOT / "docs").glob(
 # Where the docs name files by a shorter path: the Python package
 # (`spark/read/task.py`, `pubsub_go/schema.py`), the decoders' module
 # (`examples/vpcflow/...`), a Go package (`codec.go` next to its package).
-BASES = ["", "python/", "python/pubsub_go/", "wasm-decoders/"]
+BASES = ["", "python/", "python/pubsub_go/", "wasm-decoders/", "jvm/src/main/java/io/pubsubgo/spark/"]
 # Build outputs the docs name, which a clean checkout does not hold (.gitignore).
 GENERATED = {"dist/", "python/pubsub_go/wasm/", "pubsub_go/_jars/pubsub-go-spark.jar"}
 _FILE_EXT = re.compile(r"\.(py|go|c|h|md|sh|json|toml|txt)$")
