@@ -40,6 +40,10 @@ BUILD=$(mktemp -d)
 trap 'rm -rf "$BUILD"' EXIT
 javac --release 8 -Xlint:all,-path,-options -Werror -encoding UTF-8 -cp "${CP#:}" -d "$BUILD" $(find src/main/java -name '*.java')
 cp -r src/main/resources/. "$BUILD/"
+# The facts both front ends read: the option table and the Go contract it refers to.
+mkdir -p "$BUILD/io/pubsubgo"
+cp ../python/pubsub_go/_options.json "$BUILD/io/pubsubgo/options.json"
+cp ../python/pubsub_go/_contract.json "$BUILD/io/pubsubgo/contract.json"
 if [ -n "$LIB" ]; then
   mkdir -p "$BUILD/io/pubsubgo/native/linux-$ARCH"
   cp "$LIB" "$BUILD/io/pubsubgo/native/linux-$ARCH/libpubsubgo.so"

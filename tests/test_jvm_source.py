@@ -87,6 +87,26 @@ def test_streaming_query_stopped_and_restarted_reads_each_message_once(line, jar
     assert unacked(google, sub) == 0
 
 
+def test_bad_options_fail_at_start_naming_the_option_and_what_is_right(jar, google, tmp_path):
+    topic, sub = google.topic()
+    job = Job("4.3", spec(jar, google, sub, tmp_path, [{"kind": "errors", "option_sets": [
+        {"batchSize": "0"},                 # below the contract's range
+        {"maxWaitTimeMs": "soon"},          # not a duration
+        {"bogusOption": "1"},               # unknown
+        {"format": "json"},                 # in the table, not in the JVM front end yet
+        {"failOnDataLoss": "false"},        # refused, with the reason
+        {"maxOffsetsPerTrigger": "10"},     # another connector's alias
+    ]}]))
+    errors = job.result()["errors"]
+    want = [("batchSize is 0", "1..1000000"), ("maxWaitTimeMs is soon", "500ms"),
+            ("unknown source option bogusOption", "subscriptionId"), ("format is not supported by the JVM", "jvm.md"),
+            ("failOnDataLoss", "messageRetentionSeconds"), ("maxOffsetsPerTrigger", "maxRecordsPerTrigger")]
+    assert len(errors) == len(want)
+    for err, words in zip(errors, want, strict=True):
+        for w in words:  # Spark lower-cases option keys before a source sees them
+            assert w.lower() in err.lower(), (w, err[:1500])
+
+
 def test_a_go_panic_is_a_java_exception_and_the_jvm_reads_on_under_gc(jar, google, tmp_path):
     lib = native_debug.build(tmp_path)
     topic, sub = google.topic()

@@ -63,6 +63,16 @@ def streaming(spark, stop_at: int, extra=None):
     return progress(q)
 
 
+def start_error(spark, options: dict) -> str:
+    try:
+        q = (reader(spark, options).writeStream.format("noop").option("checkpointLocation", SPEC["checkpoint"] + "-e")
+             .trigger(availableNow=True).start())
+        q.awaitTermination(120)
+        return str(q.exception()) if q.exception() is not None else "no error"
+    except Exception as e:  # analysis errors come from start() itself
+        return str(e)
+
+
 def out_ids(spark):
     rows = spark.read.parquet(SPEC["out"]).select("message_id", "payload").collect()
     return [r.message_id for r in rows], sorted({bytes(r.payload).decode() for r in rows})[:3]
@@ -89,6 +99,8 @@ def main() -> None:
                 time.sleep(0.2)
         elif kind == "ids":
             result["ids"], result["sample"] = out_ids(spark)
+        elif kind == "errors":  # each bad option set's error, as the query reports it
+            result["errors"] = [start_error(spark, o) for o in step["option_sets"]]
         elif kind == "panic":
             jvm = spark.sparkContext._jvm
             try:

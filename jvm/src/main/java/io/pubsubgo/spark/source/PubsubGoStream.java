@@ -69,7 +69,7 @@ final class PubsubGoStream implements MicroBatchStream, SupportsAdmissionControl
 
   @Override
   public ReadLimit getDefaultReadLimit() {
-    return opts.maxRecordsPerTrigger > 0 ? ReadLimit.maxRows(opts.maxRecordsPerTrigger) : ReadLimit.allAvailable();
+    return opts.maxRecordsPerTrigger != null ? ReadLimit.maxRows(opts.maxRecordsPerTrigger) : ReadLimit.allAvailable();
   }
 
   @Override

@@ -2,16 +2,24 @@ package io.pubsubgo.spark.source;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import java.util.Locale;
-import java.util.Map;
+import java.util.Arrays;
+import java.util.List;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
  * The JVM source's options, parsed once on the driver with errors that
- * name the option and what would be right. Names, defaults and ranges are
- * those of docs/source.md's option table (the Python front end's too).
+ * name the option and what would be right. Names, aliases, defaults and
+ * ranges come from the option table both front ends read (OptionTable);
+ * what is here is which of them this front end supports so far, and the
+ * defaults that are worked out rather than stated.
  */
 final class SourceOptions {
+  /** The options of the table this front end reads (docs/jvm.md, "Options"). */
+  static final List<String> SUPPORTED = Arrays.asList("subscriptionId", "projectId", "emulatorHost", "endpoint",
+      "credentials", "impersonateServiceAccount", "numPartitions", "batchSize", "maxWaitTimeMs",
+      "maxBatchDurationMs", "quietPeriodMs", "maxRecordsPerPartition", "maxRecordsPerTrigger",
+      "streamsPerPartition", "ackDeadlineSeconds", "commitLeaseSeconds", "batchLogLocation");
+
   final String subscription;
   final String emulatorHost;
   final String endpoint;
@@ -23,15 +31,20 @@ final class SourceOptions {
   final long maxBatchDurationMs;
   final long quietPeriodMs;
   final long maxRecordsPerPartition;
-  final long maxRecordsPerTrigger; // 0: no limit
+  final Long maxRecordsPerTrigger; // null: no limit
   final int streamsPerPartition;
   final int ackDeadlineSeconds;
   final int commitLeaseSeconds;
   final String batchLogLocation; // null: under the checkpoint
 
   SourceOptions(CaseInsensitiveStringMap o) {
-    String project = str(o, "projectId", System.getenv("GOOGLE_CLOUD_PROJECT"));
-    String sub = str(o, "subscriptionId", null);
+    OptionTable t = new OptionTable("source");
+    t.check(o, SUPPORTED);
+    String project = t.string(o, "projectId");
+    if (project == null) {
+      project = System.getenv("GOOGLE_CLOUD_PROJECT");
+    }
+    String sub = t.string(o, "subscriptionId");
     if (sub == null || sub.isEmpty()) {
       throw new IllegalArgumentException("pubsub-go: option subscriptionId is required: a short id with projectId, "
           + "or projects/P/subscriptions/S");
@@ -44,45 +57,31 @@ final class SourceOptions {
       sub = "projects/" + project + "/subscriptions/" + sub;
     }
     subscription = sub;
-    emulatorHost = str(o, "emulatorHost", System.getenv("PUBSUB_EMULATOR_HOST"));
-    endpoint = str(o, "endpoint", null);
-    credentialsFile = str(o, "credentials", str(o, "credentialsFile", null));
-    impersonateServiceAccount = str(o, "impersonateServiceAccount", null);
-    numPartitions = (int) num(o, "numPartitions", 0, 1, 100_000);
-    batchSize = (int) num(o, "batchSize", 4000, 1, 1_000_000);
-    maxWaitTimeMs = num(o, "maxWaitTimeMs", 20, 1, 3_600_000);
-    maxBatchDurationMs = num(o, "maxBatchDurationMs", 10_000, 1, 86_400_000);
-    quietPeriodMs = num(o, "quietPeriodMs", maxBatchDurationMs < 10_000 ? maxBatchDurationMs / 2 : 5000, 1,
-        maxBatchDurationMs - 1);
-    maxRecordsPerPartition = num(o, "maxRecordsPerPartition", 200_000, 1, 100_000_000);
-    maxRecordsPerTrigger = num(o, "maxRecordsPerTrigger", 0, 1, Long.MAX_VALUE);
-    streamsPerPartition = (int) num(o, "streamsPerPartition", 1, 1, 64);
-    ackDeadlineSeconds = (int) num(o, "ackDeadlineSeconds", 10, 10, 600);
-    commitLeaseSeconds = (int) num(o, "commitLeaseSeconds", 600, 10, 600);
-    batchLogLocation = str(o, "batchLogLocation", null);
-  }
-
-  private static String str(CaseInsensitiveStringMap o, String name, String dflt) {
-    String v = o.get(name);
-    return v == null ? dflt : v;
-  }
-
-  private static long num(CaseInsensitiveStringMap o, String name, long dflt, long min, long max) {
-    String v = o.get(name);
-    if (v == null) {
-      return dflt;
+    String emu = t.string(o, "emulatorHost");
+    emulatorHost = emu != null ? emu : System.getenv("PUBSUB_EMULATOR_HOST");
+    endpoint = t.string(o, "endpoint");
+    credentialsFile = t.string(o, "credentials");
+    impersonateServiceAccount = t.string(o, "impersonateServiceAccount");
+    numPartitions = (int) t.number(o, "numPartitions", 0);
+    batchSize = (int) t.number(o, "batchSize", 0);
+    maxWaitTimeMs = t.number(o, "maxWaitTimeMs", 0);
+    maxBatchDurationMs = t.number(o, "maxBatchDurationMs", 0);
+    // Worked out, as docs/source.md says: half maxBatchDurationMs when that is under 10 s.
+    long quiet = t.number(o, "quietPeriodMs", 0);
+    if (t.raw(o, "quietPeriodMs") == null && maxBatchDurationMs < 10_000) {
+      quiet = maxBatchDurationMs / 2;
     }
-    long n;
-    try {
-      n = Long.parseLong(v.trim());
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException("pubsub-go: option " + name + " is " + v + "; expected an integer in "
-          + min + ".." + max);
+    if (quiet >= maxBatchDurationMs) {
+      throw new IllegalArgumentException("pubsub-go: quietPeriodMs " + quiet + " must be shorter than "
+          + "maxBatchDurationMs " + maxBatchDurationMs + ": a task with no rows ends then");
     }
-    if (n < min || n > max) {
-      throw new IllegalArgumentException("pubsub-go: option " + name + " is " + n + "; expected " + min + ".." + max);
-    }
-    return n;
+    quietPeriodMs = quiet;
+    maxRecordsPerPartition = t.number(o, "maxRecordsPerPartition", 0);
+    maxRecordsPerTrigger = t.raw(o, "maxRecordsPerTrigger") == null ? null : t.number(o, "maxRecordsPerTrigger", 0);
+    streamsPerPartition = (int) t.number(o, "streamsPerPartition", 0);
+    ackDeadlineSeconds = (int) t.number(o, "ackDeadlineSeconds", 0);
+    commitLeaseSeconds = (int) t.number(o, "commitLeaseSeconds", 0);
+    batchLogLocation = t.string(o, "batchLogLocation");
   }
 
   /** The Go subscriber's config for a task (the contract's subscriber_config). */
@@ -125,13 +124,5 @@ final class SourceOptions {
     } catch (java.io.IOException e) {
       throw new IllegalStateException(e);
     }
-  }
-
-  static String lower(String s) {
-    return s.toLowerCase(Locale.ROOT);
-  }
-
-  static Map<String, String> asMap(CaseInsensitiveStringMap o) {
-    return o.asCaseSensitiveMap();
   }
 }

@@ -1,0 +1,265 @@
+package io.pubsubgo.spark.source;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.InputStream;
+import java.math.BigDecimal;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+/**
+ * The option table both front ends read (python/pubsub_go/_options.json,
+ * copied into the jar by jvm/build.sh, with the Go contract it refers to):
+ * names, aliases, defaults and ranges live there, not here. This class
+ * only resolves an option's value from what the user gave, with the
+ * errors the Python front end gives for the same mistakes.
+ */
+final class OptionTable {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final JsonNode TABLE = load("/io/pubsubgo/options.json");
+  private static final JsonNode CONTRACT = load("/io/pubsubgo/contract.json");
+
+  private static JsonNode load(String resource) {
+    try (InputStream in = OptionTable.class.getResourceAsStream(resource)) {
+      if (in == null) {
+        throw new IllegalStateException("pubsub-go: the jar lacks " + resource + " (built by jvm/build.sh)");
+      }
+      return JSON.readTree(in);
+    } catch (IOException e) {
+      throw new IllegalStateException("pubsub-go: reading " + resource + ": " + e, e);
+    }
+  }
+
+  private final String side;
+  private final Map<String, JsonNode> rows = new HashMap<>(); // lower-cased name or own alias -> row
+
+  OptionTable(String side) {
+    this.side = side;
+    for (JsonNode row : TABLE.get("options")) {
+      boolean mine = false;
+      for (JsonNode s : row.get("sides")) {
+        mine |= side.equals(s.asText());
+      }
+      if (!mine) {
+        continue;
+      }
+      rows.put(lower(row.get("name").asText()), row);
+      for (JsonNode a : row.path("aliases")) {
+        rows.put(lower(a.get("name").asText()), row);
+      }
+    }
+  }
+
+  private static String lower(String s) {
+    return s.toLowerCase(Locale.ROOT);
+  }
+
+  private JsonNode row(String name) {
+    JsonNode r = rows.get(lower(name));
+    if (r == null || !r.get("name").asText().equals(name)) {
+      throw new IllegalStateException("pubsub-go: " + name + " is not a " + side + " option of the table");
+    }
+    return r;
+  }
+
+  /**
+   * Checks the given options: each must be in the table and supported by
+   * this front end (else an error naming it and what is accepted), and an
+   * alias only of this project's own spelling (the migration aliases of
+   * other connectors are the Python front end's so far).
+   */
+  void check(CaseInsensitiveStringMap given, List<String> supported) {
+    TreeSet<String> ok = new TreeSet<>();
+    for (String s : supported) {
+      ok.add(lower(s));
+    }
+    for (String key : given.keySet()) {
+      for (JsonNode ref : TABLE.path("refused")) {
+        String n = lower(ref.get("name").asText());
+        if (n.endsWith(".") ? lower(key).startsWith(n) : lower(key).equals(n)) {
+          throw new IllegalArgumentException("pubsub-go: option " + key + " (" + ref.get("origin").asText()
+              + ") is not accepted: " + ref.get("why").asText());
+        }
+      }
+      JsonNode r = rows.get(lower(key));
+      if (r == null) {
+        throw new IllegalArgumentException("pubsub-go: unknown source option " + key + "; the JVM source accepts "
+            + String.join(", ", supportedNames(supported)) + " (docs/jvm.md)");
+      }
+      String name = r.get("name").asText();
+      if (!ok.contains(lower(name))) {
+        throw new IllegalArgumentException("pubsub-go: option " + key + " is not supported by the JVM front end "
+            + "yet (docs/jvm.md, \"Options\"); read without the jar on the classpath (Spark 4.x) to use it");
+      }
+      if (!lower(key).equals(lower(name)) && !isOwnAlias(r, key)) {
+        throw new IllegalArgumentException("pubsub-go: option " + key + " is another connector's name for " + name
+            + "; the JVM front end takes " + name + " itself so far");
+      }
+    }
+  }
+
+  private static boolean isOwnAlias(JsonNode row, String key) {
+    for (JsonNode a : row.path("aliases")) {
+      if (lower(a.get("name").asText()).equals(lower(key)) && "pubsub-go".equals(a.get("origin").asText())) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private List<String> supportedNames(List<String> supported) {
+    List<String> out = new ArrayList<>();
+    for (String s : supported) {
+      out.add(row(s).get("name").asText());
+    }
+    return out;
+  }
+
+  /** The raw text the user gave for name or one of its own aliases, or null. */
+  String raw(CaseInsensitiveStringMap given, String name) {
+    JsonNode r = row(name);
+    String v = given.get(name);
+    if (v == null) {
+      for (JsonNode a : r.path("aliases")) {
+        if (v == null && "pubsub-go".equals(a.get("origin").asText())) {
+          v = given.get(a.get("name").asText());
+        }
+      }
+    }
+    return v;
+  }
+
+  String string(CaseInsensitiveStringMap given, String name) {
+    String v = raw(given, name);
+    if (v != null) {
+      return v;
+    }
+    JsonNode d = row(name).get("default");
+    return d == null || d.isNull() ? null : d.asText();
+  }
+
+  /** The table's default (a literal, or the contract's), or null for "not set". */
+  Long defaultOf(String name) {
+    JsonNode r = row(name);
+    JsonNode c = contractField(r.path("default_contract").asText(null));
+    if (c != null && c.has("default")) {
+      return c.get("default").asLong();
+    }
+    JsonNode d = r.get("default");
+    return d == null || d.isNull() ? null : d.asLong();
+  }
+
+  private static JsonNode contractField(String ref) {
+    if (ref == null) {
+      return null;
+    }
+    String[] p = ref.split("\\.", 2);
+    for (JsonNode f : CONTRACT.path(p[0])) {
+      if (p[1].equals(f.path("name").asText())) {
+        return f;
+      }
+    }
+    throw new IllegalStateException("pubsub-go: the option table refers to " + ref + ", which the contract lacks");
+  }
+
+  long min(String name) {
+    JsonNode r = row(name);
+    if (r.has("min") && !r.get("min").isNull()) {
+      return r.get("min").asLong();
+    }
+    JsonNode c = contractField(r.path("range_contract").asText(null));
+    return c != null && c.has("min") ? c.get("min").asLong() : Long.MIN_VALUE;
+  }
+
+  long max(String name) {
+    JsonNode r = row(name);
+    if (r.has("max") && !r.get("max").isNull()) {
+      return r.get("max").asLong();
+    }
+    JsonNode c = contractField(r.path("range_contract").asText(null));
+    return c != null && c.has("max") ? c.get("max").asLong() : Long.MAX_VALUE;
+  }
+
+  /** An int, long or duration option in its own unit; dflt when neither given nor defaulted. */
+  long number(CaseInsensitiveStringMap given, String name, long dflt) {
+    String v = raw(given, name);
+    Long d = defaultOf(name);
+    if (v == null) {
+      return d == null ? dflt : d;
+    }
+    JsonNode r = row(name);
+    String unit = r.path("unit").asText("");
+    Long n = "duration".equals(r.get("type").asText()) ? duration(v, unit) : integer(v);
+    long lo = min(name);
+    long hi = max(name);
+    if (n == null) {
+      throw new IllegalArgumentException("pubsub-go: option " + name + " is " + v + "; expected "
+          + ("duration".equals(r.get("type").asText())
+              ? "an integer in " + ("s".equals(unit) ? "seconds" : "milliseconds")
+                  + ", or a number with a unit: 500ms, 10s, 2 minutes, 1.5h"
+              : "an integer") + range(lo, hi));
+    }
+    if (n < lo || n > hi) {
+      throw new IllegalArgumentException("pubsub-go: option " + name + " is " + v + "; expected" + range(lo, hi)
+          + (r.has("range_note") ? " (" + r.get("range_note").asText() + ")" : ""));
+    }
+    return n;
+  }
+
+  private static String range(long lo, long hi) {
+    if (lo == Long.MIN_VALUE && hi == Long.MAX_VALUE) {
+      return "";
+    }
+    return " in " + (lo == Long.MIN_VALUE ? "" : Long.toString(lo)) + ".." + (hi == Long.MAX_VALUE ? "" : Long.toString(hi));
+  }
+
+  private static Long integer(String v) {
+    try {
+      return Long.parseLong(v.trim());
+    } catch (NumberFormatException e) {
+      return null;
+    }
+  }
+
+  private static final Pattern FORM = Pattern.compile("^\\s*(\\d+(?:\\.\\d+)?)\\s*([a-zA-Z]*)\\s*$");
+
+  /** Spark's duration forms (python/pubsub_go/spark/durations.py says the same). */
+  static Long duration(String v, String unit) {
+    Matcher m = FORM.matcher(v);
+    if (!m.matches()) {
+      return null;
+    }
+    BigDecimal number = new BigDecimal(m.group(1));
+    String suffix = lower(m.group(2));
+    if (suffix.isEmpty()) {
+      return number.stripTrailingZeros().scale() <= 0 ? number.longValueExact() : null;
+    }
+    BigDecimal us = unitMicros(suffix);
+    if (us == null) {
+      return null;
+    }
+    BigDecimal per = "s".equals(unit) ? BigDecimal.valueOf(1_000_000) : BigDecimal.valueOf(1_000);
+    BigDecimal[] qr = number.multiply(us).divideAndRemainder(per);
+    return qr[1].signum() == 0 ? qr[0].longValueExact() : null;
+  }
+
+  private static BigDecimal unitMicros(String s) {
+    switch (s) {
+      case "us": case "usec": case "microsecond": case "microseconds": return BigDecimal.ONE;
+      case "ms": case "msec": case "millisecond": case "milliseconds": return BigDecimal.valueOf(1_000);
+      case "s": case "sec": case "secs": case "second": case "seconds": return BigDecimal.valueOf(1_000_000);
+      case "m": case "min": case "mins": case "minute": case "minutes": return BigDecimal.valueOf(60_000_000L);
+      case "h": case "hr": case "hrs": case "hour": case "hours": return BigDecimal.valueOf(3_600_000_000L);
+      case "d": case "day": case "days": return BigDecimal.valueOf(86_400_000_000L);
+      default: return null;
+    }
+  }
+}
