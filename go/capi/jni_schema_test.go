@@ -41,7 +41,9 @@ const sparkJSON = `{"type":"struct","fields":[
 func TestSparkToArrowSchemaIsPysparksMapping(t *testing.T) {
 	props := arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int64)
 	props.SetItemNullable(false)
-	f := func(name string, dt arrow.DataType) arrow.Field { return arrow.Field{Name: name, Type: dt, Nullable: true} }
+	f := func(name string, dt arrow.DataType) arrow.Field {
+		return arrow.Field{Name: name, Type: dt, Nullable: true}
+	}
 	want := arrow.NewSchema([]arrow.Field{
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
 		f("qty", arrow.PrimitiveTypes.Int32),
