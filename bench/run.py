@@ -6,10 +6,11 @@ headline and every table from this one run. The raw figures
     python bench/run.py --quick    # smoke check, ~3 min, single runs
     python bench/run.py --report-only   # rewrite the page from results/results.json
 
-Sections: 1 data plane without Spark, 2 Spark end to end, 3 write,
-4 Go -> Python hand-off, 5 memory (its long drift run goes on in the
-background from the start). Every server and peer listens on 127.0.0.1
-and is stopped by its own pid.
+Sections: 1 data plane without Spark, 2 Spark end to end, 2b the JVM
+source beside the Python source and the ceiling (the JVM source in a Spark
+session of its own, a child process), 3 write, 4 Go -> Python hand-off,
+5 memory (its long drift run goes on in the background from the start).
+Every server and peer listens on 127.0.0.1 and is stopped by its own pid.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path[:0] = [str(BENCH), str(BENCH / "peers"), str(BENCH.parent / "python")]
 
-from harness import dataplane, handoff, machine, plots, report, spark_e2e, write  # noqa: E402
+from harness import dataplane, handoff, jvm_e2e, machine, plots, report, spark_e2e, write  # noqa: E402
 from harness.log import elapsed, say  # noqa: E402
 from harness.memory import Drift  # noqa: E402
 from harness.plan import FULL, QUICK  # noqa: E402
@@ -43,7 +44,9 @@ def main() -> int:
                     help="directory for results.md; results.json and the PNGs go into its results/ (default: bench)")
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite results.md and the PNGs from an earlier run's results/results.json")
-    ap.add_argument("--skip", default="", help="comma-separated sections to skip: dataplane,spark,write,handoff,memory")
+    ap.add_argument("--jar", help="the JVM source's jar for section 2b (default: jvm/build.sh builds it from the tree)")
+    ap.add_argument("--skip", default="",
+                    help="comma-separated sections to skip: dataplane,spark,jvm,write,handoff,memory")
     a = ap.parse_args()
     plan = QUICK if a.quick else FULL
     skip = set(filter(None, a.skip.split(",")))
@@ -79,15 +82,16 @@ def main() -> int:
     scratch = tempfile.mkdtemp(prefix="pubsub-go-bench-scratch-")  # Spark checkpoints and batch logs
     try:
         res["dataplane"] = section("dataplane", lambda: dataplane.run(build, plan)) or []
-        if not {"spark", "write"} <= skip:
+        if not {"spark", "jvm", "write"} <= skip:
             say("starting Spark (local[2])")
             from harness.sparkrun import session
 
             spark = session(build)
-        if drift is not None and "spark" not in skip:
+        if drift is not None and not {"spark", "jvm"} <= skip:
             drift.pause()
         try:
             res["spark"] = section("spark", lambda: spark_e2e.run(spark, build, plan, scratch)) or []
+            res["jvm"] = section("jvm", lambda: jvm_e2e.run(spark, build, plan, scratch, jar=a.jar)) or {}
         finally:
             if drift is not None:
                 drift.resume()

@@ -17,6 +17,9 @@ E2E_NAMES = {"pubsub-go": "pubsub-go source (tuned options)",
              "pubsub-go-defaults": "pubsub-go source (default options)",
              "plain-python": "plain Python Data Source on google-cloud-pubsub",
              "ceiling": "ceiling: in-memory Arrow source"}
+JVM_NAMES = {"jvm": "JVM source (DataSource V2, default options)",
+             "pubsub-go-defaults": "Python source (default options)",
+             "ceiling": "ceiling: in-memory Arrow source (Python)"}
 WRITE_NAMES = {"spark-sink": "pubsub-go Spark sink (writeStream)",
                "spark-fair-ceiling": "fair ceiling (same source -> Python Arrow writer that drops it)",
                "spark-ceiling": "Spark ceiling (same source -> noop)",
@@ -35,6 +38,8 @@ TARGETS = {
     "spark_vs_plain": (20, "≥ 20x"),
     "spark_tuned_vs_ceiling": (0.8, "≥ 0.8x"),
     "spark_defaults_vs_ceiling": (0.7, "≥ 0.7x"),
+    # Issue 52: the JVM source past any Python data source on this box.
+    "jvm_vs_ceiling": (1.25, "≥ 1.25x"),
     "handoff_p99_us": (50, "< 50 µs"),
     "write_vs_python": (10, "≥ 10x"),
     "sink_vs_fair_ceiling": (0.7, "≥ 0.7x"),
@@ -54,6 +59,13 @@ def _spread(rows: list[dict], key: str, **match) -> Spread | None:
 
 def _errors(rows: list[dict], **match) -> list[str]:
     return [r["error"] for r in rows if "error" in r and all(r.get(k) == v for k, v in match.items())]
+
+
+def _ratio_spread(s: Spread | None) -> str:
+    """The median of per-round ratios with their range."""
+    if s is None:
+        return "n/a"
+    return f"{s.median:.2f}x" + ("" if s.n == 1 else f" [{s.lo:.2f}–{s.hi:.2f}]")
 
 
 def _verdict(r: float | None, target: float, below: bool = False) -> str:
@@ -116,6 +128,18 @@ class Report:
                      f"{fmt(s_def)} / {fmt(s_plain)}", fmt_ratio(r3d), *_check("spark_vs_plain", r3d)])
         rows.append(["Spark e2e 1 KB, rows/s: pubsub-go (default options) / Spark ceiling",
                      f"{fmt(s_def)} / {fmt(s_ceil)}", fmt_ratio(r4d), *_check("spark_defaults_vs_ceiling", r4d)])
+        jvm = self.r.get("jvm") or {}
+        if jvm.get("rows"):
+            jr = _spread(jvm["rows"], "rows_per_sec", source="jvm")
+            jc = _spread(jvm["rows"], "rows_per_sec", source="ceiling")
+            rr = Spread.of([x["jvm_vs_ceiling"] for x in jvm.get("ratios", [])])
+            rows.append(["Spark e2e 1 KB, rows/s: JVM source (default options) / Spark ceiling, "
+                         "alternating rounds (section 2b)", f"{fmt(jr)} / {fmt(jc)}", _ratio_spread(rr),
+                         *_check("jvm_vs_ceiling", rr.median if rr else None)])
+            jp = _spread(jvm["rows"], "rows_per_sec", source="pubsub-go-defaults")
+            rp = Spread.of([x["jvm_vs_python"] for x in jvm.get("ratios", [])])
+            rows.append(["Spark e2e 1 KB, rows/s: JVM source / Python source (both default options, section 2b)",
+                         f"{fmt(jr)} / {fmt(jp)}", _ratio_spread(rp), "(info)", ""])
         p99 = self._handoff_spread(ho, 1024, "1000", "p99_us")
         v = p99.median if p99 else None
         rows.append(["Hand-off, 1000-row batch of 1 KB messages, next_batch p99", fmt(p99, " µs"),
@@ -199,6 +223,61 @@ class Report:
                              f"{len(errs)} failed: {errs[0][:200]}" if errs else ""])
             self.add(f"**{_size(size)} payloads**", "")
             self.table(["source", "rows/s", "rows per micro-batch", "peak Python worker RSS", "notes"], rows)
+
+    def jvm(self) -> None:
+        jvm = self.r.get("jvm") or {}
+        rows_all = jvm.get("rows") or []
+        if not rows_all:
+            return
+        ok = [r for r in rows_all if "error" not in r]
+        self.add("## 2b. The JVM source beside the Python source and the ceiling", "",
+                 "The JVM DataSource V2 source (docs/jvm.md) with default options (subscriptionId, emulatorHost, "
+                 "numPartitions=2, batchLogLocation, as section 2's defaults row), the Python source with the same "
+                 "options, and the ceiling, each readStream into noop, local[2], 1 KB from one load server, in "
+                 f"{jvm['rounds']} alternating rounds (each source first in turn; warm-up {jvm['warmup']:g} s, "
+                 f"window {jvm['window']:g} s, rows/s as in section 2). With the jar on a session, "
+                 '`format("pubsub-go")` is the JVM source, so it runs in a Spark session of its own: a child '
+                 "process whose SparkSession is built with `pubsub_go.configure_spark` (bench/harness/jvm_e2e.py; "
+                 'its end offsets are checked to say `"frontEnd": "jvm"`); the Python sources run in the '
+                 "run's session, which has no jar. Both sessions stay up, warmed once; while one measures the "
+                 f"other idles. Jar: {jvm.get('jar', '?')}.", "",
+                 "*CPU µs per row* = a process's user+system CPU over the window after the warm-up / rows "
+                 "(psutil); *Spark JVM* is driver and executor together (local mode). Memory is sampled every "
+                 "0.5 s: the Spark JVM's RSS (native memory included: the Go runtime and the Arrow batches in C "
+                 "memory for the JVM source), its Java heap committed (MemoryMXBean), RSS − heap committed "
+                 "(*outside the heap*: what spark.executor.memoryOverhead must hold), and the sum of the Python "
+                 "workers' RSS (shared pages counted in each).", "")
+        self.table(["source", "rows/s", "CPU µs/row total", "Spark JVM", "Python workers", "driver process",
+                    "load server", "peak JVM RSS", "heap committed", "outside the heap", "Python workers RSS",
+                    "notes"],
+                   [[n, fmt(_spread(ok, "rows_per_sec", source=s)), fmt(_spread(ok, "cpu_us_per_row_total", source=s)),
+                     *[fmt(Spread.of([r["cpu_us_per_row"].get(k) for r in ok
+                                      if r["source"] == s and r.get("cpu_us_per_row")]))
+                       for k in ("jvm", "workers", "driver", "loadserver")],
+                     *[fmt(_spread(ok, k, source=s), " MB") for k in ("peak_jvm_rss_mb", "peak_heap_committed_mb",
+                                                                      "peak_non_heap_mb", "peak_workers_rss_mb")],
+                     "; ".join(_errors(rows_all, source=s))[:200]]
+                    for s, n in JVM_NAMES.items()])
+        by = {(r["source"], r["round"]): r["rows_per_sec"] for r in ok}
+        self.add("Per round (rows/s):", "")
+        self.table(["round", "JVM source", "Python source", "ceiling", "JVM / ceiling", "JVM / Python",
+                    "Python / ceiling"],
+                   [[str(x["round"] + 1), *[fmt(Spread.of([by.get((s, x["round"]))])).replace(" (1 run)", "")
+                                            for s in JVM_NAMES],
+                     *[fmt_ratio(x.get(k)) for k in ("jvm_vs_ceiling", "jvm_vs_python", "python_vs_ceiling")]]
+                    for x in jvm.get("ratios", [])])
+        ov = jvm.get("overhead")
+        if ov:
+            py = ov.get("python_peak_outside_heap_mb")
+            self.add(f"**spark.executor.memoryOverhead for the JVM source: {ov['advice_mib']} MiB.** The Spark JVM "
+                     f"reading through the JVM source peaked at {ov['jvm_peak_rss_mb']:.0f} MB RSS, of which "
+                     f"{ov['jvm_peak_non_heap_mb']:.0f} MB outside the Java heap (JVM internals, the Go runtime, "
+                     "Arrow batches in C memory); the advice is that x 1.25, rounded up to 128 MiB and at least "
+                     "Spark's default max(384 MiB, 10% of spark.executor.memory). In local mode the one JVM is "
+                     "also the driver, so an executor's figure is at most this."
+                     + (f" For comparison, the Python source's session held {py:.0f} MB outside the heap, Python "
+                        "workers included (which spark.executor.memoryOverhead also has to hold unless "
+                        "spark.executor.pyspark.memory is set)." if py else ""), "")
 
     def write(self) -> None:
         wr = self.r.get("write", [])
@@ -333,6 +412,9 @@ class Report:
                  '.option("emulatorHost", HOST).option("numPartitions", "2") ...',
                  'spark.readStream.format("bench-arrow").option("numPartitions", "2").option("rowsPerPartition", '
                  '"100000").option("payloadBytes", "1024") ...',
+                 '# section 2b, a session of its own (a child process) with the JVM source\'s jar:',
+                 'spark = pubsub_go.configure_spark(SparkSession.builder.master("local[2]") ...).getOrCreate()',
+                 'spark.readStream.format("pubsub-go") ...   # as the default-options row above: the JVM source',
                  '# section 3:',
                  'spark.readStream.format("bench-arrow").option("schema", "publish") ... '
                  '.writeStream.format("pubsub-go").option("topicId", TOPIC).option("emulatorHost", HOST).start()',
@@ -381,6 +463,7 @@ def write(res: dict, out: Path, pngs: dict[str, list[str]]) -> None:
     rep.headline()
     rep.dataplane(pngs.get("dataplane", []))
     rep.spark()
+    rep.jvm()
     rep.write()
     rep.handoff()
     rep.memory(pngs.get("memory", []))

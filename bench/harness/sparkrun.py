@@ -19,7 +19,10 @@ import psutil
 from .procs import Build
 
 
-def session(build: Build):
+def session(build: Build, jar: str | None = None):
+    """jar: a session with the JVM source's jar on it (pubsub_go.configure_spark),
+    where format("pubsub-go") is the JVM source, for bench/harness/jvm_e2e.py;
+    it registers none of the Python sources and logs to spark-jvm.log."""
     os.environ.update(build.env())  # inherited by the JVM and its Python workers
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
@@ -28,16 +31,19 @@ def session(build: Build):
 
     # The JVM and its Python workers inherit fd 2: send their stack traces
     # (e.g. from queries stopped mid-batch) to a log, not the progress lines.
-    log = os.open(os.path.join(build.dir, "spark.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    name = "spark-jvm.log" if jar else "spark.log"
+    log = os.open(os.path.join(build.dir, name), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     saved = os.dup(2)
     os.dup2(log, 2)
     try:
-        spark = _build(SparkSession)
+        spark = _build(SparkSession, jar)
     finally:
         os.dup2(saved, 2)
         os.close(saved)
         os.close(log)
     spark.sparkContext.setLogLevel("ERROR")
+    if jar:
+        return spark
     from arrow_source import ArrowMemorySource
     from discard_sink import DiscardSink
     from plain_source import PlainPubSubSource
@@ -49,8 +55,16 @@ def session(build: Build):
     return spark
 
 
-def _build(SparkSession):  # noqa: N803 - the class
-    return (SparkSession.builder.master("local[2]").appName("pubsub-go-bench")
+def _build(SparkSession, jar: str | None = None):  # noqa: N803 - the class
+    b = SparkSession.builder
+    if jar:
+        import pubsub_go.jvm
+
+        # The jar given (by default built from this tree, as the library
+        # is), put on the builder the way users do it.
+        pubsub_go.jvm.jar_path = lambda: jar
+        b = pubsub_go.configure_spark(b)
+    return (b.master("local[2]").appName("pubsub-go-bench-jvm" if jar else "pubsub-go-bench")
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.sql.shuffle.partitions", "2")
@@ -97,9 +111,12 @@ def _ts(p: dict) -> float:
 
 
 def measure(reader, scratch: str, warmup: float, window: float, sink: str = "noop",
-            sink_options: dict[str, str] | None = None, timeout: float = 240) -> dict:
+            sink_options: dict[str, str] | None = None, timeout: float = 240, probe=None) -> dict:
     """Runs reader (a streaming DataFrame) into sink and measures it; its
-    checkpoint goes below scratch."""
+    checkpoint goes below scratch. probe(stage, query), if given, is called
+    with "warm" once the warm-up has passed and with "end" when the window
+    is complete, before the query stops (bench/harness/jvm_e2e.py takes
+    CPU times there)."""
     ckpt = tempfile.mkdtemp(prefix="ckpt-", dir=scratch)
     w = reader.writeStream.format(sink).option("checkpointLocation", ckpt)
     for k, v in (sink_options or {}).items():
@@ -108,17 +125,23 @@ def measure(reader, scratch: str, warmup: float, window: float, sink: str = "noo
     q = w.start()
     t_start = time.time()
     counted: list[dict] = []
+    warm = False
     try:
         while time.time() - t_start < timeout:
             time.sleep(0.5)
             if q.exception() is not None:
                 raise RuntimeError(f"query failed: {q.exception()}")
+            if probe is not None and not warm and time.time() >= t_start + warmup:
+                warm = True
+                probe("warm", q)
             counted = [p for p in q.recentProgress if _ts(p) >= t_start + warmup and p["numInputRows"] > 0]
             if len(counted) >= 2 and _end(counted[-1]) - _ts(counted[0]) >= window:
                 break
         else:
             if len(counted) < 1:
                 raise RuntimeError(f"no micro-batch finished within {timeout}s after a {warmup}s warm-up")
+        if probe is not None and warm:
+            probe("end", q)
     finally:
         try:
             q.stop()
