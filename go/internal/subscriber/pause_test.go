@@ -1,6 +1,8 @@
 package subscriber
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -75,5 +77,40 @@ func TestClosePaused(t *testing.T) {
 	}
 	if st := s.Stats(); st.NackedOnClose != 5 {
 		t.Errorf("nacked_on_close=%d, want 5", st.NackedOnClose)
+	}
+}
+
+// Pause returns only once every stream's half-close is sent: a process
+// killed right after it (Spark's SIGKILL of a worker that keeps a paused
+// subscriber) cuts no stream that was still about to half-close. Looked at
+// the moment Pause returns, without waiting.
+func TestPauseReturnsOnceEveryHalfCloseIsSent(t *testing.T) {
+	for range 5 { // before, Pause returned before any keepalive goroutine ran, nearly always
+		srv := newServer(t)
+		var f faults
+		cfg := testConfig(srv)
+		cfg.Streams = 2
+		s := openTest(t, cfg, fast, f.options()...)
+		waitFor(t, 10*time.Second, "both streams in a session", func() bool { return streamsInSession(s) == 2 })
+		s.Pause()
+		f.mu.Lock()
+		events := slices.Clone(f.events)
+		f.mu.Unlock()
+		for _, want := range []string{"closesend 0", "closesend 1"} {
+			if !slices.Contains(events, want) {
+				t.Fatalf("events when Pause returned: %v, want %q", events, want)
+			}
+		}
+		s.Resume()
+		waitFor(t, 10*time.Second, "both streams in a new session", func() bool {
+			return f.streamCount() == 4 && streamsInSession(s) == 2
+		})
+		s.Pause() // a second pause, of the sessions Resume opened, waits for theirs
+		f.mu.Lock()
+		events = slices.Clone(f.events)
+		f.mu.Unlock()
+		if n := len(slices.DeleteFunc(events, func(e string) bool { return !strings.HasPrefix(e, "closesend") })); n != 4 {
+			t.Fatalf("%d half-closes when the second Pause returned, want 4", n)
+		}
 	}
 }

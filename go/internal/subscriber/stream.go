@@ -48,11 +48,12 @@ func newStream(s *Subscriber, clientID string, index int) *stream {
 func (st *stream) run(ctx context.Context, closing <-chan struct{}) {
 	failures := 0
 	for {
-		stop, ok := st.s.gate.enter(ctx, closing)
+		stop, sent, ok := st.s.gate.enter(ctx, closing)
 		if !ok {
 			return
 		}
-		received, err := st.session(ctx, closing, stop)
+		received, err := st.session(ctx, closing, stop, sent)
+		sent()
 		if ctx.Err() != nil || isClosed(closing) {
 			return
 		}
@@ -125,7 +126,7 @@ func streamRetryable(err error) bool {
 // session opens one StreamingPull call and receives until it ends (stop
 // or closing half-close it). It reports whether anything was received, to
 // reset the backoff.
-func (st *stream) session(ctx context.Context, closing, stop <-chan struct{}) (received bool, err error) {
+func (st *stream) session(ctx context.Context, closing, stop <-chan struct{}, sent func()) (received bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ctx = gax.InsertMetadataIntoOutgoingContext(ctx, "x-goog-request-params", "subscription="+url.QueryEscape(st.s.cfg.Subscription))
@@ -150,7 +151,7 @@ func (st *stream) session(ctx context.Context, closing, stop <-chan struct{}) (r
 	retire := make(chan struct{})
 	go func() {
 		defer close(done)
-		ka.run(ctx, closing, stop, retire, cancel, spc, st.s.set.pingInterval)
+		ka.run(ctx, closing, stop, retire, cancel, spc, st.s.set.pingInterval, sent)
 	}()
 	defer func() {
 		cancel()
@@ -243,7 +244,8 @@ type keepAlive struct {
 	pongs        atomic.Bool  // the server answers pings (empty responses)
 }
 
-func (ka *keepAlive) run(ctx context.Context, closing, stop, retire <-chan struct{}, cancel context.CancelFunc, spc pb.Subscriber_StreamingPullClient, interval time.Duration) {
+// sent is called once the half-close on stop is sent (Pause waits for it).
+func (ka *keepAlive) run(ctx context.Context, closing, stop, retire <-chan struct{}, cancel context.CancelFunc, spc pb.Subscriber_StreamingPullClient, interval time.Duration, sent func()) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var lastPing int64
@@ -262,6 +264,7 @@ func (ka *keepAlive) run(ctx context.Context, closing, stop, retire <-chan struc
 			return
 		case <-stop: // paused (pause.go): the server ends the stream, as at closing
 			spc.CloseSend()
+			sent()
 			return
 		case <-t.C:
 		}
