@@ -34,14 +34,14 @@ import (
 	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
 
-// Java_io_pubsubgo_spark_bridge_Native_sparkArrowSchema converts a Spark
+// Java_io_pubsubgo_spark_bridge_Decoders_sparkArrowSchema converts a Spark
 // StructType's JSON (the NUL-terminated string at sparkJSON) into an Arrow
 // schema and returns its IPC bytes as base64 (a malloc'd NUL-terminated
 // string at *b64Out, freed with Native.free): the decoder config's
 // "schema" (go/internal/decode.DecoderConfig).
 //
-//export Java_io_pubsubgo_spark_bridge_Native_sparkArrowSchema
-func Java_io_pubsubgo_spark_bridge_Native_sparkArrowSchema(env, cls unsafe.Pointer, sparkJSON, b64Out, errAddr C.int64_t) C.int {
+//export Java_io_pubsubgo_spark_bridge_Decoders_sparkArrowSchema
+func Java_io_pubsubgo_spark_bridge_Decoders_sparkArrowSchema(env, cls unsafe.Pointer, sparkJSON, b64Out, errAddr C.int64_t) C.int {
 	return guard(errp(errAddr), func() error {
 		if sparkJSON == 0 || b64Out == 0 {
 			return rpc.Errorf(codes.InvalidArgument, "sparkArrowSchema: the schema and the output must not be NULL")
@@ -59,15 +59,15 @@ func Java_io_pubsubgo_spark_bridge_Native_sparkArrowSchema(env, cls unsafe.Point
 	})
 }
 
-// Java_io_pubsubgo_spark_bridge_Native_decoderSchema opens the decoder of a
+// Java_io_pubsubgo_spark_bridge_Decoders_decoderSchema opens the decoder of a
 // decoder config (the subscriber config's "decoder", JSON at config), as
 // the tasks will, and closes it again: on the driver, so a schema or
 // option the decoder rejects fails the query at its start. When schemaOut
 // is not 0 it exports the decoder's own columns there (without
 // __decode_error): the derived schema of a source without .schema().
 //
-//export Java_io_pubsubgo_spark_bridge_Native_decoderSchema
-func Java_io_pubsubgo_spark_bridge_Native_decoderSchema(env, cls unsafe.Pointer, config, schemaOut, errAddr C.int64_t) C.int {
+//export Java_io_pubsubgo_spark_bridge_Decoders_decoderSchema
+func Java_io_pubsubgo_spark_bridge_Decoders_decoderSchema(env, cls unsafe.Pointer, config, schemaOut, errAddr C.int64_t) C.int {
 	return guard(errp(errAddr), func() error {
 		var cfg decode.DecoderConfig
 		if err := decodeConfig("decoder", (*C.char)(ptr(config)), &cfg); err != nil {

@@ -16,10 +16,13 @@ public final class CBatch implements AutoCloseable {
 
   private long array;
   private final ColumnarBatch batch;
+  private final StructType sparkSchema;
+  private ColumnarBatch view; // what Spark gets when not every column and row (schema mode)
 
   /** Takes ownership of the exported array at array (allocated by OffHeap). */
   CBatch(long array, long schema, StructType sparkSchema) {
     this.array = array;
+    this.sparkSchema = sparkSchema;
     int rows = (int) Platform.getLong(null, array);
     long rootOffset = Platform.getLong(null, array + 16);
     long childArrays = Platform.getLong(null, array + 48);
@@ -32,11 +35,39 @@ public final class CBatch implements AutoCloseable {
   }
 
   public ColumnarBatch columnar() {
-    return batch;
+    return view != null ? view : batch;
   }
 
   public int numRows() {
-    return batch.numRows();
+    return columnar().numRows();
+  }
+
+  /** The schema of all the batch's columns (before any {@link #select}). */
+  public StructType schema() {
+    return sparkSchema;
+  }
+
+  /** Column i of all the batch's columns (before any {@link #select}). */
+  public ColumnVector column(int i) {
+    return batch.column(i);
+  }
+
+  /**
+   * Hands Spark only the columns at cols (indexes into {@link #schema}),
+   * and when rows is not null only those rows, over the same C memory.
+   */
+  public void select(int[] cols, int[] rows) {
+    ColumnVector[] v = new ColumnVector[cols.length];
+    for (int i = 0; i < cols.length; i++) {
+      ColumnVector c = batch.column(cols[i]);
+      if (rows == null) {
+        v[i] = c;
+      } else {
+        org.apache.spark.sql.types.DataType t = sparkSchema.fields()[cols[i]].dataType();
+        v[i] = new RowMappedVector(c, rows, t instanceof StructType ? ((StructType) t).fields().length : 0);
+      }
+    }
+    view = new ColumnarBatch(v, rows == null ? batch.numRows() : rows.length);
   }
 
   @Override

@@ -42,7 +42,7 @@ public final class Subscriber implements AutoCloseable {
     public final byte[] log;
     public final boolean waitedOut;
 
-    Take(CBatch batch, byte[] ackLines, byte[] log, boolean waitedOut) {
+    public Take(CBatch batch, byte[] ackLines, byte[] log, boolean waitedOut) {
       this.batch = batch;
       this.ackLines = ackLines;
       this.log = log;

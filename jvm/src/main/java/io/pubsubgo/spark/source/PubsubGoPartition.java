@@ -20,6 +20,8 @@ final class PubsubGoPartition implements InputPartition {
   final long quietMs;
   final boolean untilQuiet; // AvailableNow: read until the backlog is empty, not until a wait runs out
   final int commitLeaseSeconds;
+  /** Schema mode: onDecodeError and the output's columns; null in raw mode. */
+  SchemaMode schemaMode;
 
   PubsubGoPartition(long batch, int index, String subscriberConfig, String logDir, SerializableConf hadoopConf,
       long maxRows, int batchSize, long maxDurationMs, long waitMs, long quietMs, boolean untilQuiet,

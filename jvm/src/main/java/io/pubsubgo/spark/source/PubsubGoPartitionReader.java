@@ -33,10 +33,12 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
   private boolean drained;
   private boolean done;
   private long[] stats;
+  private final SchemaMode.Reader decode; // schema mode; null: raw mode
 
   PubsubGoPartitionReader(PubsubGoPartition part) {
     this.part = part;
     this.log = new BatchLog(part.logDir, part.hadoopConf.get());
+    this.decode = part.schemaMode == null ? null : part.schemaMode.reader();
     try {
       Path entry = log.entry(part.batch, part.index);
       if (log.exists(entry)) {
@@ -64,6 +66,9 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
         return false;
       }
       current = Subscriber.importIpc(b, 0, b.length);
+      if (decode != null) {
+        decode.replay(current);
+      }
       rows += current.numRows();
       return true;
     }
@@ -79,7 +84,9 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
         finish();
         break;
       }
-      Subscriber.Take t = sub.take(Math.min(left, part.batchSize), Math.min(part.waitMs, budget), true);
+      long n = Math.min(left, part.batchSize);
+      long wait = Math.min(part.waitMs, budget);
+      Subscriber.Take t = decode == null ? sub.take(n, wait, true) : decode.take(sub, n, wait);
       if (t.batch.numRows() > 0) {
         writer.chunk(BatchLog.BATCH, t.log);
         writer.chunk(BatchLog.ACKS, t.ackLines);
@@ -122,6 +129,9 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
 
   private String summary() {
     StringBuilder s = new StringBuilder("{\"rows\":").append(rows).append(",\"drained\":").append(drained);
+    if (decode != null) {
+      s.append(",\"deadLettered\":").append(decode.deadLettered);
+    }
     for (int i = 0; i < Subscriber.STAT_NAMES.length; i++) {
       s.append(",\"").append(Subscriber.STAT_NAMES[i]).append("\":").append(stats[i]);
     }
@@ -148,6 +158,9 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
   @Override
   public void close() throws IOException {
     closeCurrent();
+    if (decode != null) {
+      decode.close();
+    }
     if (writer != null) { // failed or cancelled before publishing: give the rows back now
       writer.close();
       byte[] ids = acks.toByteArray();

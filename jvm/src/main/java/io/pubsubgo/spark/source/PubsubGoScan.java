@@ -10,10 +10,12 @@ import org.apache.spark.sql.types.StructType;
 final class PubsubGoScan implements ScanBuilder, Scan {
   private final SourceOptions opts;
   private final StructType schema;
+  private final SchemaPlan plan; // schema mode; null: raw mode
 
   PubsubGoScan(SourceOptions opts, StructType schema) {
     this.opts = opts;
     this.schema = schema;
+    this.plan = SchemaPlan.build(opts, schema);
   }
 
   @Override
@@ -33,7 +35,7 @@ final class PubsubGoScan implements ScanBuilder, Scan {
 
   @Override
   public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
-    return new PubsubGoStream(opts, checkpointLocation);
+    return new PubsubGoStream(opts, checkpointLocation, plan);
   }
 
   @Override

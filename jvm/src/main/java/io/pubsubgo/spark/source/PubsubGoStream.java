@@ -34,13 +34,19 @@ final class PubsubGoStream implements MicroBatchStream, SupportsAdmissionControl
   private final String logDir;
   private final SerializableConf conf;
   private final int partitions;
+  private final SchemaPlan plan; // schema mode; null: raw mode
   private LeaseKeeper keeper;
   private long cutoffUs;          // AvailableNow: messages published later are left for the next run
   private long plannedThisRun = -1;
   private final Map<String, String> lastFigures = new HashMap<>();
 
   PubsubGoStream(SourceOptions opts, String checkpointLocation) {
+    this(opts, checkpointLocation, null);
+  }
+
+  PubsubGoStream(SourceOptions opts, String checkpointLocation, SchemaPlan plan) {
     this.opts = opts;
+    this.plan = plan;
     SparkSession spark = SparkSession.active();
     Configuration hc = spark.sessionState().newHadoopConf();
     this.logDir = opts.batchLogLocation != null ? opts.batchLogLocation
@@ -118,10 +124,15 @@ final class PubsubGoStream implements MicroBatchStream, SupportsAdmissionControl
   public InputPartition[] planInputPartitions(Offset start, Offset end) {
     PubsubGoOffset e = (PubsubGoOffset) end;
     String cfg = opts.subscriberConfig(e.rowsPerPartition, cutoffUs);
+    SchemaMode mode = plan == null ? null : plan.task(opts);
+    if (plan != null) {
+      cfg = plan.subscriberConfig(cfg);
+    }
     InputPartition[] out = new InputPartition[e.partitions];
     for (int i = 0; i < e.partitions; i++) {
       out[i] = new PubsubGoPartition(e.batch, i, cfg, logDir, conf, e.rowsPerPartition, opts.batchSize,
           opts.maxBatchDurationMs, opts.maxWaitTimeMs, opts.quietPeriodMs, cutoffUs > 0, opts.commitLeaseSeconds);
+      ((PubsubGoPartition) out[i]).schemaMode = mode;
     }
     return out;
   }

@@ -15,10 +15,16 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  */
 final class SourceOptions {
   /** The options of the table this front end reads (docs/jvm.md, "Options"). */
-  static final List<String> SUPPORTED = Arrays.asList("subscriptionId", "projectId", "emulatorHost", "endpoint",
+  static final List<String> SUPPORTED = supported("subscriptionId", "projectId", "emulatorHost", "endpoint",
       "credentials", "impersonateServiceAccount", "numPartitions", "batchSize", "maxWaitTimeMs",
       "maxBatchDurationMs", "quietPeriodMs", "maxRecordsPerPartition", "maxRecordsPerTrigger",
       "streamsPerPartition", "ackDeadlineSeconds", "commitLeaseSeconds", "batchLogLocation");
+
+  private static List<String> supported(String... names) {
+    List<String> out = new java.util.ArrayList<>(Arrays.asList(names));
+    out.addAll(DecodeOptions.NAMES); // schema mode
+    return out;
+  }
 
   final String subscription;
   final String emulatorHost;
@@ -36,6 +42,7 @@ final class SourceOptions {
   final int ackDeadlineSeconds;
   final int commitLeaseSeconds;
   final String batchLogLocation; // null: under the checkpoint
+  final DecodeOptions decode; // schema mode; null: raw mode
 
   SourceOptions(CaseInsensitiveStringMap o) {
     OptionTable t = new OptionTable("source");
@@ -82,6 +89,7 @@ final class SourceOptions {
     ackDeadlineSeconds = (int) t.number(o, "ackDeadlineSeconds", 0);
     commitLeaseSeconds = (int) t.number(o, "commitLeaseSeconds", 0);
     batchLogLocation = t.string(o, "batchLogLocation");
+    decode = DecodeOptions.parse(t, o, project != null && !project.isEmpty() ? project : sub.split("/")[1]);
   }
 
   /** The Go subscriber's config for a task (the contract's subscriber_config). */
