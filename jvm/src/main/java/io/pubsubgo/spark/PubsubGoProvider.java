@@ -1,7 +1,7 @@
 package io.pubsubgo.spark;
 
-import io.pubsubgo.spark.bridge.Library;
 import io.pubsubgo.spark.source.PubsubGoSource;
+import io.pubsubgo.spark.source.SourceSchema;
 import java.util.Map;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableProvider;
@@ -23,7 +23,13 @@ public final class PubsubGoProvider implements TableProvider, DataSourceRegister
 
   @Override
   public StructType inferSchema(CaseInsensitiveStringMap options) {
-    return Library.rawSchema();
+    return SourceSchema.infer(options);
+  }
+
+  /** A .schema(...) is schema mode's output (docs/source.md, "Schema mode"). */
+  @Override
+  public boolean supportsExternalMetadata() {
+    return true;
   }
 
   @Override
