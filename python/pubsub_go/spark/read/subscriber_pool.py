@@ -249,7 +249,8 @@ class SubscriberPool:
     def _pause_unused(self, now: float) -> None:
         """Pauses the kept subscribers unused for PAUSE_AFTER_S. Under the
         lock, so that a task taking one sees whether it was paused (a pause
-        is a flag the streams read, not a wait)."""
+        waits only until each stream's half-close is sent, a goroutine's
+        turn: Subscriber.Pause in go/internal/subscriber/pause.go)."""
         with self._lock:
             for e in self._idle.values():
                 if not e.paused and now - e.since >= PAUSE_AFTER_S:
