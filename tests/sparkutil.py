@@ -30,10 +30,6 @@ def spark_session(master: str = "local[2]", app: str = "pubsub-go-tests", **conf
          .config("spark.driver.host", "127.0.0.1")
          .config("spark.driver.bindAddress", "127.0.0.1")
          .config("spark.sql.streaming.stopTimeout", "60s")
-         # How long Spark waits for a Python worker it started to connect
-         # back (15 s by default): a loaded 2-core machine (CI beside other
-         # jobs, load average 20+) took longer, failing a query at random.
-         .config("spark.python.authenticate.socketTimeout", "120s")
          .config("spark.jars.packages", SPARK_AVRO))
     for k, v in conf.items():
         b = b.config(k.replace("__", "."), v)
