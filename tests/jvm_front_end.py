@@ -18,6 +18,14 @@ PYSPARK35 = "3.5.7"
 VERSIONS = ["3.5", "4.3"]
 
 
+def jar() -> str:
+    """The jar under test: the installed package's, or $PUBSUB_GO_TEST_JAR
+    (a jar built from a working tree, without reinstalling the package)."""
+    import pubsub_go
+
+    return os.environ.get("PUBSUB_GO_TEST_JAR") or pubsub_go.jar_path()
+
+
 def venv35() -> Path:
     return Path(os.environ.get("PUBSUB_GO_PYSPARK35_VENV",
                                Path(tempfile.gettempdir()) / f"pubsub-go-pyspark-{PYSPARK35}"))

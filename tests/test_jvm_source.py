@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import jvm_front_end
 import native_debug
 from jvm_front_end import VERSIONS, Job, batches
 
@@ -18,9 +19,7 @@ pytestmark = pytest.mark.timeout(1500)
 
 @pytest.fixture(scope="module")
 def jar() -> str:
-    import pubsub_go
-
-    return pubsub_go.jar_path()
+    return jvm_front_end.jar()
 
 
 def payloads(start: int, n: int) -> list[bytes]:
@@ -93,13 +92,14 @@ def test_bad_options_fail_at_start_naming_the_option_and_what_is_right(jar, goog
         {"batchSize": "0"},                 # below the contract's range
         {"maxWaitTimeMs": "soon"},          # not a duration
         {"bogusOption": "1"},               # unknown
-        {"format": "json"},                 # in the table, not in the JVM front end yet
+        {"idAttribute": "id"},              # in the table, not in the JVM front end yet
         {"failOnDataLoss": "false"},        # refused, with the reason
         {"maxOffsetsPerTrigger": "10"},     # another connector's alias
     ]}]))
     errors = job.result()["errors"]
     want = [("batchSize is 0", "1..1000000"), ("maxWaitTimeMs is soon", "500ms"),
-            ("unknown source option bogusOption", "subscriptionId"), ("format is not supported by the JVM", "jvm.md"),
+            ("unknown source option bogusOption", "subscriptionId"),
+            ("idAttribute is not supported by the JVM", "jvm.md"),
             ("failOnDataLoss", "messageRetentionSeconds"), ("maxOffsetsPerTrigger", "maxRecordsPerTrigger")]
     assert len(errors) == len(want)
     for err, words in zip(errors, want, strict=True):

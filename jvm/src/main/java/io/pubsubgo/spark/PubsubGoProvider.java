@@ -1,6 +1,5 @@
 package io.pubsubgo.spark;
 
-import io.pubsubgo.spark.source.PubsubGoSource;
 import io.pubsubgo.spark.source.SourceSchema;
 import java.util.Map;
 import org.apache.spark.sql.connector.catalog.Table;
@@ -34,6 +33,6 @@ public final class PubsubGoProvider implements TableProvider, DataSourceRegister
 
   @Override
   public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
-    return PubsubGoSource.table(schema);
+    return new PubsubGoTable(schema);
   }
 }

@@ -105,6 +105,17 @@ public final class Native {
 
   static native int ipcImport(long data, long len, long batch, long schema, long err);
 
+  // Publisher ------------------------------------------------------------
+  static native int publisherOpen(long config, long handleOut, long err);
+
+  static native int publisherPublishColumns(long handle, long desc, long err);
+
+  static native int publisherStartIds(long handle, long prefix, long err);
+
+  static native int publisherFlush(long handle, long timeoutMs, long jsonOut, long err);
+
+  static native int publisherClose(long handle, long err);
+
   // Embedded emulator ----------------------------------------------------
   static native int emulatorStart(long hostPort, long handleOut, long addrOut, long err);
 

@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.math.BigDecimal;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
@@ -22,7 +23,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * only resolves an option's value from what the user gave, with the
  * errors the Python front end gives for the same mistakes.
  */
-final class OptionTable {
+public final class OptionTable {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final JsonNode TABLE = load("/io/pubsubgo/options.json");
   private static final JsonNode CONTRACT = load("/io/pubsubgo/contract.json");
@@ -38,10 +39,14 @@ final class OptionTable {
     }
   }
 
+  /** Options Spark itself passes a data source with the user's (a streaming query's). */
+  private static final java.util.Set<String> SPARK_OWN = new java.util.HashSet<>(
+      Arrays.asList("checkpointlocation"));
+
   private final String side;
   private final Map<String, JsonNode> rows = new HashMap<>(); // lower-cased name or own alias -> row
 
-  OptionTable(String side) {
+  public OptionTable(String side) {
     this.side = side;
     for (JsonNode row : TABLE.get("options")) {
       boolean mine = false;
@@ -76,12 +81,15 @@ final class OptionTable {
    * alias only of this project's own spelling (the migration aliases of
    * other connectors are the Python front end's so far).
    */
-  void check(CaseInsensitiveStringMap given, List<String> supported) {
+  public void check(CaseInsensitiveStringMap given, List<String> supported) {
     TreeSet<String> ok = new TreeSet<>();
     for (String s : supported) {
       ok.add(lower(s));
     }
     for (String key : given.keySet()) {
+      if (SPARK_OWN.contains(lower(key))) {
+        continue;
+      }
       for (JsonNode ref : TABLE.path("refused")) {
         String n = lower(ref.get("name").asText());
         if (n.endsWith(".") ? lower(key).startsWith(n) : lower(key).equals(n)) {
@@ -91,13 +99,13 @@ final class OptionTable {
       }
       JsonNode r = rows.get(lower(key));
       if (r == null) {
-        throw new IllegalArgumentException("pubsub-go: unknown source option " + key + "; the JVM source accepts "
+        throw new IllegalArgumentException("pubsub-go: unknown " + side + " option " + key + "; the JVM source accepts "
             + String.join(", ", supportedNames(supported)) + " (docs/jvm.md)");
       }
       String name = r.get("name").asText();
       if (!ok.contains(lower(name))) {
         throw new IllegalArgumentException("pubsub-go: option " + key + " is not supported by the JVM front end "
-            + "yet (docs/jvm.md, \"Options\"); read without the jar on the classpath (Spark 4.x) to use it");
+            + "yet (docs/jvm.md, \"Options\"); use it without the jar on the classpath (Spark 4.x)");
       }
       if (!lower(key).equals(lower(name)) && !isOwnAlias(r, key)) {
         throw new IllegalArgumentException("pubsub-go: option " + key + " is another connector's name for " + name
@@ -124,7 +132,7 @@ final class OptionTable {
   }
 
   /** The raw text the user gave for name or one of its own aliases, or null. */
-  String raw(CaseInsensitiveStringMap given, String name) {
+  public String raw(CaseInsensitiveStringMap given, String name) {
     JsonNode r = row(name);
     String v = given.get(name);
     if (v == null) {
@@ -137,13 +145,46 @@ final class OptionTable {
     return v;
   }
 
-  String string(CaseInsensitiveStringMap given, String name) {
+  public String string(CaseInsensitiveStringMap given, String name) {
     String v = raw(given, name);
     if (v != null) {
       return v;
     }
     JsonNode d = row(name).get("default");
     return d == null || d.isNull() ? null : d.asText();
+  }
+
+  /** A bool option: true or false (any case). */
+  public boolean bool(CaseInsensitiveStringMap given, String name) {
+    String v = string(given, name);
+    if (v == null) {
+      return false;
+    }
+    switch (lower(v.trim())) {
+      case "true": return true;
+      case "false": return false;
+      default:
+        throw new IllegalArgumentException("pubsub-go: option " + name + " is " + v + "; expected true or false");
+    }
+  }
+
+  /** An enum option: one of its values (or its contract list's), as given; null when not set. */
+  public String choice(CaseInsensitiveStringMap given, String name) {
+    String v = string(given, name);
+    if (v == null) {
+      return null;
+    }
+    JsonNode r = row(name);
+    JsonNode values = r.has("values_contract") ? CONTRACT.path(r.get("values_contract").asText()) : r.path("values");
+    List<String> ok = new ArrayList<>();
+    for (JsonNode x : values) {
+      ok.add(x.asText());
+      if (lower(x.asText()).equals(lower(v.trim()))) {
+        return x.asText();
+      }
+    }
+    throw new IllegalArgumentException("pubsub-go: option " + name + " is " + v + "; expected one of "
+        + String.join(", ", ok));
   }
 
   /** The table's default (a literal, or the contract's), or null for "not set". */
@@ -189,7 +230,7 @@ final class OptionTable {
   }
 
   /** An int, long or duration option in its own unit; dflt when neither given nor defaulted. */
-  long number(CaseInsensitiveStringMap given, String name, long dflt) {
+  public long number(CaseInsensitiveStringMap given, String name, long dflt) {
     String v = raw(given, name);
     Long d = defaultOf(name);
     if (v == null) {
