@@ -35,3 +35,10 @@ def test_fields_are_typed():
 def test_initial_offset_is_batch_zero_of_a_new_generation():
     a, b = BatchOffset.initial(), BatchOffset.initial()
     assert a.batch == b.batch == 0 and a.gen != b.gen and a.to_json() == {"gen": a.gen, "batch": 0}
+
+
+def test_an_offset_of_the_jvm_front_end_is_refused_naming_it():
+    # What jvm/.../source/PubsubGoOffset.java writes into the checkpoint.
+    jvm = {"frontEnd": "jvm", "batch": 3, "partitions": 2, "rowsPerPartition": 200000}
+    with pytest.raises(ValueError, match="written by pubsub-go's jvm front end.*configure_spark"):
+        BatchOffset.from_json(jvm)

@@ -51,5 +51,11 @@ class BatchOffset:
 
     @staticmethod
     def from_json(obj: dict[str, Any]) -> BatchOffset:
+        if "frontEnd" in obj:  # only the JVM front end's offsets carry it (jvm/.../source/PubsubGoOffset.java)
+            raise ValueError(
+                f"pubsub-go: this checkpoint was written by pubsub-go's {obj['frontEnd']!s} front end (offset "
+                f"{obj}), and the Python front end cannot continue it: put the jar back on the session "
+                "(pubsub_go.configure_spark, docs/jvm.md \"Which front end runs\"), or start the query on a new "
+                "checkpointLocation")
         ints = {attr: int(obj[key]) for attr, key in _OPTIONAL_INT_KEYS if obj.get(key) is not None}
         return BatchOffset(gen=str(obj["gen"]), batch=int(obj["batch"]), run=obj.get("run"), **ints)
