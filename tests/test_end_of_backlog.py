@@ -128,7 +128,10 @@ def test_failed_lease_hand_over_or_ack_then_restart_is_exactly_once(google, emul
         f"run 1 failed on an injected {fault}:\n{first.stdout[-3000:]}\n{first.stderr[-3000:]}"
     injected = (tmp_path / "faults.log").read_text().split() if (tmp_path / "faults.log").exists() else []
     assert fault.split("=")[0] in injected, f"the fault {fault} was never injected (log: {injected})"
-    time.sleep(12)  # past the 10 s ack deadline: a lost lease has come back by now
+    # Past the 10 s ack deadline, so a lost lease has come back by run 2.
+    # Not a race a loaded machine can lose: were the redelivery later, run 2
+    # would only exercise the duplicate check less, never count a row twice.
+    time.sleep(12)
     publish_n(google, topic, 500, start=2_000, size=100)
     second = run_job(emulator.host_port, sub, tmp_path, numPartitions=2)
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
@@ -298,6 +301,9 @@ def test_a_streaming_query_catching_up_reads_a_backlog_in_few_micro_batches(spar
         while seen["rows"] < n and time.monotonic() < deadline and q.isActive:
             time.sleep(0.1)
         backlog_batches = list(seen["sizes"])
+        # How long each backlog batch ran (Spark reports a batch's progress
+        # after its foreachBatch returns: those of the batches seen so far).
+        backlog_ms = [p["durationMs"]["triggerExecution"] for p in q.recentProgress if p["numInputRows"]]
         # Live traffic: a few fresh messages at a time, until two batches in
         # a row ran on subscribers of one stream per task.
         while time.monotonic() < deadline and q.isActive and _last_batch_streams(q)[-2:] != [2, 2]:
@@ -311,6 +317,12 @@ def test_a_streaming_query_catching_up_reads_a_backlog_in_few_micro_batches(spar
         q.stop()
     assert seen["rows"] == n + live and len(seen["ids"]) == n + live, (seen["rows"], len(seen["ids"]), n + live,
                                                                        q.exception())
-    assert len(backlog_batches) <= 3, f"{len(backlog_batches)} micro-batches of {backlog_batches} rows"
+    # Few micro-batches, or, where a loaded machine reads slower, every one
+    # but the last ran its whole time budget (maxBatchDurationMs, 10 s): the
+    # failure is a batch per server burst (~8 of ~1,400 rows, each ended at
+    # its first pause), which a slow machine does not excuse.
+    budget_ms = 10_000
+    assert len(backlog_batches) <= 3 or all(ms >= budget_ms for ms in backlog_ms[:len(backlog_batches) - 1]), (
+        f"{len(backlog_batches)} micro-batches of {backlog_batches} rows, taking {backlog_ms} ms")
     assert max(streams) > 2, f"the subscribers never grew while catching up: streams per batch {streams}"
     assert streams[-2:] == [2, 2], f"the subscribers kept their catching-up streams on live traffic: {streams}"
