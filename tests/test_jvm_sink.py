@@ -59,6 +59,24 @@ def test_batch_and_streaming_writes_deliver_every_row_as_written(line, jar, goog
     check(google.pull_all(sub2, max_wait=8.0), 2000)
 
 
+def test_a_spark_connect_client_reads_and_writes_through_a_server_with_the_jar(jar, google, tmp_path):
+    from emulators import free_port
+
+    topic, sub = google.topic()
+    google.publish(topic, [f"m{i}".encode() for i in range(2000)])
+    out_topic, out_sub = google.topic()
+    port = free_port()
+    conf = {"spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
+            "spark.connect.grpc.binding.address": "127.0.0.1", "spark.connect.grpc.binding.port": str(port)}
+    r = Job("4.3", {"jar": jar, "emulator": google.host_port, "subscription": sub, "out": str(tmp_path / "o"),
+                    "checkpoint": str(tmp_path / "ck"), "conf": conf,
+                    "steps": [{"kind": "connect", "port": port, "topic": out_topic, "n": 500}]}).result()["connect"]
+    assert r["description"].startswith("pubsub-go["), r  # the JVM source (the Python one names itself otherwise)
+    assert r["read"] == 2000, r
+    got = sorted(m.message.data.decode() for m in google.pull_all(out_sub, max_wait=6.0))
+    assert got == sorted(f"c{i}" for i in range(500))
+
+
 def test_bad_input_fails_naming_the_problem(jar, google, tmp_path):
     topic, sub = google.topic()
     host = google.host_port

@@ -81,6 +81,27 @@ def write(spark, step: dict) -> str:
         return str(e)
 
 
+def through_connect(step: dict) -> dict:
+    """Reads the subscription into parquet and writes n rows to a topic, as a
+    Connect client in any language would: only the server has the jar."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    c = ConnectSession.builder.remote(f"sc://127.0.0.1:{step['port']}").getOrCreate()
+    try:
+        q = (c.readStream.format("pubsub-go").option("subscriptionId", SPEC["subscription"])
+             .option("emulatorHost", SPEC["emulator"]).load()
+             .writeStream.format("parquet").option("path", SPEC["out"] + "-connect")
+             .option("checkpointLocation", SPEC["checkpoint"] + "-connect").trigger(availableNow=True).start())
+        q.awaitTermination(300)
+        description = q.lastProgress["sources"][0]["description"]
+        read = c.read.parquet(SPEC["out"] + "-connect").count()
+        (c.range(step["n"]).selectExpr("CONCAT('c', CAST(id AS STRING)) AS payload").write.format("pubsub-go")
+         .mode("append").option("topicId", step["topic"]).option("emulatorHost", SPEC["emulator"]).save())
+        return {"read": read, "description": description}
+    finally:
+        c.stop()
+
+
 def start_error(spark, options: dict) -> str:
     try:
         q = (reader(spark, options).writeStream.format("noop").option("checkpointLocation", SPEC["checkpoint"] + "-e")
@@ -119,6 +140,8 @@ def main() -> None:
             result["ids"], result["sample"] = out_ids(spark)
         elif kind == "write":  # rows made by SQL (no pandas in the 3.5 venv), to a topic
             result.setdefault("writes", []).append(write(spark, step))
+        elif kind == "connect":  # a Spark Connect client of this JVM's Connect server, reading and writing
+            result["connect"] = through_connect(step)
         elif kind == "errors":  # each bad option set's error, as the query reports it
             result["errors"] = [start_error(spark, o) for o in step["option_sets"]]
         elif kind == "panic":
