@@ -19,6 +19,9 @@ if [ -f wasm-decoders/go.mod ]; then
   if [ -x scripts/fuzz.sh ]; then bash scripts/fuzz.sh; fi
 fi
 
+echo "== JVM unit tests (jvm/test.sh: the bridge against the installed library)"
+bash jvm/test.sh --lib "$(python3 -c 'import pubsub_go, pathlib; print(pathlib.Path(pubsub_go.__file__).parent / "_lib" / "libpubsubgo.so")')"
+
 echo "== ruff"
 python3 -m ruff check python tests bench testdata
 

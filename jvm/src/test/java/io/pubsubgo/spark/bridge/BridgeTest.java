@@ -1,0 +1,158 @@
+package io.pubsubgo.spark.bridge;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The JNI bridge in a plain JVM, against the library's embedded emulator:
+ * typed errors, the raw schema, a round trip of messages through the
+ * publisher and the subscriber into columns read in place, under GC.
+ */
+class BridgeTest {
+  private static long emulator;
+  private static String host;
+
+  @BeforeAll
+  static void startEmulator() {
+    try (Calls c = new Calls()) {
+      long hp = OffHeap.cString("127.0.0.1:0");
+      c.check(Native.emulatorStart(hp, c.slot(0), c.slot(1), c.err), "emulator");
+      OffHeap.free(hp);
+      emulator = c.get(0);
+      host = Library.takeString(c.get(1));
+    }
+  }
+
+  @AfterAll
+  static void stopEmulator() {
+    try (Calls c = new Calls()) {
+      c.check(Native.emulatorStop(emulator, c.err), "emulator");
+    }
+  }
+
+  @Test
+  void aBadConfigIsATypedErrorNamingTheKey() {
+    NativeException e = assertThrows(NativeException.class, () -> Subscriber.open("{\"subscription\": 5}"));
+    assertEquals(3, e.code());
+    assertEquals("invalid_argument", e.kind());
+    assertTrue(e.getMessage().contains("subscription"), e.getMessage());
+    assertFalse(e.isPanic());
+  }
+
+  @Test
+  void anUnknownSubscriptionIsNotFound() {
+    NativeException e = assertThrows(NativeException.class, () -> Subscriber.open(
+        "{\"subscription\": \"projects/proj/subscriptions/missing\", \"emulator_host\": \"" + host + "\"}"));
+    assertEquals(5, e.code(), e.getMessage());
+    assertEquals("not_found", e.kind());
+  }
+
+  @Test
+  void theRawSchemaIsTheLibrarys() {
+    StructType raw = Library.rawSchema();
+    assertEquals("message_id", raw.fields()[0].name());
+    assertEquals(DataTypes.BinaryType, raw.apply("payload").dataType());
+    assertEquals(DataTypes.TimestampType, raw.apply("publish_time").dataType());
+    assertTrue(Library.versionInfo().contains("\"abi\""));
+  }
+
+  @Test
+  void messagesComeBackAsColumnsReadInPlaceUnderGc() throws Exception {
+    Library.admin("{\"op\":\"create_topic\",\"emulator_host\":\"" + host + "\",\"topic\":\"projects/proj/topics/rt\"}");
+    Library.admin("{\"op\":\"create_subscription\",\"emulator_host\":\"" + host
+        + "\",\"topic\":\"projects/proj/topics/rt\",\"subscription\":\"projects/proj/subscriptions/rt\"}");
+    int n = 5000;
+    publish(n);
+    Thread gc = new Thread(() -> {
+      while (!Thread.currentThread().isInterrupted()) {
+        System.gc();
+      }
+    });
+    gc.start();
+    List<String> payloads = new ArrayList<>();
+    try (Subscriber sub = Subscriber.open("{\"subscription\": \"projects/proj/subscriptions/rt\", "
+        + "\"emulator_host\": \"" + host + "\", \"batch_size\": 700}")) {
+      long deadline = System.currentTimeMillis() + 60_000;
+      while (payloads.size() < n && System.currentTimeMillis() < deadline) {
+        Subscriber.Take t = sub.take(1000, 200, true);
+        try (CBatch b = t.batch) {
+          ColumnarBatch cb = b.columnar();
+          for (int r = 0; r < cb.numRows(); r++) {
+            payloads.add(new String(cb.column(3).getBinary(r), "UTF-8"));
+            assertEquals("v" + payloads.get(payloads.size() - 1), cb.column(2).getMap(r).valueArray()
+                .getUTF8String(0).toString());
+          }
+          if (cb.numRows() > 0) { // the log copy replays the same rows
+            try (CBatch replay = Subscriber.importIpc(t.log, 0, t.log.length)) {
+              assertEquals(cb.numRows(), replay.numRows());
+              assertEquals(cb.column(0).getUTF8String(0), replay.columnar().column(0).getUTF8String(0));
+            }
+          }
+          sub.ackIds(Subscriber.ACK, t.ackLines, 0, t.ackLines.length, 0);
+        }
+      }
+    } finally {
+      gc.interrupt();
+      gc.join();
+    }
+    assertEquals(n, payloads.size());
+    assertEquals(n, payloads.stream().distinct().count());
+  }
+
+  /** n messages p0.. with attribute k=v<payload>, through the Go publisher. */
+  private static void publish(int n) {
+    // The column layout of go/capi/jni_publish.go, filled by hand: payload (binary) and attributes.
+    long rows = n;
+    long payOff = OffHeap.calloc(4 * (rows + 1));
+    StringBuilder data = new StringBuilder();
+    long attrOff = OffHeap.calloc(4 * (rows + 1));
+    long keyOff = OffHeap.calloc(4 * (rows + 1));
+    long valOff = OffHeap.calloc(4 * (rows + 1));
+    StringBuilder keys = new StringBuilder();
+    StringBuilder vals = new StringBuilder();
+    for (int i = 0; i < n; i++) {
+      data.append("p").append(i);
+      keys.append("k");
+      vals.append("vp").append(i);
+      org.apache.spark.unsafe.Platform.putInt(null, payOff + 4L * (i + 1), data.length());
+      org.apache.spark.unsafe.Platform.putInt(null, attrOff + 4L * (i + 1), i + 1);
+      org.apache.spark.unsafe.Platform.putInt(null, keyOff + 4L * (i + 1), keys.length());
+      org.apache.spark.unsafe.Platform.putInt(null, valOff + 4L * (i + 1), vals.length());
+    }
+    long payData = OffHeap.cString(data.toString());
+    long keyData = OffHeap.cString(keys.toString());
+    long valData = OffHeap.cString(vals.toString());
+    long desc = OffHeap.calloc(8 * 18);
+    long[] slots = new long[18];
+    slots[0] = rows;
+    slots[1] = payOff;
+    slots[2] = payData;
+    slots[8] = attrOff;
+    slots[9] = keyOff;
+    slots[10] = keyData;
+    slots[12] = valOff;
+    slots[13] = valData;
+    for (int i = 0; i < slots.length; i++) {
+      org.apache.spark.unsafe.Platform.putLong(null, desc + 8L * i, slots[i]);
+    }
+    try (Publisher p = Publisher.open("{\"topic\":\"projects/proj/topics/rt\",\"emulator_host\":\"" + host + "\"}")) {
+      p.publishColumns(desc);
+      assertTrue(p.flush(30_000).contains("\"published\":" + n));
+    } finally {
+      for (long a : new long[] {payOff, attrOff, keyOff, valOff, payData, keyData, valData, desc}) {
+        OffHeap.free(a);
+      }
+    }
+  }
+}

@@ -1,0 +1,58 @@
+package io.pubsubgo.spark.source;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import org.junit.jupiter.api.Test;
+
+/** Options from the shared table, and offsets of the other front end. */
+class OptionTableTest {
+  private static CaseInsensitiveStringMap opts(String... kv) {
+    Map<String, String> m = new HashMap<>();
+    for (int i = 0; i < kv.length; i += 2) {
+      m.put(kv[i], kv[i + 1]);
+    }
+    return new CaseInsensitiveStringMap(m);
+  }
+
+  @Test
+  void durationsAreReadAsSparkWritesThem() {
+    assertEquals(Long.valueOf(1500), OptionTable.duration("1.5s", "ms"));
+    assertEquals(Long.valueOf(120), OptionTable.duration("2 minutes", "s"));
+    assertEquals(Long.valueOf(20), OptionTable.duration("20", "ms"));
+    assertNull(OptionTable.duration("1500ms", "s")); // not a whole number of seconds
+    assertNull(OptionTable.duration("soon", "ms"));
+  }
+
+  @Test
+  void defaultsAndRangesComeFromTheTableAndTheContract() {
+    SourceOptions o = new SourceOptions(opts("subscriptionId", "projects/p/subscriptions/s"));
+    assertEquals(4000, o.batchSize);
+    assertEquals(600, o.commitLeaseSeconds);
+    assertEquals(1, o.streamsPerPartition); // the Go contract's default
+    assertNull(o.maxRecordsPerTrigger);
+    SourceOptions d = new SourceOptions(opts("subscriptionId", "s", "projectId", "p", "maxWaitTimeMs", "1s",
+        "credentialsFile", "/k.json"));
+    assertEquals("projects/p/subscriptions/s", d.subscription);
+    assertEquals(1000, d.maxWaitTimeMs);
+    assertEquals("/k.json", d.credentialsFile); // this project's own alias
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> new SourceOptions(opts("subscriptionId", "projects/p/subscriptions/s", "batchSize", "0")));
+    assertTrue(e.getMessage().contains("1..1000000"), e.getMessage());
+  }
+
+  @Test
+  void aPythonFrontEndsOffsetIsRefusedNamingIt() {
+    IllegalStateException e = assertThrows(IllegalStateException.class,
+        () -> PubsubGoOffset.parse("{\"gen\":\"ab12\",\"batch\":3,\"run\":\"x\"}"));
+    assertTrue(e.getMessage().contains("Python front end"), e.getMessage());
+    PubsubGoOffset o = PubsubGoOffset.parse(new PubsubGoOffset(7, 2, 100).json());
+    assertEquals(7, o.batch);
+    assertEquals(2, o.partitions);
+  }
+}
