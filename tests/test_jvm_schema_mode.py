@@ -101,8 +101,10 @@ def test_json_columns_equal_spark_from_json(line, jar, google, tmp_path):
 def avro_vectors(jar, google, tmp_path_factory) -> dict:
     """Avro payloads written by Spark 4.3's to_avro and what its from_avro
     reads back (PySpark 3.5 has neither without the spark-avro package)."""
-    r = SchemaJob("4.3", spec(jar, google, tmp_path_factory.mktemp("avro"),
-                              [{"kind": "avro_vectors", "n": 90}])).result()
+    from sparkutil import SPARK_AVRO
+
+    r = SchemaJob("4.3", spec(jar, google, tmp_path_factory.mktemp("avro"), [{"kind": "avro_vectors", "n": 90}],
+                              conf={"spark.jars.packages": SPARK_AVRO})).result()
     return r["avro"]
 
 
