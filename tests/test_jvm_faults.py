@@ -38,8 +38,9 @@ FAULT_JOB = Path(__file__).resolve().parent / "jvm" / "fault_job.py"
 SUB = "projects/d/subscriptions/s"
 PARTS = 2
 # Each task waits up to 3 s to fill a batch at the paced rate (10 msg/s),
-# so it pulls for ~3 s, with a backlog or without: a kill soon after the
-# batch is planned lands inside its tasks.
+# so it pulls for ~3 s: a kill soon after the batch is planned lands inside
+# its tasks. Messages must still be arriving then (once all are read, tasks
+# hold nothing), so the rate spreads them over the kills.
 PACED = {"numPartitions": PARTS, "maxWaitTimeMs": 3000, "batchSize": 1000, "ackDeadlineSeconds": 10}
 
 
@@ -190,7 +191,7 @@ def check_exactly_once(ids: list[str], n: int) -> None:
 
 @pytest.mark.parametrize("line", VERSIONS)
 def test_driver_sigkilled_mid_batch_then_restarted_is_exactly_once(line, jar, tmp_path):
-    n, rate, kills = 600, 10, 2
+    n, rate, kills = 1000, 10, 2  # arriving for 100 s: tasks hold messages at both kills
     server = loadserver_and_subscription(n, rate)
     sp = spec(jar, server.host_port, SUB, tmp_path, options=PACED, trigger_ms=1000)
     ckpt = tmp_path / "ck"
@@ -247,7 +248,7 @@ def executor_pids(root: int, port: int) -> list[int]:
 
 @pytest.mark.parametrize("line", VERSIONS)
 def test_executor_jvm_sigkilled_mid_task_in_local_cluster_is_exactly_once(line, jar, tmp_path):
-    n, rate = 500, 10
+    n, rate = 800, 10  # arriving for 80 s: tasks hold messages at the kill
     server = loadserver_and_subscription(n, rate)
     port = int(server.host_port.rsplit(":", 1)[1])
     sp = spec(jar, server.host_port, SUB, tmp_path, options=PACED, trigger_ms=1000,
