@@ -92,7 +92,7 @@ def _cut_times(emulator) -> list[str]:
 # (PythonWorkerFactory, not a setting); on a machine at load average 20+
 # that start took longer and failed the query, whatever the source did.
 SPARK_WORKER_START_FAILED = "Python worker failed to connect back"
-WORKER_START_RETRIES = 3  # such failures a test run restarts its query after (on its checkpoint), in all
+WORKER_START_RETRIES = 10  # such failures a test run restarts its query after (on its checkpoint), in all
 
 
 def _wait_for(emulator, queries, bases, want: int, bound: float, cut_before: int,
