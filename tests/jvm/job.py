@@ -129,15 +129,20 @@ def main() -> None:
     steps = SPEC["steps"]
     for step in steps:
         kind = step["kind"]
+        # A step may name its own subscription, output and checkpoint (several
+        # scenarios in one JVM); its results go under its "key".
+        saved = dict(SPEC)
+        SPEC.update({k: step[k] for k in ("subscription", "out", "checkpoint") if k in step})
+        runs = result.setdefault(step.get("key", "runs"), []) if kind in ("available_now", "streaming") else None
         if kind == "available_now":
-            result.setdefault("runs", []).append(available_now(spark, step.get("options")))
+            runs.append(available_now(spark, step.get("options")))
         elif kind == "streaming":
-            result.setdefault("runs", []).append(streaming(spark, step["stop_at"], step.get("options")))
+            runs.append(streaming(spark, step["stop_at"], step.get("options")))
         elif kind == "wait_file":  # the test publishes more, then lets the job go on
             while not __import__("os").path.exists(step["path"]):
                 time.sleep(0.2)
         elif kind == "ids":
-            result["ids"], result["sample"] = out_ids(spark)
+            result[step.get("key", "ids")], result["sample"] = out_ids(spark)
         elif kind == "write":  # rows made by SQL (no pandas in the 3.5 venv), to a topic
             result.setdefault("writes", []).append(write(spark, step))
         elif kind == "connect":  # a Spark Connect client of this JVM's Connect server, reading and writing
@@ -158,6 +163,8 @@ def main() -> None:
             result.setdefault("runs", []).append(available_now(spark, step.get("options")))
             stop.set()
             t.join()
+        SPEC.clear()
+        SPEC.update(saved)
         print(f"job: step {kind} done", file=sys.stderr, flush=True)
     print("RESULT " + json.dumps(result), flush=True)
     spark.stop()

@@ -1,0 +1,191 @@
+"""The JVM front end (jvm/, docs/jvm.md) on PySpark 3.5.7 and 4.3 with the
+jar, against Google's official emulator, Google's client as the outside
+peer. One Spark application per version runs every scenario below in turn
+(a JVM per scenario would cost CI minutes), then each test checks its part:
+
+- AvailableNow twice on one checkpoint (20,000 then 10,000 messages):
+  exactly once into parquet, nothing left unacked, the second run bounded
+  by maxRecordsPerTrigger, the figures in each micro-batch's progress;
+- a streaming query stopped and restarted twice in one application;
+- batch and streaming writes (payload, attributes, ordering key, event
+  time, idAttribute), checked with Google's client;
+- bad options and bad input rows fail naming the problem;
+- on 4.3, a Spark Connect client reading and writing through the
+  application's Connect server, whose only pubsub-go is the jar."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import jvm_front_end
+from emulators import free_port
+from jvm_front_end import VERSIONS, Job, batches
+
+pytestmark = pytest.mark.timeout(1800)
+
+WRITE_EXPRS = ["CAST(concat('p', id) AS BINARY) AS payload",
+               "map('k', CAST(id AS STRING), 'even', CAST(id % 2 = 0 AS STRING)) AS attributes",
+               "concat('key', CAST(id % 3 AS STRING)) AS ordering_key",
+               "CAST(id * 1000 AS TIMESTAMP) AS event_time"]
+BAD_OPTIONS = [  # (options, words the error must hold)
+    ({"batchSize": "0"}, ("batchSize is 0", "1..1000000")),                   # below the contract's range
+    ({"maxWaitTimeMs": "soon"}, ("maxWaitTimeMs is soon", "500ms")),          # not a duration
+    ({"bogusOption": "1"}, ("unknown source option bogusOption", "subscriptionId")),
+    ({"idAttribute": "id"}, ("idAttribute is not supported by the JVM", "jvm.md")),  # not in this front end yet
+    ({"failOnDataLoss": "false"}, ("failOnDataLoss", "messageRetentionSeconds")),   # refused, with the reason
+    ({"maxOffsetsPerTrigger": "10"}, ("maxOffsetsPerTrigger", "maxRecordsPerTrigger")),  # another connector's
+]
+
+
+class Run:
+    """What one application's scenarios left: the job's result and the names."""
+
+    def __init__(self, line: str, result: dict, names: dict) -> None:
+        self.line, self.result, self.names = line, result, names
+
+
+def payloads(start: int, n: int) -> list[bytes]:
+    return [f"m{i}".encode() for i in range(start, start + n)]
+
+
+@pytest.fixture(scope="module", params=VERSIONS)
+def run(request, google, tmp_path_factory) -> Run:
+    line = request.param
+    tmp: Path = tmp_path_factory.mktemp(f"jvm-{line}")
+    host = google.host_port
+    names: dict = {}
+    names["avail_topic"], names["avail_sub"] = google.topic()
+    names["stream_topic"], names["stream_sub"] = google.topic()
+    names["batch_topic"], names["batch_sub"] = google.topic(ordering=True)
+    names["swrite_topic"], names["swrite_sub"] = google.topic(ordering=True)
+    names["bad_topic"], names["bad_sub"] = google.topic()
+    names["connect_topic"], names["connect_sub"] = google.topic()
+    names["avail_ids"] = google.publish(names["avail_topic"], payloads(0, 20_000))
+    names["stream_ids"] = google.publish(names["stream_topic"], payloads(0, 6000))
+    write_opts = {"emulatorHost": host, "enableMessageOrdering": "true", "timestampAttribute": "ts",
+                  "idAttribute": "uid"}
+    bad = {"topicId": names["bad_topic"], "emulatorHost": host}
+    more = tmp / "published-more"
+    steps = [
+        {"kind": "available_now", "key": "avail"},
+        {"kind": "wait_file", "path": str(more)},
+        {"kind": "available_now", "key": "avail", "options": {"maxRecordsPerTrigger": 3000}},
+        {"kind": "ids", "key": "avail_out"},
+        {"kind": "streaming", "key": "stream", "subscription": names["stream_sub"], "out": str(tmp / "s-out"),
+         "checkpoint": str(tmp / "s-ck"), "stop_at": 2000, "options": {"maxRecordsPerTrigger": 1000}},
+        {"kind": "streaming", "key": "stream", "subscription": names["stream_sub"], "out": str(tmp / "s-out"),
+         "checkpoint": str(tmp / "s-ck"), "stop_at": 1000, "options": {"maxRecordsPerTrigger": 1000}},
+        {"kind": "available_now", "key": "stream", "subscription": names["stream_sub"], "out": str(tmp / "s-out"),
+         "checkpoint": str(tmp / "s-ck")},
+        {"kind": "ids", "key": "stream_out", "out": str(tmp / "s-out")},
+        {"kind": "write", "n": 3000, "exprs": WRITE_EXPRS, "options": {"topicId": names["batch_topic"], **write_opts}},
+        {"kind": "write", "n": 2000, "exprs": WRITE_EXPRS, "streaming": True,
+         "options": {"topicId": names["swrite_topic"], **write_opts}},
+        # bad rows and inputs: a refused attribute key, a column the sink does not take, an ordering key
+        # without enableMessageOrdering, no payload
+        {"kind": "write", "n": 10, "exprs": ["CAST(id AS STRING) AS payload", "map('goog-x', 'v') AS attributes"],
+         "options": bad},
+        {"kind": "write", "n": 1, "exprs": ["CAST(id AS STRING) AS payload", "id AS extra"], "options": bad},
+        {"kind": "write", "n": 1, "exprs": ["CAST(id AS STRING) AS payload", "'k' AS ordering_key"], "options": bad},
+        {"kind": "write", "n": 1, "exprs": ["map('a', 'b') AS attributes"], "options": bad},
+        {"kind": "errors", "option_sets": [o for o, _ in BAD_OPTIONS]},
+    ]
+    conf: dict = {}
+    if line == "4.3":  # Spark Connect's server ships with PySpark 4's jars (3.5's is a separate package)
+        names["connect_read_topic"], names["connect_read_sub"] = google.topic()
+        google.publish(names["connect_read_topic"], payloads(0, 2000))
+        port = free_port()
+        conf = {"spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
+                "spark.connect.grpc.binding.address": "127.0.0.1", "spark.connect.grpc.binding.port": str(port)}
+        steps.append({"kind": "connect", "port": port, "topic": names["connect_topic"], "n": 500,
+                      "subscription": names["connect_read_sub"], "out": str(tmp / "c-out"),
+                      "checkpoint": str(tmp / "c-ck")})
+    job = Job(line, {"jar": jvm_front_end.jar(), "emulator": host, "subscription": names["avail_sub"],
+                     "out": str(tmp / "a-out"), "checkpoint": str(tmp / "a-ck"), "steps": steps, "conf": conf})
+    job.wait_step("available_now")
+    names["avail_ids"] += google.publish(names["avail_topic"], payloads(20_000, 10_000))
+    more.touch()
+    return Run(line, job.result(timeout=1500), names)
+
+
+def unacked(google, sub: str) -> int:
+    return len(google.pull_all(sub, max_wait=3.0, ack=False))
+
+
+def test_available_now_twice_on_one_checkpoint_reads_each_message_once(run, google):
+    r = run.result
+    assert r["spark"].startswith(run.line), r["spark"]
+    first, second = r["avail"]
+    assert sum(p["numInputRows"] for p in first) == 20_000
+    assert sum(p["numInputRows"] for p in second) == 10_000
+    ids = r["avail_out"]
+    assert len(ids) == 30_000 and sorted(ids) == sorted(run.names["avail_ids"]), "a message missing or written twice"
+    assert unacked(google, run.names["avail_sub"]) == 0, "read but not acked at commit"
+
+
+def test_admission_control_and_the_figures_in_the_progress(run):
+    first, second = run.result["avail"]
+    sizes = [p["numInputRows"] for p in batches(second)]
+    assert max(sizes) <= 3000 and len(sizes) >= 4, sizes  # maxRecordsPerTrigger bounds every micro-batch
+    for p in batches(first) + batches(second):
+        m = p["sources"][0]["metrics"]
+        assert int(m["rows"]) == p["numInputRows"], (m, p["numInputRows"])
+        assert int(m["pulled"]) >= int(m["rows"]) and int(m["tasks"]) == 2, m
+
+
+def test_streaming_query_stopped_and_restarted_reads_each_message_once(run, google):
+    runs = run.result["stream"]
+    assert sum(p["numInputRows"] for p in runs[0]) >= 2000
+    assert sum(p["numInputRows"] for r in runs for p in r) == 6000
+    ids = run.result["stream_out"]
+    assert len(ids) == 6000 and sorted(ids) == sorted(run.names["stream_ids"]), "a message missing or written twice"
+    assert unacked(google, run.names["stream_sub"]) == 0
+
+
+def check_written(received, n: int) -> None:
+    assert len(received) == n, f"{len(received)} messages, wanted {n}"
+    by_payload = {m.message.data.decode(): m.message for m in received}
+    assert sorted(by_payload) == sorted(f"p{i}" for i in range(n)), "a row missing or published twice"
+    for i in range(n):
+        m = by_payload[f"p{i}"]
+        a = dict(m.attributes)
+        assert a["k"] == str(i) and a["even"] == str(i % 2 == 0).lower(), a
+        assert a["ts"] == str(i * 1000 * 1000), a  # event time as epoch milliseconds
+        assert m.ordering_key == f"key{i % 3}", m.ordering_key
+    # idAttribute: <queryId>-<epoch>-<partition>-<row>, distinct per message
+    uids = {dict(m.message.attributes)["uid"] for m in received}
+    assert len(uids) == n and all(u.count("-") >= 3 for u in uids), sorted(uids)[:5]
+
+
+def test_batch_and_streaming_writes_deliver_every_row_as_written(run, google):
+    assert run.result["writes"][:2] == ["ok", "ok"], run.result["writes"][:2]
+    check_written(google.pull_all(run.names["batch_sub"], max_wait=8.0), 3000)
+    check_written(google.pull_all(run.names["swrite_sub"], max_wait=8.0), 2000)
+
+
+def test_bad_input_fails_naming_the_problem_and_publishes_nothing(run, google):
+    goog, extra, key, nopayload = run.result["writes"][2:6]
+    assert "goog" in goog and "row" in goog, goog[:2000]
+    assert "extra" in extra and "payload (binary or string, required)" in extra, extra[:2000]
+    assert "enableMessageOrdering" in key, key[:2000]
+    assert "no payload column" in nopayload, nopayload[:2000]
+    assert google.pull_all(run.names["bad_sub"], max_wait=3.0) == [], "a write that failed published something"
+
+
+def test_bad_options_fail_at_start_naming_the_option_and_what_is_right(run):
+    errors = run.result["errors"]
+    assert len(errors) == len(BAD_OPTIONS)
+    for err, (_, words) in zip(errors, BAD_OPTIONS, strict=True):
+        for w in words:  # Spark lower-cases option keys before a source sees them
+            assert w.lower() in err.lower(), (w, err[:1500])
+
+
+@pytest.mark.parametrize("run", ["4.3"], indirect=True)
+def test_a_spark_connect_client_reads_and_writes_through_a_server_with_the_jar(run, google):
+    r = run.result["connect"]
+    assert r["description"].startswith("pubsub-go["), r  # the JVM source (the Python one names itself otherwise)
+    assert r["read"] == 2000, r
+    got = sorted(m.message.data.decode() for m in google.pull_all(run.names["connect_sub"], max_wait=6.0))
+    assert got == sorted(f"c{i}" for i in range(500))
