@@ -4,9 +4,10 @@
     rows = figures(query)           # one dict per micro-batch
     plot(query, "progress.png")     # rows/s, oldest unacked age, pending acks
 
-The source reports through `sources[].latestOffset` (PySpark 4.3's Python
-data source API has no metrics hook; docs/source.md, "Progress and
-counters"), so these helpers read it from `query.recentProgress`.
+The source reports through `sources[].latestOffset` on PySpark 4.2+ and
+`sources[].endOffset.progress` on 4.0/4.1 (the Python data source API has
+no metrics hook; docs/source.md, "Progress and counters"), so these
+helpers read whichever holds it from `query.recentProgress`.
 """
 
 from __future__ import annotations
@@ -27,11 +28,9 @@ def figures(query_or_progress: Any) -> list[dict[str, Any]]:
     progress = getattr(query_or_progress, "recentProgress", query_or_progress)
     out = []
     for p in progress:
-        src = next((s for s in p["sources"] if _is_ours(s)), None)
-        if src is None:
+        off = next((r for r in map(_report, p["sources"]) if r is not None), None)
+        if off is None:
             continue
-        off = src["latestOffset"]
-        off = json.loads(off) if isinstance(off, str) else (off or {})
         row = {"batchId": p["batchId"], "timestamp": p["timestamp"], "numInputRows": p["numInputRows"],
                "processedRowsPerSecond": p["processedRowsPerSecond"],
                "triggerMs": (p["durationMs"] or {}).get("triggerExecution")}
@@ -40,13 +39,20 @@ def figures(query_or_progress: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _is_ours(source: Any) -> bool:
-    off = source["latestOffset"]
-    try:
-        off = json.loads(off) if isinstance(off, str) else off
-    except ValueError:
-        return False
-    return isinstance(off, dict) and "gen" in off and "pendingAcks" in off
+def _report(source: Any) -> dict[str, Any] | None:
+    """The source's figures: its latestOffset (PySpark 4.2+), or the
+    `progress` its endOffset carries (4.0/4.1); None for another source."""
+    for field, inner in (("latestOffset", None), ("endOffset", "progress")):
+        off = source.get(field) if hasattr(source, "get") else source[field]
+        try:
+            off = json.loads(off) if isinstance(off, str) else off
+        except ValueError:
+            continue
+        if isinstance(off, dict) and inner is not None:
+            off = off.get(inner)
+        if isinstance(off, dict) and "pendingAcks" in off:
+            return off
+    return None
 
 
 def plot(query_or_progress: Any, path: str) -> str:
