@@ -39,8 +39,9 @@ SUB = "projects/d/subscriptions/s"
 PARTS = 2
 # Each task waits up to 3 s to fill a batch at the paced rate (10 msg/s),
 # so it pulls for ~3 s: a kill soon after the batch is planned lands inside
-# its tasks. Messages must still be arriving then (once all are read, tasks
-# hold nothing), so the rate spreads them over the kills.
+# its tasks. Each kill lands in the first micro-batch of its run, which
+# reads the backlog that built up while Spark started (a run takes ~50 s to
+# start on a loaded machine): by the next, every message may be read.
 PACED = {"numPartitions": PARTS, "maxWaitTimeMs": 3000, "batchSize": 1000, "ackDeadlineSeconds": 10}
 
 
@@ -75,9 +76,6 @@ class FaultJob:
 
     def rows(self) -> int:
         return sum(int(x.rsplit("rows=", 1)[1]) for x in list(self.lines) if x.startswith("batch "))
-
-    def batches_with_rows(self) -> int:
-        return sum(1 for x in list(self.lines) if x.startswith("batch ") and not x.endswith(" rows=0"))
 
     def tail(self) -> str:
         return "\n".join(self.lines[-20:]) + "\n" + self.log.read_text()[-5000:]
@@ -115,7 +113,8 @@ def batch_in_flight(ckpt: Path) -> int | None:
     offsets = {int(p.name) for p in (ckpt / "offsets").glob("[0-9]*")}
     commits = {int(p.name) for p in (ckpt / "commits").glob("[0-9]*")}
     for b in sorted(offsets - commits):
-        if len(list((ckpt / "pubsub-go-batchlog" / str(b)).glob("part-*"))) < PARTS:
+        # The source's checkpoint location is the query's sources/0.
+        if len(list((ckpt / "sources" / "0" / "pubsub-go-batchlog" / str(b)).glob("part-*"))) < PARTS:
             return b
     return None
 
@@ -163,19 +162,26 @@ def google_pull_finds_nothing(host: str, sub: str) -> int:
 
 
 def kill_mid_batch(job: FaultJob, ckpt: Path, server: LoadServer, rng: random.Random, killer) -> tuple:
-    """Waits for a micro-batch with rows to end, then for the next to be
-    planned with its tasks holding messages; kills (killer()) a moment
-    later. Returns the batch in flight before and after the kill and the
-    server's stats at the kill."""
-    wait_for(lambda: job.batches_with_rows() > 0, 180, "micro-batch with rows", job)
-    deadline = time.monotonic() + 90
+    """Waits for a micro-batch to be planned with its tasks holding
+    messages (the first one of a run reads the backlog that built up while
+    Spark started: a restarted run's first re-runs the batch the kill
+    interrupted); kills (killer()) a moment later. Returns the batch in
+    flight before and after the kill and the server's stats at the kill."""
+    deadline = time.monotonic() + 240
+
+    def pulling() -> bool:
+        # This run's tasks are pulling: its query started and it has streams
+        # open (a killed run's streams end with it; its leases, counted in
+        # outstanding, lapse only after ackDeadlineSeconds).
+        return "started" in job.lines and server.stats()["streams_active"] > 0
+
     while True:  # a batch may end in the moment waited: then the next one
-        wait_for(lambda: batch_in_flight(ckpt) is not None, 60, "micro-batch planned", job)
+        wait_for(lambda: batch_in_flight(ckpt) is not None and pulling(), 150, "micro-batch pulling", job)
         wait_for(lambda: server.stats()["outstanding"] > 0, 60, "task holding messages", job)
         planned = batch_in_flight(ckpt)
         time.sleep(rng.uniform(0.2, 0.8))
         before, st = batch_in_flight(ckpt), server.stats()
-        if before is not None and before == planned and st["outstanding"] > 0:
+        if before is not None and before == planned and st["outstanding"] > 0 and st["streams_active"] > 0:
             break
         assert time.monotonic() < deadline, f"no kill time found inside a micro-batch's tasks:\n{job.tail()}"
     killer()
@@ -191,7 +197,7 @@ def check_exactly_once(ids: list[str], n: int) -> None:
 
 @pytest.mark.parametrize("line", VERSIONS)
 def test_driver_sigkilled_mid_batch_then_restarted_is_exactly_once(line, jar, tmp_path):
-    n, rate, kills = 1000, 10, 2  # arriving for 100 s: tasks hold messages at both kills
+    n, rate, kills = 1000, 10, 2
     server = loadserver_and_subscription(n, rate)
     sp = spec(jar, server.host_port, SUB, tmp_path, options=PACED, trigger_ms=1000)
     ckpt = tmp_path / "ck"
@@ -248,7 +254,7 @@ def executor_pids(root: int, port: int) -> list[int]:
 
 @pytest.mark.parametrize("line", VERSIONS)
 def test_executor_jvm_sigkilled_mid_task_in_local_cluster_is_exactly_once(line, jar, tmp_path):
-    n, rate = 800, 10  # arriving for 80 s: tasks hold messages at the kill
+    n, rate = 600, 10
     server = loadserver_and_subscription(n, rate)
     port = int(server.host_port.rsplit(":", 1)[1])
     sp = spec(jar, server.host_port, SUB, tmp_path, options=PACED, trigger_ms=1000,
