@@ -178,14 +178,23 @@ def _name(p: psutil.Process) -> str:
 
 
 def measure_one(spark, df, scratch: str, warmup: float, window: float, loadserver_pid: int,
-                other_root: int | None, check_jvm: bool = False) -> dict:
+                other_root: int | None, check_jvm: bool = False, perf: str | None = None) -> dict:
+    """perf: a file for `perf record -g` of the Spark JVM over the window
+    (bench/tools/jvm_e2e.py --perf; build the library with its symbols)."""
     from .sparkrun import measure
 
     probe = Probe(spark, loadserver_pid, other_root)
     front: list = []
+    recorder: list[subprocess.Popen] = []
 
     def hook(stage: str, q) -> None:
         probe(stage, q)
+        if stage == "warm" and perf:
+            pids = ",".join(str(j.pid) for j in probe.roles()["jvm"])
+            recorder.append(subprocess.Popen(["perf", "record", "-g", "-F", "499", "-p", pids, "-o", perf, "--",
+                                              "sleep", str(max(window - 2, 2))],
+                                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                             stderr=open(perf + ".log", "w")))  # noqa: SIM115 - perf's own
         if stage == "end" and check_jvm:
             src = (q.lastProgress or {}).get("sources") or [{}]
             end = src[0].get("endOffset")
@@ -199,6 +208,8 @@ def measure_one(spark, df, scratch: str, warmup: float, window: float, loadserve
         m = measure(df, scratch, warmup, window, probe=hook)
     finally:
         mem = probe.stop()
+        for r in recorder:
+            r.wait(timeout=60)
     if check_jvm and not any(isinstance(f, dict) and f.get("frontEnd") == "jvm" for f in front):
         raise RuntimeError(f"format('pubsub-go') did not read through the JVM source: end offset {front[:1]}")
     m.pop("progress", None)
@@ -275,7 +286,7 @@ def serve(a: argparse.Namespace) -> int:
 
                 df = reader(spark, "pubsub-go-defaults", req["host"], req["sub"], 1024, batchlog)
                 m = measure_one(spark, df, a.scratch, req["warmup"], req["window"], req["loadserver_pid"],
-                                os.getppid(), check_jvm=True)
+                                os.getppid(), check_jvm=True, perf=req.get("perf"))
             except Exception as e:
                 m = {"error": f"{type(e).__name__}: {str(e)[:1500]}"}
             finally:
@@ -289,9 +300,10 @@ def serve(a: argparse.Namespace) -> int:
 # -- the rounds ----------------------------------------------------------------
 
 def run(spark, build: Build, plan: Plan, scratch: str, jar: str | None = None, rounds: int | None = None,
-        warmup: float | None = None, window: float | None = None) -> dict:
+        warmup: float | None = None, window: float | None = None, perf: str | None = None) -> dict:
     """spark: the caller's session (no jar, the Python sources registered).
-    jar: the JVM source's jar; None builds it from this tree."""
+    jar: the JVM source's jar; None builds it from this tree. perf: record
+    the JVM session's last JVM-source run with `perf record -g` into it."""
     rounds = rounds or plan.reps
     warmup = plan.spark_warmup if warmup is None else warmup
     window = plan.spark_window if window is None else window
@@ -329,7 +341,7 @@ def run(spark, build: Build, plan: Plan, scratch: str, jar: str | None = None, r
                 try:
                     if source == "jvm":
                         m = jvm.run(host=server.host, sub=subs[(source, r)], warmup=warmup, window=window,
-                                    loadserver_pid=server.proc.pid)
+                                    loadserver_pid=server.proc.pid, perf=perf if r == rounds - 1 else None)
                     else:
                         bl = tempfile.mkdtemp(prefix="batchlog-", dir=scratch)
                         m = measure_one(spark, reader(spark, source, server.host, subs[(source, r)], 1024, bl),

@@ -7,14 +7,18 @@ on it by pubsub_go.configure_spark), the Python source
 session without the jar; alternating rounds, each source first in turn.
 
     python bench/tools/jvm_e2e.py [--rounds 3] [--warmup 6] [--window 10]
-                                  [--jar PATH] [--lib PATH] [--json OUT]
+                                  [--jar PATH] [--lib PATH] [--json OUT] [--perf FILE]
 
 Prints rows/s per source per round, JVM / ceiling and JVM / Python per
 round, CPU per row by process, the Spark JVM's peak RSS and what it holds
 outside its heap, and the spark.executor.memoryOverhead advice. --jar
 takes a built jar (e.g. "$(python3 -m pubsub_go jar)" run outside the
 repository, the installed one); by default jvm/build.sh builds one from
-this tree with the library built from this tree.
+this tree with the library built from this tree. --perf records the JVM
+session's Spark JVM over the last round's window with `perf record -g`
+(build the library with its symbols and pass it with --lib to see Go's:
+`go build -buildmode=c-shared -o /tmp/libprof.so ./go/capi`), then
+`perf report -i FILE --no-children --sort comm,dso`.
 """
 
 from __future__ import annotations
@@ -93,12 +97,14 @@ def main() -> int:
     ap.add_argument("--jar", help="the JVM source's jar (default: jvm/build.sh builds one from this tree)")
     ap.add_argument("--lib", help="libpubsubgo.so to use instead of building one from the tree")
     ap.add_argument("--json", help="write the raw figures here")
+    ap.add_argument("--perf", help="perf record -g the JVM source's Spark JVM over the last round into this file")
     a = ap.parse_args()
     build = Build.make(a.lib)
     spark = session(build)
     scratch = tempfile.mkdtemp(prefix="pubsub-go-jvm-e2e-")
     try:
-        res = jvm_e2e.run(spark, build, FULL, scratch, jar=a.jar, rounds=a.rounds, warmup=a.warmup, window=a.window)
+        res = jvm_e2e.run(spark, build, FULL, scratch, jar=a.jar, rounds=a.rounds, warmup=a.warmup, window=a.window,
+                          perf=a.perf and str(Path(a.perf).resolve()))
     finally:
         spark.stop()
         shutil.rmtree(scratch, ignore_errors=True)
