@@ -4,10 +4,13 @@ test (3.5.7 in its own venv, or the suite's 4.3). The session and helpers
 are job.py's (argv[1] is its JSON spec); the steps are these:
 
 - decode: an AvailableNow read in schema mode (a .schema(...) or none, the
-  step's options) into the memory sink; its schema, its rows as Spark's
-  to_json of each row, and its progress, or with expect_error the error the
-  query (or load()) raised. With ref, Spark's own decoding (a SQL expression
-  over the payloads, e.g. from_json) of the same payloads, as to_json too.
+  step's options, its own subscription and checkpoint) into the memory sink
+  (a query named after the step); its schema, its rows as Spark's to_json of
+  each row, and its progress, or the error the query (or load()) raised:
+  expected (expect_error) or not, a step records its failure and the
+  application goes on to the next step, since one application runs many
+  scenarios. With ref, Spark's own decoding (a SQL expression over the
+  payloads, e.g. from_json) of the same payloads, as to_json too.
 - avro_vectors (4.x: to_avro/from_avro are built in): Avro payloads written
   by Spark's to_avro and what from_avro reads back (tests/test_schema_mode.py's vectors).
 - arrow_schema (4.x): the Arrow schema the JVM front end sends Go for each
@@ -20,6 +23,7 @@ from __future__ import annotations
 import base64
 import json
 import sys
+import traceback
 from pathlib import Path
 
 import job
@@ -39,26 +43,34 @@ def read(spark, step: dict):
 def decode(spark, step: dict) -> dict:
     out: dict = {}
     name = step["name"]
+    timeout = SPEC.get("timeout", 600)
+    q = None
     try:
         df = read(spark, step)
         out["schema"] = [f"{f.name}:{f.dataType.simpleString()}" for f in df.schema.fields]
         q = (df.writeStream.format("memory").queryName(name).trigger(availableNow=True)
              .option("checkpointLocation", f"{SPEC['checkpoint']}-{name}").start())
-        q.awaitTermination(SPEC.get("timeout", 600))
+        q.awaitTermination(timeout)
         if q.exception() is not None:
             raise RuntimeError(str(q.exception()))
+        if q.isActive:
+            raise TimeoutError(f"schema_job: query {name} not done in {timeout} s")
         out["progress"] = progress(q)
         out["rows"] = [r.j for r in spark.sql(f"SELECT to_json(struct(*)) AS j FROM {name}").collect()]
-    except Exception as e:  # the error a user sees
-        if not step.get("expect_error"):
-            raise
+    except Exception as e:  # the error a user sees; the test says whether it wanted one
         out["error"] = str(e)[-20000:]
+    finally:
+        if q is not None and q.isActive:
+            q.stop()
     ref = step.get("ref")
     if ref:
-        data = [(i, base64.b64decode(p)) for i, p in zip(ref["ids"], ref["payloads"], strict=True)]
-        static = spark.createDataFrame(data, "message_id STRING, payload BINARY")
-        out["ref"] = {r.message_id: r.j for r in static.selectExpr("message_id", f"to_json({ref['expr']}) AS j")
-                      .collect()}
+        try:
+            data = [(i, base64.b64decode(p)) for i, p in zip(ref["ids"], ref["payloads"], strict=True)]
+            static = spark.createDataFrame(data, "message_id STRING, payload BINARY")
+            out["ref"] = {r.message_id: r.j for r in static.selectExpr("message_id", f"to_json({ref['expr']}) AS j")
+                          .collect()}
+        except Exception as e:
+            out["ref_error"] = str(e)[-20000:]
     return out
 
 
@@ -98,14 +110,17 @@ def main() -> None:
     result: dict = {"spark": spark.version}
     for step in SPEC["steps"]:
         kind = step["kind"]
-        if kind == "decode":
-            result.setdefault("decoded", {})[step["name"]] = decode(spark, step)
-        elif kind == "avro_vectors":
-            result["avro"] = avro_vectors(spark, step)
-        elif kind == "arrow_schema":
-            result["arrow_schema"] = arrow_schema(spark, step)
-        else:
+        if kind not in ("decode", "avro_vectors", "arrow_schema"):
             raise ValueError(f"schema_job: unknown step kind {kind} (job.py's steps run in job.py)")
+        try:
+            if kind == "decode":
+                result.setdefault("decoded", {})[step["name"]] = decode(spark, step)
+            elif kind == "avro_vectors":
+                result["avro"] = avro_vectors(spark, step)
+            else:
+                result["arrow_schema"] = arrow_schema(spark, step)
+        except Exception:  # recorded for the step's test; the steps after it still run
+            result.setdefault("step_errors", {})[step.get("name", kind)] = traceback.format_exc()[-20000:]
         print(f"job: step {kind} done", file=sys.stderr, flush=True)
     print("RESULT " + json.dumps(result), flush=True)
     spark.stop()
