@@ -13,6 +13,7 @@ import "C"
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"time"
 	"unsafe"
@@ -72,15 +73,18 @@ func Java_io_pubsubgo_spark_bridge_Native_subscriberTake(env, cls unsafe.Pointer
 			}
 		}
 		if logOut != 0 {
-			var buf bytes.Buffer
-			w := ipc.NewWriter(&buf, ipc.WithSchema(b.Record.Schema()))
-			if err := w.Write(b.Record); err != nil {
+			w := newCWriter(ipcSize(b.Record))
+			iw := ipc.NewWriter(w, ipc.WithSchema(b.Record.Schema()))
+			err := iw.Write(b.Record)
+			if err == nil {
+				err = iw.Close()
+			}
+			if err != nil {
+				w.free()
 				return rpc.Errorf(codes.Internal, "batch log: serializing a batch: %v", err)
 			}
-			if err := w.Close(); err != nil {
-				return rpc.Errorf(codes.Internal, "batch log: serializing a batch: %v", err)
-			}
-			cBytes(buf.Bytes(), logOut, logLenOut)
+			*(*unsafe.Pointer)(ptr(logOut)) = w.p
+			*(*C.int64_t)(ptr(logLenOut)) = C.int64_t(w.n)
 		}
 		cBytes([]byte(ackLines(b.AckIDs)), acksOut, acksLenOut)
 		if schema != 0 {
@@ -89,6 +93,57 @@ func Java_io_pubsubgo_spark_bridge_Native_subscriberTake(env, cls unsafe.Pointer
 		cexport.RecordBatch(b.Record, ptr(batch))
 		return nil
 	})
+}
+
+// cWriter collects the batch log's IPC bytes straight into malloc'd memory
+// (handed to the JVM, freed with pg_free): no Go-heap buffer to grow, zero
+// and collect for every batch.
+type cWriter struct {
+	p      unsafe.Pointer
+	n, cap int
+}
+
+func newCWriter(size int) *cWriter {
+	return &cWriter{p: C.malloc(C.size_t(size)), cap: size}
+}
+
+func (w *cWriter) Write(b []byte) (int, error) {
+	if w.n+len(b) > w.cap {
+		c := max(2*w.cap, w.n+len(b))
+		p := C.realloc(w.p, C.size_t(c))
+		if p == nil {
+			return 0, fmt.Errorf("out of C memory for %d bytes", c)
+		}
+		w.p, w.cap = p, c
+	}
+	if len(b) > 0 {
+		C.memcpy(unsafe.Add(w.p, w.n), unsafe.Pointer(&b[0]), C.size_t(len(b)))
+	}
+	w.n += len(b)
+	return len(b), nil
+}
+
+func (w *cWriter) free() { C.free(w.p) }
+
+// ipcSize is a batch's IPC stream size, give or take its metadata and
+// padding: the sum of its buffers, plus room for the rest.
+func ipcSize(rec arrow.RecordBatch) int {
+	n := 64 << 10
+	var add func(d arrow.ArrayData)
+	add = func(d arrow.ArrayData) {
+		for _, b := range d.Buffers() {
+			if b != nil {
+				n += b.Len() + 8
+			}
+		}
+		for _, c := range d.Children() {
+			add(c)
+		}
+	}
+	for _, c := range rec.Columns() {
+		add(c.Data())
+	}
+	return n
 }
 
 func ackLines(ids arrow.Array) string {

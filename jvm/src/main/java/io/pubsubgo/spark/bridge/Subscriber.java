@@ -38,11 +38,11 @@ public final class Subscriber implements AutoCloseable {
     public final CBatch batch;
     /** The rows' ack ids, one per line (UTF-8). */
     public final byte[] ackLines;
-    /** The batch as an Arrow IPC stream, when asked for (else null). */
-    public final byte[] log;
+    /** The batch as an Arrow IPC stream, when asked for (else null); close it once written. */
+    public final Log log;
     public final boolean waitedOut;
 
-    public Take(CBatch batch, byte[] ackLines, byte[] log, boolean waitedOut) {
+    public Take(CBatch batch, byte[] ackLines, Log log, boolean waitedOut) {
       this.batch = batch;
       this.ackLines = ackLines;
       this.log = log;
@@ -75,9 +75,58 @@ public final class Subscriber implements AutoCloseable {
         sparkSchema = ArrowTypes.structOf(schema);
       }
       byte[] acks = takeBytes(c.get(0), c.get(1));
-      byte[] log = withLog ? takeBytes(c.get(2), c.get(3)) : null;
+      Log log = withLog ? new Log(c.get(2), c.get(3)) : null;
       boolean waitedOut = Platform.getInt(null, c.slot(4)) != 0;
       return new Take(new CBatch(array, schema, sparkSchema), acks, log, waitedOut);
+    }
+  }
+
+  /**
+   * A batch's Arrow IPC stream in C memory (malloc'd by the library): written
+   * to the batch log from there, in chunks, without a Java copy of the whole.
+   */
+  public static final class Log implements AutoCloseable {
+    private long addr;
+    public final long length;
+    private byte[] copy;
+
+    Log(long addr, long length) {
+      this.addr = addr;
+      this.length = length;
+    }
+
+    /** The bytes as a Java array (copied once, on first use). */
+    public byte[] bytes() {
+      if (copy == null) {
+        copy = OffHeap.bytes(live(), length);
+      }
+      return copy;
+    }
+
+    /** Writes the bytes to out through scratch, a chunk at a time. */
+    public void writeTo(java.io.OutputStream out, byte[] scratch) throws java.io.IOException {
+      long at = live();
+      for (long done = 0; done < length; ) {
+        int n = (int) Math.min(scratch.length, length - done);
+        Platform.copyMemory(null, at + done, scratch, Platform.BYTE_ARRAY_OFFSET, n);
+        out.write(scratch, 0, n);
+        done += n;
+      }
+    }
+
+    private long live() {
+      if (addr == 0) {
+        throw new IllegalStateException("pubsub-go: a batch's log bytes were used after close");
+      }
+      return addr;
+    }
+
+    @Override
+    public void close() {
+      if (addr != 0) {
+        Native.free(addr);
+        addr = 0;
+      }
     }
   }
 

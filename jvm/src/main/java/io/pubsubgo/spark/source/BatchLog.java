@@ -14,6 +14,7 @@ import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.Path;
 
 /**
@@ -40,7 +41,11 @@ final class BatchLog {
   BatchLog(String dir, Configuration conf) {
     this.dir = new Path(dir);
     try {
-      this.fs = this.dir.getFileSystem(conf);
+      FileSystem f = this.dir.getFileSystem(conf);
+      // A local log skips Hadoop's client-side checksums (a CRC per 512
+      // bytes and a .crc file beside each entry): the raw file system under
+      // the cached one, whose settings other users of the cache keep.
+      this.fs = f instanceof LocalFileSystem ? ((LocalFileSystem) f).getRawFileSystem() : f;
     } catch (IOException e) {
       throw new IllegalStateException("pubsub-go: the batch log at " + dir + " is unreachable: " + e, e);
     }
@@ -73,6 +78,18 @@ final class BatchLog {
       data.writeInt(b.length);
       data.write(b);
     }
+
+    /** A chunk straight from the library's C memory (a batch's IPC bytes). */
+    void chunk(byte kind, io.pubsubgo.spark.bridge.Subscriber.Log log) throws IOException {
+      if (log.length > Integer.MAX_VALUE) {
+        throw new IOException("pubsub-go: a batch of " + log.length + " bytes is over a log chunk's 2 GiB");
+      }
+      data.writeByte(kind);
+      data.writeInt((int) log.length);
+      log.writeTo(data, scratch);
+    }
+
+    private final byte[] scratch = new byte[1 << 20];
 
     /** Publishes the entry; false when another attempt published it first. */
     boolean publish() throws IOException {

@@ -88,7 +88,11 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
       long wait = Math.min(part.waitMs, budget);
       Subscriber.Take t = decode == null ? sub.take(n, wait, true) : decode.take(sub, n, wait);
       if (t.batch.numRows() > 0) {
-        writer.chunk(BatchLog.BATCH, t.log);
+        try {
+          writer.chunk(BatchLog.BATCH, t.log);
+        } finally {
+          t.log.close();
+        }
         writer.chunk(BatchLog.ACKS, t.ackLines);
         acks.write(t.ackLines, 0, t.ackLines.length);
         rows += t.batch.numRows();
@@ -96,6 +100,7 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
         return true;
       }
       t.batch.close();
+      t.log.close();
       if (rows > 0 && t.waitedOut && !part.untilQuiet) {
         finish(); // streaming: a task with rows ends when a wait runs out
       } else if (quietFor() >= part.quietMs) {
@@ -110,20 +115,27 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
     return sub.stats()[Subscriber.stat("quiet_ms")];
   }
 
-  /** Publishes the entry, then hands the leases to the driver. */
+  /**
+   * Hands the leases to the driver, then publishes the entry. In this order
+   * a crash between the two leaves messages leased for commitLeaseSeconds
+   * with no entry naming them (redelivered after that lease, never
+   * duplicated); the other order would leave an entry whose messages keep
+   * only their short lease, so a replay and their redelivery would both
+   * deliver them.
+   */
   private void finish() throws IOException {
     done = true;
     stats = sub.stats();
     writer.chunk(BatchLog.SUMMARY, summary().getBytes(StandardCharsets.UTF_8));
     byte[] ids = acks.toByteArray();
+    sub.ackIds(Subscriber.MODACK, ids, 0, ids.length, part.commitLeaseSeconds);
+    sub.ackIds(Subscriber.RELEASE, ids, 0, ids.length, 0);
     if (!writer.publish()) {
       sub.ackIds(Subscriber.NACK, ids, 0, ids.length, 0);
       throw new IllegalStateException("pubsub-go: another attempt of batch " + part.batch + " partition "
           + part.index + " published its batch-log entry first; this attempt's rows are given back");
     }
     writer = null;
-    sub.ackIds(Subscriber.MODACK, ids, 0, ids.length, part.commitLeaseSeconds);
-    sub.ackIds(Subscriber.RELEASE, ids, 0, ids.length, 0);
     acks.reset();
   }
 

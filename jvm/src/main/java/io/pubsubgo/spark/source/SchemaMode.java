@@ -88,6 +88,7 @@ final class SchemaMode implements Serializable {
           sub.ackIds(Subscriber.NACK, t.ackLines, 0, t.ackLines.length, 0);
         } finally {
           b.close();
+          t.log.close();
         }
         throw new DecodeFailedException(msg);
       }
@@ -95,9 +96,10 @@ final class SchemaMode implements Serializable {
         deadLetters = new DeadLetters(deadLetterConfig);
       }
       try {
-        deadLettered += deadLetters.publish(t.log, subscription); // returns once Pub/Sub has them
+        deadLettered += deadLetters.publish(t.log.bytes(), subscription); // returns once Pub/Sub has them
       } catch (RuntimeException e) {
         b.close();
+        t.log.close();
         throw e;
       }
       List<byte[]> lines = lines(t.ackLines);

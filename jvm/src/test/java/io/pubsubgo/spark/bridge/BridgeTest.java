@@ -94,12 +94,14 @@ class BridgeTest {
                 .getUTF8String(0).toString());
           }
           if (cb.numRows() > 0) { // the log copy replays the same rows
-            try (CBatch replay = Subscriber.importIpc(t.log, 0, t.log.length)) {
+            byte[] log = t.log.bytes();
+            try (CBatch replay = Subscriber.importIpc(log, 0, log.length)) {
               assertEquals(cb.numRows(), replay.numRows());
               assertEquals(cb.column(0).getUTF8String(0), replay.columnar().column(0).getUTF8String(0));
             }
           }
           sub.ackIds(Subscriber.ACK, t.ackLines, 0, t.ackLines.length, 0);
+          t.log.close();
         }
       }
     } finally {
