@@ -23,22 +23,10 @@ OUT=$(realpath -m "$OUT")
 [ -z "$LIB" ] || LIB=$(realpath "$LIB")
 cd "$(dirname "$0")"
 command -v javac >/dev/null || { echo "jvm/build.sh: javac (JDK 11+) is required" >&2; exit 1; }
-CACHE=${PUBSUB_GO_JVM_CACHE:-$HOME/.cache/pubsub-go/jvm}
-mkdir -p "$CACHE"
-REPO=${MAVEN_REPO_URL:-https://repo1.maven.org/maven2}
-CP=""
-while read -r path; do
-  [ -n "$path" ] || continue
-  f="$CACHE/$(basename "$path")"
-  if [ ! -s "$f" ]; then
-    curl -sfSL --retry 3 -o "$f.part" "$REPO/$path" || { echo "jvm/build.sh: cannot fetch $REPO/$path" >&2; exit 1; }
-    mv "$f.part" "$f"
-  fi
-  CP="$CP:$f"
-done < compile-classpath.txt
+CP=$(bash classpath.sh compile-classpath.txt)
 BUILD=$(mktemp -d)
 trap 'rm -rf "$BUILD"' EXIT
-javac --release 8 -Xlint:all,-path,-options -Werror -encoding UTF-8 -cp "${CP#:}" -d "$BUILD" $(find src/main/java -name '*.java')
+javac --release 8 -Xlint:all,-path,-options -Werror -encoding UTF-8 -cp "$CP" -d "$BUILD" $(find src/main/java -name '*.java')
 cp -r src/main/resources/. "$BUILD/"
 # The facts both front ends read: the option table and the Go contract it refers to.
 mkdir -p "$BUILD/io/pubsubgo"

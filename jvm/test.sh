@@ -16,19 +16,7 @@ done
 [ -n "$LIB" ] || { echo "jvm/test.sh: --lib is required" >&2; exit 2; }
 cd "$(dirname "$0")"
 CACHE=${PUBSUB_GO_JVM_CACHE:-$HOME/.cache/pubsub-go/jvm}
-REPO=${MAVEN_REPO_URL:-https://repo1.maven.org/maven2}
-mkdir -p "$CACHE"
-CP=""
-while read -r path; do
-  [ -n "$path" ] || continue
-  f="$CACHE/$(basename "$path")"
-  if [ ! -s "$f" ]; then
-    curl -sfSL --retry 3 -o "$f.part" "$REPO/$path" || { echo "jvm/test.sh: cannot fetch $REPO/$path" >&2; exit 1; }
-    mv "$f.part" "$f"
-  fi
-  CP="$CP:$f"
-done < <(cat compile-classpath.txt test-classpath.txt)
-CP=${CP#:}
+CP=$(bash classpath.sh compile-classpath.txt test-classpath.txt)
 BUILD=$(mktemp -d)
 trap 'rm -rf "$BUILD"' EXIT
 javac --release 8 -Xlint:all,-path,-options -Werror -encoding UTF-8 -cp "$CP" -d "$BUILD/main" \
