@@ -183,7 +183,7 @@ func BenchmarkVpcflowCWasmtimeNoTimeLimit(b *testing.B) {
 		engine: engineOptions{noTimeLimit: true}}), vpcLine)
 }
 
-// The C example under epoch interruption (what a module probe.go cannot
+// The C example under epoch interruption (what a module wasmrewrite cannot
 // probe gets), and probed but with no time limit armed: what the probes
 // alone cost (BenchmarkVpcflowCWasmtime adds the fence's tick and
 // signal mask).

@@ -24,6 +24,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/internal/abi"
 	"github.com/pubsub-go/pubsub-go/wasm-decoders/sdk"
 )
 
@@ -190,7 +191,7 @@ func NewDecoder(ctx context.Context, spec Spec, alloc memory.Allocator) (*Decode
 	d.configs.v1 = d.config
 	var v2schema []byte
 	if spec.Schema != nil {
-		v2schema, d.configs.v2err = encodeFields(nil, spec.Schema.Fields())
+		v2schema, d.configs.v2err = abi.EncodeFields(nil, spec.Schema.Fields())
 	}
 	d.configs.v2 = sdk.EncodeConfig(v2schema, spec.Options)
 
@@ -380,9 +381,8 @@ func (d *Decoder) readV2(in *instance, out []byte, first bool, p *pin) (arrow.Re
 	if first {
 		sc := d.target
 		if sc == nil {
-			r := reader{b: in.schema}
-			fields, err := decodeFields(&r, 0)
-			if err != nil || !r.done() {
+			fields, err := abi.DecodeFields(in.schema)
+			if err != nil {
 				return nil, nil, false, fmt.Errorf("%w: pg_schema: %v", ErrCrashed, err)
 			}
 			sc = arrow.NewSchema(fields, nil)
@@ -396,7 +396,7 @@ func (d *Decoder) readV2(in *instance, out []byte, first bool, p *pin) (arrow.Re
 	if p != nil {
 		guest = p.parent
 	}
-	cols, rows, pinned, err := readLayout(out, in.mem, d.full, d.alloc, guest)
+	cols, rows, pinned, err := abi.ReadLayout(out, in.mem, d.full, d.alloc, guest)
 	if err != nil {
 		return nil, nil, false, err
 	}

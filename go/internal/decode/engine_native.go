@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/internal/abi"
 	"github.com/pubsub-go/pubsub-go/wasm-decoders/arrowlite"
 	"github.com/pubsub-go/pubsub-go/wasm-decoders/avrodec"
 	"github.com/pubsub-go/pubsub-go/wasm-decoders/jsondec"
@@ -186,10 +187,10 @@ func toData(b *arrowlite.Builder, t arrow.DataType, mem memory.Allocator) (arrow
 	if t.ID() == arrow.NULL {
 		return array.NewData(t, l.Len, []*memory.Buffer{nil}, nil, l.Len, 0), nil
 	}
-	bufs = append(bufs, copyBuf(mem, l.Valid))
+	bufs = append(bufs, abi.CopyBuf(mem, l.Valid))
 	switch tt := t.(type) {
 	case *arrow.StringType, *arrow.BinaryType:
-		bufs = append(bufs, offsetsBuf(mem, l.Starts, l.End), copyBuf(mem, l.Data))
+		bufs = append(bufs, offsetsBuf(mem, l.Starts, l.End), abi.CopyBuf(mem, l.Data))
 	case *arrow.StructType:
 		if len(b.Children) != tt.NumFields() {
 			release()
@@ -216,11 +217,11 @@ func toData(b *arrowlite.Builder, t arrow.DataType, mem memory.Allocator) (arrow
 		}
 		children = append(children, d)
 	case arrow.FixedWidthDataType:
-		if want := fixedBytes(tt, l.Len); len(l.Data) != want {
+		if want := abi.FixedBytes(tt, l.Len); len(l.Data) != want {
 			release()
 			return nil, fmt.Errorf("%d value bytes for %d slots of %s", len(l.Data), l.Len, t)
 		}
-		bufs = append(bufs, copyBuf(mem, l.Data))
+		bufs = append(bufs, abi.CopyBuf(mem, l.Data))
 	default:
 		release()
 		return nil, fmt.Errorf("type %s is not supported", t)
@@ -232,25 +233,6 @@ func toData(b *arrowlite.Builder, t arrow.DataType, mem memory.Allocator) (arrow
 	d := array.NewData(t, l.Len, bufs, children, l.Nulls, 0)
 	release()
 	return d, nil
-}
-
-func fixedBytes(t arrow.FixedWidthDataType, n int) int {
-	if t.ID() == arrow.BOOL {
-		return (n + 7) / 8
-	}
-	return n * t.BitWidth() / 8
-}
-
-// copyBuf copies b into a buffer from mem; nil stays nil (no validity
-// bitmap: no nulls).
-func copyBuf(mem memory.Allocator, b []byte) *memory.Buffer {
-	if b == nil {
-		return nil
-	}
-	buf := memory.NewResizableBuffer(mem)
-	buf.Resize(len(b))
-	copy(buf.Bytes(), b)
-	return buf
 }
 
 // offsetsBuf writes starts plus the final end as Arrow's int32 offsets.

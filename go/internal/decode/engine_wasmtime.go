@@ -13,6 +13,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/internal/abi"
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/internal/wasmrewrite"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -28,7 +30,7 @@ import (
 // Modules are compiled once per process (Cranelift), found again by their
 // SHA-256; each instance has its own store, whose limiter caps memory.
 // One goroutine per process ticks every epochTick. The time limit is the
-// memory fence (engine_wasmtime_fence.h) for modules that probe.go can
+// memory fence (engine_wasmtime_fence.h) for modules that wasmrewrite can
 // probe: at a call's deadline, or when its caller cancels, the tick makes
 // the module's fence page inaccessible, and the probe at the top of the
 // guest's next loop traps. Other modules get epoch interruption: a store's
@@ -58,7 +60,7 @@ type wtCompiled struct {
 type wtMode int8
 
 const (
-	wtFence   wtMode = iota // the memory fence; the module has probes (probe.go)
+	wtFence   wtMode = iota // the memory fence; the module has probes (wasmrewrite.AddProbes)
 	wtEpoch                 // epoch interruption: modules that cannot be probed
 	wtNoLimit               // none (engineOptions.noTimeLimit: benchmarks)
 )
@@ -142,7 +144,7 @@ func checkWasmtimeVersion(lib string) error {
 }
 
 // compiledWasmtime compiles wasm (or finds it compiled): with probes, for
-// the memory fence, when probe.go can probe it; else as it is, for epoch
+// the memory fence, when wasmrewrite can probe it; else as it is, for epoch
 // interruption. The memory cap is the store's, not the module's, so it is
 // not part of the key.
 func compiledWasmtime(wasm []byte, lib string, opts engineOptions) (compiledModule, error) {
@@ -166,7 +168,7 @@ func compiledWasmtime(wasm []byte, lib string, opts engineOptions) (compiledModu
 	}
 	code := wasm
 	if key.mode == wtFence || opts.probes {
-		probed, err := addProbes(wasm)
+		probed, err := wasmrewrite.AddProbes(wasm)
 		switch {
 		case err == nil:
 			code = probed
@@ -224,7 +226,7 @@ func wtCachePath(key wtKey) string {
 	// (scripts/packaging-check.sh runs the aarch64 library under qemu).
 	probes := 0
 	if key.mode == wtFence || key.probes {
-		probes = probesVersion
+		probes = wasmrewrite.ProbesVersion
 	}
 	return filepath.Join(dir, fmt.Sprintf("%x-%d-p%d-c%d-%s.cwasm", key.sum, key.mode, probes, wtConfigVersion, runtime.GOARCH))
 }
@@ -284,10 +286,10 @@ func newWasmtimeInstance(ctx context.Context, m compiledModule, limit uint64) (g
 	}
 	w := &wtInstance{s: s, funcs: map[string]*wtFunc{}}
 	if m.wt.fence {
-		name := C.CString(fenceExport)
-		ok := C.pgw_fence_setup(s, name, C.size_t(len(fenceExport)))
+		name := C.CString(wasmrewrite.FenceExport)
+		ok := C.pgw_fence_setup(s, name, C.size_t(len(wasmrewrite.FenceExport)))
 		C.free(unsafe.Pointer(name))
-		if !ok { // probe.go adds it to every module it probes
+		if !ok { // wasmrewrite.AddProbes adds it to every module it probes
 			w.close()
 			return nil, fmt.Errorf("%w: the probed module has no fence page", ErrCrashed)
 		}
@@ -301,7 +303,7 @@ func newWasmtimeInstance(ctx context.Context, m compiledModule, limit uint64) (g
 	return w, nil
 }
 
-func (w *wtInstance) memory() guestMemory {
+func (w *wtInstance) memory() abi.Memory {
 	name := "memory"
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
@@ -346,7 +348,7 @@ type wtMemory struct{ s *C.pgw_store }
 
 // view is the guest's memory as it is now: valid until the guest runs
 // again (a call may grow it, which can move it).
-func (m wtMemory) view() []byte {
+func (m wtMemory) View() []byte {
 	v := C.pgw_memory(m.s)
 	if v.p == nil || v.n == 0 {
 		return nil
@@ -354,9 +356,9 @@ func (m wtMemory) view() []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(v.p)), int(v.n))
 }
 
-func (m wtMemory) Size() uint32 { return memView(m.view()).Size() }
+func (m wtMemory) Size() uint32 { return abi.View(m.View()).Size() }
 
-func (m wtMemory) Read(off, n uint32) ([]byte, bool) { return memView(m.view()).Read(off, n) }
+func (m wtMemory) Read(off, n uint32) ([]byte, bool) { return abi.View(m.View()).Read(off, n) }
 
 type wtFunc struct {
 	s     *C.pgw_store

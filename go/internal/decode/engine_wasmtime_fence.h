@@ -1,4 +1,4 @@
-// The time limit by memory fence, for modules with probes (probe.go says
+// The time limit by memory fence, for modules with probes (wasmrewrite.AddProbes says
 // why and how; RATIONALE.md how it was chosen). A probed module has a
 // fence page, a one-page memory that only its probes read, one at the top
 // of every loop. At a call's deadline, or when its caller cancels, the

@@ -237,12 +237,12 @@ static pgw_store *pgw_instantiate(pgw_opaque *engine, pgw_opaque *module, int64_
 }
 
 // pgw_fence_setup makes s a store whose calls are stopped by the fence,
-// if its module exports a fence page (probe.go's fenceExport) of one page.
+// if its module exports a fence page (wasmrewrite.FenceExport) of one page.
 static bool pgw_fence_setup(pgw_store *s, const char *name, size_t len) {
 	if (!p_export_get(s->ctx, &s->instance, name, len, &s->fence) || s->fence.kind != PGW_EXTERN_MEMORY) return false;
 	s->fence_len = p_memory_data_size(s->ctx, s->fence.of);
 	s->fence_base = p_memory_data(s->ctx, s->fence.of);
-	s->fencing = s->fence_len == 65536; // one wasm page, as probe.go declares it
+	s->fencing = s->fence_len == 65536; // one wasm page, as wasmrewrite.AddProbes declares it
 	return s->fencing;
 }
 

@@ -126,7 +126,7 @@ func testWasmtimeFence(t *testing.T) {
 	}
 }
 
-// A module under epoch interruption (what one that probe.go cannot probe
+// A module under epoch interruption (what one that wasmrewrite cannot probe
 // gets) is stopped at its time limit too.
 func testWasmtimeEpoch(t *testing.T) {
 	d := newHostile(t, func(s *Spec) { s.Timeout, s.engine.epoch = 200*time.Millisecond, true })

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/internal/wasmrewrite"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -17,7 +18,7 @@ import (
 
 // Compiled modules are shared process-wide: one wazero runtime per memory
 // cap (the cap is a runtime setting) and way of enforcing the time limit
-// (interrupt.go), each module compiled once per runtime and found again by
+// (internal/wasmrewrite), each module compiled once per runtime and found again by
 // the SHA-256 of its bytes. Runtimes live as long as the process, like any
 // cache of machine code.
 var engines = struct {
@@ -35,7 +36,7 @@ type runtimeKey struct {
 type compiledModule struct {
 	rt           wazero.Runtime
 	cm           wazero.CompiledModule
-	instrumented bool           // has the interrupt global (interrupt.go)
+	instrumented bool           // has the interrupt global (internal/wasmrewrite)
 	wt           wasmtimeModule // the wasmtime engine's instead (engine_wasmtime.go)
 }
 
@@ -46,7 +47,7 @@ type compiledModule struct {
 // module cache's key.
 type engineOptions struct {
 	closeOnDone, noTimeLimit bool
-	epoch                    bool // wasmtime: epoch interruption even for a module probe.go can probe
+	epoch                    bool // wasmtime: epoch interruption even for a module wasmrewrite can probe
 	probes                   bool // wasmtime with noTimeLimit: the module probed all the same
 }
 
@@ -66,9 +67,9 @@ func compiled(ctx context.Context, wasm []byte, pages uint32, opts engineOptions
 	if m, ok := engines.modules[key]; ok {
 		return m, nil
 	}
-	code, err := instrument(wasm)
+	code, err := wasmrewrite.Instrument(wasm)
 	if opts.closeOnDone {
-		err = errNotRewritable
+		err = wasmrewrite.ErrNotRewritable
 	}
 	rkey := runtimeKey{pages: pages, close: err != nil}
 	if err != nil {
@@ -92,10 +93,10 @@ func compiled(ctx context.Context, wasm []byte, pages uint32, opts engineOptions
 		if _, err := wasi_snapshot_preview1.Instantiate(context.Background(), rt); err != nil {
 			return compiledModule{}, fmt.Errorf("decode: WASI: %w", err)
 		}
-		if _, err := rt.NewHostModuleBuilder(tickModule).NewFunctionBuilder().
+		if _, err := rt.NewHostModuleBuilder(wasmrewrite.TickModule).NewFunctionBuilder().
 			WithGoModuleFunction(api.GoModuleFunc(tick), nil, []api.ValueType{api.ValueTypeI32}).
-			Export(tickName).Instantiate(context.Background()); err != nil {
-			return compiledModule{}, fmt.Errorf("decode: %s.%s: %w", tickModule, tickName, err)
+			Export(wasmrewrite.TickName).Instantiate(context.Background()); err != nil {
+			return compiledModule{}, fmt.Errorf("decode: %s.%s: %w", wasmrewrite.TickModule, wasmrewrite.TickName, err)
 		}
 		engines.runtimes[rkey] = rt
 	}
@@ -106,7 +107,7 @@ func compiled(ctx context.Context, wasm []byte, pages uint32, opts engineOptions
 	// wazero's own error for these names only the module ("module[env]
 	// not instantiated"); wasmtime's names the function too.
 	for _, f := range cm.ImportedFunctions() {
-		if mod, name, _ := f.Import(); mod != wasi_snapshot_preview1.ModuleName && mod != tickModule {
+		if mod, name, _ := f.Import(); mod != wasi_snapshot_preview1.ModuleName && mod != wasmrewrite.TickModule {
 			cm.Close(ctx)
 			return compiledModule{}, fmt.Errorf("%w: unknown import: the module imports %s::%s, which the host "+
 				"does not offer (a decoder module may import WASI preview 1 only)", ErrDecoder, mod, name)
@@ -118,8 +119,8 @@ func compiled(ctx context.Context, wasm []byte, pages uint32, opts engineOptions
 	return m, nil
 }
 
-// tick is what an instrumented module calls every tickEvery loop
-// iterations (interrupt.go): it ends the call once its context is done,
+// tick is what an instrumented module calls every wasmrewrite.TickEvery loop
+// iterations (internal/wasmrewrite): it ends the call once its context is done,
 // else it returns the counter's next value. ctx is the one the host passed
 // to the export the guest is running.
 func tick(ctx context.Context, _ api.Module, stack []uint64) {
@@ -129,7 +130,7 @@ func tick(ctx context.Context, _ api.Module, stack []uint64) {
 	case err != nil:
 		panic(sys.NewExitError(sys.ExitCodeContextCanceled))
 	}
-	stack[0] = tickEvery
+	stack[0] = wasmrewrite.TickEvery
 }
 
 // diskCache keeps compiled machine code across processes: every fresh

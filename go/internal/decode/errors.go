@@ -1,20 +1,15 @@
 package decode
 
-import "errors"
+import "github.com/pubsub-go/pubsub-go/go/internal/decode/engine"
 
-// Errors of a failed batch or a failed NewDecoder, matched with errors.Is.
-// A batch that fails with ErrTimeLimit, ErrMemoryLimit or ErrCrashed has
-// had its module instance discarded; the next batch runs on a fresh one.
+// Errors of a failed batch or a failed NewDecoder, matched with errors.Is
+// (the same values as the engines', go/internal/decode/engine). A batch
+// that fails with ErrTimeLimit, ErrMemoryLimit or ErrCrashed has had its
+// module instance discarded; the next batch runs on a fresh one.
 var (
-	// ErrTimeLimit: the module ran longer than Spec.Timeout.
-	ErrTimeLimit = errors.New("decoder exceeded its time limit")
-	// ErrMemoryLimit: the module hit Spec.MemoryLimitMB.
-	ErrMemoryLimit = errors.New("decoder exceeded its memory limit")
-	// ErrCrashed: the module trapped, exited or broke the ABI.
-	ErrCrashed = errors.New("decoder module crashed")
-	// ErrDecoder: the module rejected its config or input with a message
-	// (e.g. an unsupported schema); its instance stays usable.
-	ErrDecoder = errors.New("decoder error")
-	// ErrClosed: the decoder was closed.
-	ErrClosed = errors.New("decoder is closed")
+	ErrTimeLimit   = engine.ErrTimeLimit   // the module ran longer than Spec.Timeout
+	ErrMemoryLimit = engine.ErrMemoryLimit // the module hit Spec.MemoryLimitMB
+	ErrCrashed     = engine.ErrCrashed     // the module trapped, exited or broke the ABI
+	ErrDecoder     = engine.ErrDecoder     // the module rejected its config or input; its instance stays usable
+	ErrClosed      = engine.ErrClosed      // the decoder was closed
 )

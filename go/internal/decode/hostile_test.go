@@ -79,7 +79,7 @@ func assertRecovers(t *testing.T, d *Decoder) {
 }
 
 func TestRunawayLoopHitsTimeLimit(t *testing.T) {
-	// The interrupt check added to every loop (interrupt.go), and the
+	// The interrupt check added to every loop (internal/wasmrewrite), and the
 	// fallback for modules it cannot rewrite (wazero's close on context done).
 	t.Run("instrumented", func(t *testing.T) { testRunawayLoop(t, false) })
 	t.Run("fallback", func(t *testing.T) { testRunawayLoop(t, true) })

@@ -7,13 +7,14 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/internal/abi"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 )
 
 // The decoder ABI versions this host implements (docs/decoder-abi.md):
-// 1 (Arrow IPC in and out) and 2 (abiv2.go: flat schema, output layout).
+// 1 (Arrow IPC in and out) and 2 (internal/abi: flat schema, output layout).
 const (
 	abiVersion1 = 1
 	abiVersion2 = 2
@@ -27,42 +28,14 @@ type configs struct {
 }
 
 // guestInstance is an instantiated module in one engine (wazero or
-// wasmtime); guestMemory and guestFunc are its memory and exports, with
+// wasmtime); abi.Memory and guestFunc are its memory and exports, with
 // wazero's method signatures.
 type guestInstance interface {
-	memory() guestMemory          // nil if the module exports none
+	memory() abi.Memory           // nil if the module exports none
 	export(name string) guestFunc // nil if absent
 	stderr() string               // what the guest wrote since resetStderr
 	resetStderr()
 	close()
-}
-
-type guestMemory interface {
-	Read(offset, byteCount uint32) ([]byte, bool)
-	Size() uint32
-}
-
-// memView is a guest memory taken as one slice between two calls (it
-// neither grows nor moves while the guest is not running), so that reading
-// a batch's many output buffers is not a call into the engine each.
-type memView []byte
-
-func (v memView) Size() uint32 { return uint32(len(v)) }
-
-func (v memView) Read(off, n uint32) ([]byte, bool) {
-	if uint64(off)+uint64(n) > uint64(len(v)) {
-		return nil, false
-	}
-	return v[off : off+n : off+n], true
-}
-
-// viewOf is mem as a memView when its engine can hand out its bytes (wasmtime),
-// else mem itself (wazero's Read is already a slice of its own).
-func viewOf(mem guestMemory) guestMemory {
-	if m, ok := mem.(interface{ view() []byte }); ok {
-		return memView(m.view())
-	}
-	return mem
 }
 
 type guestFunc interface {
@@ -72,7 +45,7 @@ type guestFunc interface {
 // instance is one instantiated module; used by one goroutine at a time.
 type instance struct {
 	mod      guestInstance
-	mem      guestMemory
+	mem      abi.Memory
 	external bool                      // mem lies outside the Go heap (wasmtime): its buffers may be handed out (pin.go)
 	fns      map[string]guestFunc      // the ABI exports by name
 	in       struct{ ptr, cap uint32 } // reusable input block
@@ -174,7 +147,7 @@ func newWazeroInstance(ctx context.Context, m compiledModule) (guestInstance, er
 	return w, nil
 }
 
-func (w *wazeroInstance) memory() guestMemory {
+func (w *wazeroInstance) memory() abi.Memory {
 	if m := w.mod.Memory(); m != nil {
 		return m
 	}

@@ -2,9 +2,9 @@ package decode
 
 import (
 	"sync"
-	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/internal/abi"
 )
 
 // A batch decoded by wasmtime is handed out where the module wrote it:
@@ -25,12 +25,6 @@ import (
 // copy; a caller keeping more batches alive gets copies, and the
 // decoder's instances stay bounded by MaxInstances + maxPinned.
 const maxPinned = 2
-
-// guestAlign is the alignment a module's buffer needs to be handed out as
-// it lies: what Arrow's C++ readers assume of any value buffer (the
-// 8-byte types). The C SDK aligns its buffers to 16; a buffer that is not
-// aligned makes its batch a copy.
-const guestAlign = 8
 
 // pin is an instance's memory as the parent buffer of a batch's buffers.
 // It is the memory.Allocator of that parent, whose Free (at the last
@@ -63,8 +57,8 @@ func (d *Decoder) tryPin(in *instance) *pin {
 	if !in.external {
 		return nil
 	}
-	view := viewOf(in.mem).(memView)
-	if len(view) == 0 || uintptr(unsafe.Pointer(&view[0]))%guestAlign != 0 {
+	view := abi.ViewOf(in.mem).(abi.View)
+	if !abi.Aligned(view) {
 		return nil
 	}
 	select {

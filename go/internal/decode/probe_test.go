@@ -3,6 +3,7 @@ package decode
 import (
 	"bytes"
 	"errors"
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/internal/wasmrewrite"
 	"os"
 	"testing"
 )
@@ -11,7 +12,9 @@ import (
 // whose body (no locals) is code, and a one-page memory exported as
 // "memory" (or, with importMemory, an imported one).
 func probeModuleOf(code []byte, importMemory bool) []byte {
-	sec := func(id byte, body []byte) []byte { return append(appendU32([]byte{id}, uint32(len(body))), body...) }
+	sec := func(id byte, body []byte) []byte {
+		return append(wasmrewrite.AppendU32([]byte{id}, uint32(len(body))), body...)
+	}
 	m := []byte{0, 'a', 's', 'm', 1, 0, 0, 0}
 	m = append(m, sec(1, []byte{1, 0x60, 0, 0})...)
 	if importMemory {
@@ -24,10 +27,10 @@ func probeModuleOf(code []byte, importMemory bool) []byte {
 	}
 	body := append([]byte{0}, code...)
 	body = append(body, 0x0b)
-	return append(m, sec(10, append(appendU32([]byte{1}, uint32(len(body))), body...))...)
+	return append(m, sec(10, append(wasmrewrite.AppendU32([]byte{1}, uint32(len(body))), body...))...)
 }
 
-// The probe addProbes writes for a module with one memory: a read of the
+// The probe wasmrewrite.AddProbes writes for a module with one memory: a read of the
 // fence page, memory 1.
 var probe1 = []byte{0x41, 0x00, 0x28, 0x42, 0x01, 0x00, 0x1a}
 
@@ -57,19 +60,19 @@ func TestProbesGoAtTheTopOfEveryLoop(t *testing.T) {
 		{"straight-line code", []byte{0x41, 0, 0x41, 0, 0x41, 0, 0xfc, 11, 0}, 0},
 	} {
 		wasm := probeModuleOf(c.code, false)
-		out, err := addProbes(wasm)
+		out, err := wasmrewrite.AddProbes(wasm)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 		if got := bytes.Count(out, probe1); got != c.loops {
 			t.Errorf("%s: %d probes, want %d", c.name, got, c.loops)
 		}
-		if !bytes.Contains(out, append(appendName(nil, fenceExport), 0x02, 0x01)) {
+		if !bytes.Contains(out, append(wasmrewrite.AppendName(nil, wasmrewrite.FenceExport), 0x02, 0x01)) {
 			t.Errorf("%s: no fence page export (memory 1)", c.name)
 		}
 		// Only the probes, the page (memory and export entries, the
 		// sections' counts and sizes) were added.
-		if extra := len(out) - len(wasm) - c.loops*len(probe1); extra < 3+len(fenceExport)+3 || extra > 3+len(fenceExport)+8 {
+		if extra := len(out) - len(wasm) - c.loops*len(probe1); extra < 3+len(wasmrewrite.FenceExport)+3 || extra > 3+len(wasmrewrite.FenceExport)+8 {
 			t.Errorf("%s: %d bytes added besides the probes", c.name, extra)
 		}
 		if _, err := compiledWasmtime(out, lib, engineOptions{noTimeLimit: true}); err != nil {
@@ -88,7 +91,7 @@ func TestProbesAcceptOurModulesAndRefuseOthers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := addProbes(wasm); err != nil {
+		if _, err := wasmrewrite.AddProbes(wasm); err != nil {
 			t.Errorf("%s: %v", pkg, err)
 		}
 	}
@@ -99,8 +102,8 @@ func TestProbesAcceptOurModulesAndRefuseOthers(t *testing.T) {
 		// a function body with an exception-handling opcode (try, 0x06).
 		"unknown opcode": {0, 'a', 's', 'm', 1, 0, 0, 0, 1, 4, 1, 0x60, 0, 0, 3, 2, 1, 0, 10, 7, 1, 5, 0, 0x06, 0x40, 0x0b, 0x0b},
 	} {
-		if _, err := addProbes(wasm); !errors.Is(err, errNoProbes) {
-			t.Errorf("%s: %v, want errNoProbes", name, err)
+		if _, err := wasmrewrite.AddProbes(wasm); !errors.Is(err, wasmrewrite.ErrNoProbes) {
+			t.Errorf("%s: %v, want wasmrewrite.ErrNoProbes", name, err)
 		}
 	}
 	withWasmtime(t, func(t *testing.T) {

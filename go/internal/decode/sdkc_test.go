@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
 
 	"github.com/pubsub-go/pubsub-go/go/internal/cmem"
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/internal/abi"
 )
 
 // C decoders (wasm-decoders/sdk-c, decoder ABI 2), built like every test
@@ -315,7 +316,7 @@ func TestOutputPaddingHoldsNoEarlierBatchBytes(t *testing.T) {
 					continue
 				}
 				v := buf.Bytes()
-				pad := v[len(v):min(cap(v), (len(v)+slabAlign-1)&^(slabAlign-1))]
+				pad := v[len(v):min(cap(v), (len(v)+abi.SlabAlign-1)&^(abi.SlabAlign-1))]
 				for _, x := range pad {
 					if x != 0 {
 						t.Fatalf("batch %d, column %d, buffer %d: padding holds %q", i, c, b, pad)

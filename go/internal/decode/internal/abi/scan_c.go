@@ -1,4 +1,4 @@
-package decode
+package abi
 
 // The two passes load makes over every string column of a module's
 // output (scan.go), in C: compilers vectorize these loops and Go's does

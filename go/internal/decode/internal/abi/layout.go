@@ -1,4 +1,8 @@
-package decode
+// Package abi is the host side of the decoder ABI's data formats
+// (docs/decoder-abi.md), shared by every engine that runs modules: the
+// flat schema of ABI 2 and the output layout a module returns, read and
+// validated into Arrow arrays. It knows nothing of how a module runs.
+package abi
 
 import (
 	"encoding/binary"
@@ -12,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/pubsub-go/pubsub-go/go/internal/cmem"
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/engine"
 )
 
 // Decoder ABI version 2 (docs/decoder-abi.md): no Arrow IPC on either
@@ -22,10 +27,10 @@ import (
 // message) pointing into guest memory, which the host hands out as it
 // lies (pin.go) or copies once into its own allocator.
 
-// encodeFields writes fields in the v2 schema form: u32 count, then per
+// EncodeFields writes fields in the v2 schema form: u32 count, then per
 // field u32 name length, name, u8 type (Schema.fbs numbering), u8
 // nullable, i32 p1, i32 p2, u32 tz length, tz, u32 child count, children.
-func encodeFields(b []byte, fields []arrow.Field) ([]byte, error) {
+func EncodeFields(b []byte, fields []arrow.Field) ([]byte, error) {
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(fields)))
 	for _, f := range fields {
 		var id byte
@@ -66,7 +71,7 @@ func encodeFields(b []byte, fields []arrow.Field) ([]byte, error) {
 		case *arrow.StructType:
 			id, children = 13, t.Fields()
 		default:
-			return nil, fmt.Errorf("%w: type %s is not supported by decoder ABI 2", ErrDecoder, f.Type)
+			return nil, fmt.Errorf("%w: type %s is not supported by decoder ABI 2", engine.ErrDecoder, f.Type)
 		}
 		b = binary.LittleEndian.AppendUint32(b, uint32(len(f.Name)))
 		b = append(b, f.Name...)
@@ -80,14 +85,24 @@ func encodeFields(b []byte, fields []arrow.Field) ([]byte, error) {
 		b = binary.LittleEndian.AppendUint32(b, uint32(len(tz)))
 		b = append(b, tz...)
 		var err error
-		if b, err = encodeFields(b, children); err != nil {
+		if b, err = EncodeFields(b, children); err != nil {
 			return nil, err
 		}
 	}
 	return b, nil
 }
 
-// decodeFields reads what encodeFields writes (a module's pg_schema).
+// DecodeFields reads what EncodeFields writes (a module's pg_schema),
+// all of b.
+func DecodeFields(b []byte) ([]arrow.Field, error) {
+	r := reader{b: b}
+	fields, err := decodeFields(&r, 0)
+	if err == nil && !r.done() {
+		err = errors.New("trailing bytes after the schema")
+	}
+	return fields, err
+}
+
 func decodeFields(r *reader, depth int) ([]arrow.Field, error) {
 	if depth > 64 {
 		return nil, errors.New("schema nested too deeply")
@@ -176,7 +191,7 @@ func intType(bits int32, signed bool) arrow.DataType {
 	return nil
 }
 
-// le32 reads a little-endian u32 (the v2 framing; reader.u32 is LEB128).
+// le32 reads a little-endian u32 (the v2 framing).
 func (r *reader) le32() uint32 {
 	b := r.bytes(4)
 	if b == nil {
@@ -187,7 +202,7 @@ func (r *reader) le32() uint32 {
 
 // layout is a parsed pg_output of ABI 2.
 type layout struct {
-	mem   guestMemory
+	mem   Memory
 	alloc memory.Allocator
 	nodes [][2]uint32 // length, null count
 	bufs  [][2]uint32 // guest address, length
@@ -196,9 +211,9 @@ type layout struct {
 	guest *memory.Buffer // the pinned guest memory, when buffers are handed out as they lie (pin.go)
 }
 
-// slabAlign keeps each buffer carved from the slab 64-byte aligned, as
+// SlabAlign keeps each buffer carved from the slab 64-byte aligned, as
 // Arrow recommends and an allocator's own buffers are.
-const slabAlign = 64
+const SlabAlign = 64
 
 // makeSlab allocates one buffer for all of the batch's output buffers,
 // which buffer then carves up (memory.SliceBuffer keeps it alive while any
@@ -210,8 +225,8 @@ const slabAlign = 64
 func (l *layout) makeSlab() {
 	total := 0
 	for _, b := range l.bufs {
-		total += (int(b[1]) + slabAlign - 1) &^ (slabAlign - 1)
-		if total > int(l.mem.Size())+slabAlign*len(l.bufs) {
+		total += (int(b[1]) + SlabAlign - 1) &^ (SlabAlign - 1)
+		if total > int(l.mem.Size())+SlabAlign*len(l.bufs) {
 			return
 		}
 	}
@@ -232,18 +247,18 @@ func (l *layout) releaseSlab() {
 	}
 }
 
-// readLayout turns a v2 pg_output into arrays of full's fields and
+// ReadLayout turns a v2 pg_output into arrays of full's fields and
 // validates them (the module is not trusted). guest, when not nil, is the
 // pinned memory mem is a view of (pin.go): the buffers are then slices of
-// it, unless one is not aligned to guestAlign (pinned says which);
+// it, unless one is not aligned to GuestAlign (pinned says which);
 // otherwise every buffer is copied out of guest memory.
-func readLayout(out []byte, mem guestMemory, full *arrow.Schema, alloc memory.Allocator, guest *memory.Buffer) (cols []arrow.Array, rows int, pinned bool, err error) {
+func ReadLayout(out []byte, mem Memory, full *arrow.Schema, alloc memory.Allocator, guest *memory.Buffer) (cols []arrow.Array, rows int, pinned bool, err error) {
 	r := reader{b: out}
 	rows = int(r.le32())
-	l := &layout{mem: viewOf(mem), alloc: alloc}
+	l := &layout{mem: ViewOf(mem), alloc: alloc}
 	nn := r.le32()
 	if r.err != nil || uint64(nn)*8 > uint64(len(out)) {
-		return nil, 0, false, fmt.Errorf("%w: malformed output layout", ErrCrashed)
+		return nil, 0, false, fmt.Errorf("%w: malformed output layout", engine.ErrCrashed)
 	}
 	l.nodes = make([][2]uint32, 0, nn)
 	for i := uint32(0); i < nn; i++ {
@@ -251,14 +266,14 @@ func readLayout(out []byte, mem guestMemory, full *arrow.Schema, alloc memory.Al
 	}
 	nb := r.le32()
 	if r.err != nil || uint64(nb)*8 > uint64(len(out)) {
-		return nil, 0, false, fmt.Errorf("%w: malformed output layout", ErrCrashed)
+		return nil, 0, false, fmt.Errorf("%w: malformed output layout", engine.ErrCrashed)
 	}
 	l.bufs = make([][2]uint32, 0, nb)
 	for i := uint32(0); i < nb; i++ {
 		l.bufs = append(l.bufs, [2]uint32{r.le32(), r.le32()})
 	}
 	if r.err != nil || !r.done() {
-		return nil, 0, false, fmt.Errorf("%w: malformed output layout", ErrCrashed)
+		return nil, 0, false, fmt.Errorf("%w: malformed output layout", engine.ErrCrashed)
 	}
 	if guest != nil && aligned(l.bufs) {
 		l.guest, pinned = guest, true
@@ -276,7 +291,7 @@ func readLayout(out []byte, mem guestMemory, full *arrow.Schema, alloc memory.Al
 	defer func() {
 		if r := recover(); r != nil {
 			release()
-			cols, rows, pinned, err = nil, 0, false, fmt.Errorf("%w: invalid output layout: %v", ErrCrashed, r)
+			cols, rows, pinned, err = nil, 0, false, fmt.Errorf("%w: invalid output layout: %v", engine.ErrCrashed, r)
 		}
 	}()
 	cols = make([]arrow.Array, 0, full.NumFields())
@@ -285,23 +300,23 @@ func readLayout(out []byte, mem guestMemory, full *arrow.Schema, alloc memory.Al
 		d, err := l.load(f.Type)
 		if err != nil {
 			release()
-			return nil, 0, false, fmt.Errorf("%w: column %q: %v", ErrCrashed, f.Name, err)
+			return nil, 0, false, fmt.Errorf("%w: column %q: %v", engine.ErrCrashed, f.Name, err)
 		}
 		a := array.MakeFromData(d)
 		d.Release()
 		cols = append(cols, a)
 		if n := a.Len(); n != rows {
 			release()
-			return nil, 0, false, fmt.Errorf("%w: column %q has %d rows, want %d", ErrCrashed, f.Name, n, rows)
+			return nil, 0, false, fmt.Errorf("%w: column %q has %d rows, want %d", engine.ErrCrashed, f.Name, n, rows)
 		}
 		if err := validateColumn(a); err != nil {
 			release()
-			return nil, 0, false, fmt.Errorf("%w: column %q: %v", ErrCrashed, f.Name, err)
+			return nil, 0, false, fmt.Errorf("%w: column %q: %v", engine.ErrCrashed, f.Name, err)
 		}
 	}
 	if len(l.nodes) != 0 || len(l.bufs) != 0 {
 		release()
-		return nil, 0, false, fmt.Errorf("%w: output layout has more nodes or buffers than the schema", ErrCrashed)
+		return nil, 0, false, fmt.Errorf("%w: output layout has more nodes or buffers than the schema", engine.ErrCrashed)
 	}
 	return cols, rows, pinned, nil
 }
@@ -319,10 +334,10 @@ func (l *layout) node() ([2]uint32, error) {
 }
 
 // aligned reports whether every non-empty buffer starts at a multiple of
-// guestAlign.
+// GuestAlign.
 func aligned(bufs [][2]uint32) bool {
 	for _, b := range bufs {
-		if b[1] != 0 && b[0]%guestAlign != 0 {
+		if b[1] != 0 && b[0]%GuestAlign != 0 {
 			return false
 		}
 	}
@@ -352,11 +367,11 @@ func (l *layout) buffer(want int) (*memory.Buffer, error) {
 		return memory.SliceBuffer(l.guest, int(b[0]), int(b[1])), nil
 	}
 	if l.slab == nil || l.used+len(view) > l.slab.Len() {
-		return copyBuf(l.alloc, view), nil
+		return CopyBuf(l.alloc, view), nil
 	}
 	buf := memory.SliceBuffer(l.slab, l.used, len(view))
 	copy(buf.Bytes(), view)
-	next := l.used + (len(view)+slabAlign-1)&^(slabAlign-1)
+	next := l.used + (len(view)+SlabAlign-1)&^(SlabAlign-1)
 	clear(l.slab.Bytes()[l.used+len(view) : min(next, l.slab.Len())]) // padding: no stale bytes of an earlier batch
 	l.used = next
 	return buf, nil
@@ -445,7 +460,7 @@ func (l *layout) load(t arrow.DataType) (d arrow.ArrayData, err error) {
 			return nil, err
 		}
 	case arrow.FixedWidthDataType:
-		data, err := l.buffer(fixedBytes(tt, length))
+		data, err := l.buffer(FixedBytes(tt, length))
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,11 @@
-package decode
+// Package wasmrewrite rewrites a decoder module's WebAssembly binary
+// before an engine compiles it, so that the engine can stop a runaway
+// guest at its time limit cheaply: Instrument adds a loop counter that
+// calls the host (the wazero engine), AddProbes a fence-page probe at the
+// top of every loop (the wasmtime engine). Both parse every instruction of
+// every function body with one reader, and refuse a module they cannot
+// parse (the engine then falls back to its slower way of stopping it).
+package wasmrewrite
 
 import (
 	"encoding/binary"
@@ -7,14 +14,14 @@ import (
 	"strings"
 )
 
-// The time limit, cheaply. wazero can stop a runaway module only with
+// The loop counter: the time limit in wazero, cheaply. wazero can stop a runaway module only with
 // WithCloseOnContextDone, which compiles a call out of the guest at every
 // function entry and loop iteration; on the built-in decoders' .wasm
 // builds that makes them 4-7x slower (bench/results/decode_results.md). Instead,
 // the host rewrites a module before compiling it, like a fuel counter: a
 // counter of loop iterations counts down, and when it reaches zero (every
-// tickEvery iterations) the guest calls the host function
-// tickModule.tickName, which fails the call once its context is done
+// TickEvery iterations) the guest calls the host function
+// TickModule.TickName, which fails the call once its context is done
 // (deadline or cancellation) and otherwise resets the counter.
 //
 // The counter lives in a new local of each function, so that a loop
@@ -39,19 +46,19 @@ import (
 
 // The import the rewritten module calls, and how often.
 const (
-	tickModule = "pubsub_go"
-	tickName   = "tick"
-	tickEvery  = 1 << 16
+	TickModule = "pubsub_go"
+	TickName   = "tick"
+	TickEvery  = 1 << 16
 )
 
-var errNotRewritable = errors.New("module not rewritable")
+var ErrNotRewritable = errors.New("module not rewritable")
 
-// instrument returns wasm with the loop counter added, or
-// errNotRewritable (wrapped) when the module must use the fallback.
-func instrument(wasm []byte) ([]byte, error) {
+// Instrument returns wasm with the loop counter added, or
+// ErrNotRewritable (wrapped) when the module must use the fallback.
+func Instrument(wasm []byte) ([]byte, error) {
 	out, err := rewrite(wasm)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errNotRewritable, err)
+		return nil, fmt.Errorf("%w: %v", ErrNotRewritable, err)
 	}
 	return out, nil
 }
@@ -128,13 +135,13 @@ func rewrite(wasm []byte) ([]byte, error) {
 	rw.counter = importedGlobals + definedGlobals
 	rw.tick = rw.funcImports
 	tickType := []byte{0x60, 0, 1, 0x7f} // () -> i32
-	tickImport := appendName(appendName(nil, tickModule), tickName)
-	tickImport = appendU32(append(tickImport, 0x00), types)
-	counter := append([]byte{0x7f, 0x01, 0x41}, appendSleb(nil, tickEvery)...) // mut i32 = tickEvery
+	tickImport := AppendName(AppendName(nil, TickModule), TickName)
+	tickImport = AppendU32(append(tickImport, 0x00), types)
+	counter := append([]byte{0x7f, 0x01, 0x41}, appendSleb(nil, TickEvery)...) // mut i32 = TickEvery
 	counter = append(counter, 0x0b)
 
-	w := newSectionWriter(wasm[:8], []section{{1, append(appendU32(nil, 1), tickType...)},
-		{2, append(appendU32(nil, 1), tickImport...)}, {6, append(appendU32(nil, 1), counter...)}})
+	w := newSectionWriter(wasm[:8], []section{{1, append(AppendU32(nil, 1), tickType...)},
+		{2, append(AppendU32(nil, 1), tickImport...)}, {6, append(AppendU32(nil, 1), counter...)}})
 	for _, s := range secs {
 		var body []byte
 		var err error
@@ -155,7 +162,7 @@ func rewrite(wasm []byte) ([]byte, error) {
 			body, err = rw.exports(s.body)
 		case 8:
 			sr := reader{b: s.body}
-			body = appendU32(nil, rw.fn(sr.u32()))
+			body = AppendU32(nil, rw.fn(sr.u32()))
 			err = sr.err
 		case 9:
 			body, err = rw.elements(s.body)
@@ -205,7 +212,7 @@ func newSectionWriter(header []byte, adds []section) *sectionWriter {
 
 func (w *sectionWriter) emit(id byte, body []byte) {
 	w.out = append(w.out, id)
-	w.out = appendU32(w.out, uint32(len(body)))
+	w.out = AppendU32(w.out, uint32(len(body)))
 	w.out = append(w.out, body...)
 }
 
@@ -247,7 +254,7 @@ func order(id byte) int {
 func appendEntry(b, entry []byte) ([]byte, error) {
 	r := reader{b: b}
 	n := r.u32()
-	out := appendU32(nil, n+1)
+	out := AppendU32(nil, n+1)
 	out = append(out, b[r.i:]...)
 	return append(out, entry...), r.err
 }
@@ -289,7 +296,7 @@ func countImports(b []byte) (funcs, globals, memories uint32, err error) {
 func (rw *rewriter) globals(b, counter []byte) ([]byte, error) {
 	r := reader{b: b}
 	n := r.u32()
-	out := appendU32(nil, n+1)
+	out := AppendU32(nil, n+1)
 	for i := uint32(0); i < n && r.err == nil; i++ {
 		out = append(out, r.bytes(2)...) // valtype, mut
 		var err error
@@ -306,15 +313,15 @@ func (rw *rewriter) globals(b, counter []byte) ([]byte, error) {
 func (rw *rewriter) exports(b []byte) ([]byte, error) {
 	r := reader{b: b}
 	n := r.u32()
-	out := appendU32(nil, n)
+	out := AppendU32(nil, n)
 	for i := uint32(0); i < n && r.err == nil; i++ {
-		out = appendName(out, string(r.bytes(int(r.u32()))))
+		out = AppendName(out, string(r.bytes(int(r.u32()))))
 		kind := r.byte()
 		idx := r.u32()
 		if kind == 0 {
 			idx = rw.fn(idx)
 		}
-		out = appendU32(append(out, kind), idx)
+		out = AppendU32(append(out, kind), idx)
 	}
 	if r.err != nil || !r.done() {
 		return nil, errors.New("malformed exports")
@@ -325,16 +332,16 @@ func (rw *rewriter) exports(b []byte) ([]byte, error) {
 func (rw *rewriter) elements(b []byte) ([]byte, error) {
 	r := reader{b: b}
 	n := r.u32()
-	out := appendU32(nil, n)
+	out := AppendU32(nil, n)
 	var err error
 	for i := uint32(0); i < n && r.err == nil && err == nil; i++ {
 		flags := r.u32()
-		out = appendU32(out, flags)
+		out = AppendU32(out, flags)
 		if flags > 7 {
 			return nil, fmt.Errorf("element segment flags %d", flags)
 		}
 		if flags&2 != 0 && flags&1 == 0 { // explicit table index
-			out = appendU32(out, r.u32())
+			out = AppendU32(out, r.u32())
 		}
 		if flags&1 == 0 { // active: offset expression
 			if out, err = rw.expr(&r, out, false, true); err != nil {
@@ -345,10 +352,10 @@ func (rw *rewriter) elements(b []byte) ([]byte, error) {
 			out = append(out, r.byte())
 		}
 		count := r.u32()
-		out = appendU32(out, count)
+		out = AppendU32(out, count)
 		for j := uint32(0); j < count && r.err == nil && err == nil; j++ {
 			if flags&4 == 0 {
-				out = appendU32(out, rw.fn(r.u32()))
+				out = AppendU32(out, rw.fn(r.u32()))
 			} else {
 				out, err = rw.expr(&r, out, false, true)
 			}
@@ -384,7 +391,7 @@ func (rw *rewriter) code(b []byte) ([]byte, error) {
 		}
 		// One more group: the counter's i32 local, loaded from the global.
 		rw.local, rw.depth = uint32(locals), 0
-		nb := appendU32(make([]byte, 0, len(body)+len(body)/4+16), groups+1)
+		nb := AppendU32(make([]byte, 0, len(body)+len(body)/4+16), groups+1)
 		nb = append(nb, body[groupsEnd:br.i]...)
 		nb = append(nb, 1, 0x7f)
 		nb = rw.appendLoad(nb)
@@ -396,7 +403,7 @@ func (rw *rewriter) code(b []byte) ([]byte, error) {
 func rewriteBodies(b []byte, f func(i uint32, body []byte) ([]byte, error)) ([]byte, error) {
 	r := reader{b: b}
 	n := r.u32()
-	out := appendU32(nil, n)
+	out := AppendU32(nil, n)
 	for i := uint32(0); i < n; i++ {
 		body := r.bytes(int(r.u32()))
 		if r.err != nil {
@@ -406,7 +413,7 @@ func rewriteBodies(b []byte, f func(i uint32, body []byte) ([]byte, error)) ([]b
 		if err != nil {
 			return nil, fmt.Errorf("function %d: %w", i, err)
 		}
-		out = appendU32(out, uint32(len(nb)))
+		out = AppendU32(out, uint32(len(nb)))
 		out = append(out, nb...)
 	}
 	if !r.done() {
@@ -420,25 +427,25 @@ func rewriteBodies(b []byte, f func(i uint32, body []byte) ([]byte, error)) ([]b
 //	local.get $l; i32.const 1; i32.sub; local.tee $l
 //	i32.eqz; if; call $tick; local.set $l; end
 func (rw *rewriter) appendCheck(out []byte) []byte {
-	out = appendU32(append(out, 0x20), rw.local)
+	out = AppendU32(append(out, 0x20), rw.local)
 	out = append(out, 0x41, 0x01, 0x6b, 0x22)
-	out = appendU32(out, rw.local)
+	out = AppendU32(out, rw.local)
 	out = append(out, 0x45, 0x04, 0x40, 0x10)
-	out = appendU32(out, rw.tick)
-	out = appendU32(append(out, 0x21), rw.local)
+	out = AppendU32(out, rw.tick)
+	out = AppendU32(append(out, 0x21), rw.local)
 	return append(out, 0x0b)
 }
 
 // appendStore (local.get $l; global.set $c) hands the counter to a callee
 // or caller; appendLoad (global.get $c; local.set $l) takes it back.
 func (rw *rewriter) appendStore(out []byte) []byte {
-	out = appendU32(append(out, 0x20), rw.local)
-	return appendU32(append(out, 0x24), rw.counter)
+	out = AppendU32(append(out, 0x20), rw.local)
+	return AppendU32(append(out, 0x24), rw.counter)
 }
 
 func (rw *rewriter) appendLoad(out []byte) []byte {
-	out = appendU32(append(out, 0x23), rw.counter)
-	return appendU32(append(out, 0x21), rw.local)
+	out = AppendU32(append(out, 0x23), rw.counter)
+	return AppendU32(append(out, 0x21), rw.local)
 }
 
 // expr copies instructions from r to out, renumbering function indices;
@@ -497,7 +504,7 @@ func (rw *rewriter) expr(r *reader, out []byte, body, one bool) ([]byte, error) 
 			out = rw.appendStore(out)
 		}
 		if fnIdx {
-			out = appendU32(append(out, op), rw.fn(r.u32()))
+			out = AppendU32(append(out, op), rw.fn(r.u32()))
 			if r.err != nil {
 				return nil, r.err
 			}
@@ -691,7 +698,8 @@ func (r *reader) skipImmediates(op byte) error {
 	return nil
 }
 
-func appendU32(b []byte, v uint32) []byte {
+// AppendU32 appends v as an unsigned LEB128 (the wasm binary's u32).
+func AppendU32(b []byte, v uint32) []byte {
 	for {
 		c := byte(v & 0x7f)
 		v >>= 7
@@ -714,6 +722,7 @@ func appendSleb(b []byte, v int64) []byte {
 	}
 }
 
-func appendName(b []byte, s string) []byte {
-	return append(appendU32(b, uint32(len(s))), s...)
+// AppendName appends s as a wasm name (its length, then its bytes).
+func AppendName(b []byte, s string) []byte {
+	return append(AppendU32(b, uint32(len(s))), s...)
 }

@@ -1,4 +1,4 @@
-package decode
+package wasmrewrite
 
 import (
 	"errors"
@@ -7,9 +7,9 @@ import (
 )
 
 // Probes: what lets wasmtime stop a guest at its time limit without
-// comparing a deadline in its loops (engine_wasmtime_fence.h stops it).
-// addProbes gives the module one more memory, a single page that nothing
-// but the probes touches (the fence page, exported as fenceExport), and
+// comparing a deadline in its loops (the wasmtime engine's fence.h stops it).
+// AddProbes gives the module one more memory, a single page that nothing
+// but the probes touches (the fence page, exported as FenceExport), and
 // puts a probe at the top of every loop: a read of the fence page's first
 // word that changes nothing. At a call's deadline the host makes the fence
 // page inaccessible; the guest's next probe faults inside that memory's
@@ -26,23 +26,23 @@ import (
 // every other section stays as it was, except DWARF, which refers to code
 // offsets and is dropped.
 
-// probesVersion names what addProbes writes, in the names of compiled
-// modules kept on disk (wtCachePath): bump it when that changes.
-const probesVersion = 1
+// ProbesVersion names what AddProbes writes, in the names of compiled
+// modules kept on disk (the wasmtime engine's cache): bump it when that changes.
+const ProbesVersion = 1
 
-// fenceExport is the name under which a probed module exports its fence
+// FenceExport is the name under which a probed module exports its fence
 // page (a name no decoder ABI export starts with).
-const fenceExport = "pubsub_go_fence"
+const FenceExport = "pubsub_go_fence"
 
-// errNoProbes wraps why a module cannot be probed; such a module runs with
+// ErrNoProbes wraps why a module cannot be probed; such a module runs with
 // epoch interruption instead.
-var errNoProbes = errors.New("module cannot be probed")
+var ErrNoProbes = errors.New("module cannot be probed")
 
-// addProbes returns wasm with the fence page and probes added (see above).
-func addProbes(wasm []byte) ([]byte, error) {
+// AddProbes returns wasm with the fence page and probes added (see above).
+func AddProbes(wasm []byte) ([]byte, error) {
 	out, err := probeModule(wasm)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errNoProbes, err)
+		return nil, fmt.Errorf("%w: %v", ErrNoProbes, err)
 	}
 	return out, nil
 }
@@ -72,12 +72,12 @@ func probeModule(wasm []byte) ([]byte, error) {
 		}
 	}
 	// i32.const 0; i32.load align=2 (memory index follows) memories offset=0; drop
-	probe := appendU32([]byte{0x41, 0x00, 0x28, 0x40 | 0x02}, memories)
+	probe := AppendU32([]byte{0x41, 0x00, 0x28, 0x40 | 0x02}, memories)
 	probe = append(probe, 0x00, 0x1a)
 	page := []byte{0x01, 0x01, 0x01} // limits: min 1, max 1 page
-	export := appendU32(append(appendName(nil, fenceExport), 0x02), memories)
-	w := newSectionWriter(wasm[:8], []section{{5, append(appendU32(nil, 1), page...)},
-		{7, append(appendU32(nil, 1), export...)}})
+	export := AppendU32(append(AppendName(nil, FenceExport), 0x02), memories)
+	w := newSectionWriter(wasm[:8], []section{{5, append(AppendU32(nil, 1), page...)},
+		{7, append(AppendU32(nil, 1), export...)}})
 	for _, s := range secs {
 		body := s.body
 		var err error

@@ -1,4 +1,4 @@
-package decode
+package abi
 
 import "encoding/binary"
 
