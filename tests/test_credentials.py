@@ -261,3 +261,54 @@ def test_project_from_application_default_credentials(sa, tmp_path):
             "print(SinkOptions.parse({'topicId': 't'}).topic)")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60, cwd="/tmp")
     assert p.stdout.strip() == "projects/adc-project/topics/t", p.stdout + p.stderr
+
+
+# -- the options, as the front ends parse them, reach the library ---------------
+
+def _parsed_connection(side: str, options: dict[str, str], endpoint: str, tmp_path: Path) -> dict:
+    """The connection fields a front end hands the library for options."""
+    if side == "source":
+        conn = SourceOptions.parse({"subscriptionId": "projects/p/subscriptions/s", "endpoint": endpoint,
+                                    "batchLogLocation": str(tmp_path / "log"), **options}).conn
+    else:
+        conn = SinkOptions.parse({"topicId": "projects/p/topics/t", "endpoint": endpoint, **options}).conn
+    return {k: v for k, v in conn.client_kwargs().items() if v is not None}
+
+
+@pytest.mark.parametrize("side", ["source", "sink"])
+def test_key_file_option_authenticates_every_call(google, emulator, sa, tokens, tmp_path, monkeypatch, side):
+    """credentials=<key file>: the endpoint checks each call's JWT against
+    the key; without the key the calls would be refused."""
+    monkeypatch.delenv("PUBSUB_EMULATOR_HOST", raising=False)
+    topic, sub = google.topic()
+    key = tmp_path / "key.json"
+    key.write_text(sa.json(tokens.token_uri))
+    proxy = start_proxy(emulator, sa, [], tmp_path)
+    try:
+        conn = _parsed_connection(side, {"credentials": str(key)}, proxy.host_port, tmp_path)
+        res, out = run_client(proxy, conn, topic, sub)
+        assert res == {"ok": True, "read": 50}, (out, proxy.rejections)
+        assert not proxy.rejections
+    finally:
+        proxy.stop()
+
+
+@pytest.mark.parametrize("side", ["source", "sink"])
+def test_impersonation_options_take_the_targets_token(google, emulator, sa, tokens, tmp_path, monkeypatch, side):
+    """impersonateServiceAccount + iamCredentialsEndpoint: the endpoint
+    accepts only the token IAM Credentials issues for TARGET, asked of the
+    endpoint the option names."""
+    monkeypatch.delenv("PUBSUB_EMULATOR_HOST", raising=False)
+    topic, sub = google.topic()
+    key = tmp_path / "key.json"
+    key.write_text(sa.json(tokens.token_uri))
+    proxy = start_proxy(emulator, sa, [tokens.impersonated_token], tmp_path, key=False)
+    try:
+        conn = _parsed_connection(side, {"credentials": str(key), "impersonateServiceAccount": TARGET,
+                                         "iamCredentialsEndpoint": tokens.url}, proxy.host_port, tmp_path)
+        res, out = run_client(proxy, conn, topic, sub)
+        assert res == {"ok": True, "read": 50}, (out, proxy.rejections, tokens.rejected)
+        assert any(c.endswith(":generateAccessToken") and TARGET in c for c in tokens.calls), tokens.calls
+        assert not proxy.rejections and not tokens.rejected
+    finally:
+        proxy.stop()

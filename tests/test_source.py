@@ -62,6 +62,31 @@ def test_pass_through_count_and_sum_then_drained(spark, google, emulator, tmp_pa
     assert google.pull_all(sub, max_wait=3) == []
 
 
+def test_at_most_once_tasks_ack_and_tasks_take_max_records_each(spark, google, emulator, tmp_path):
+    """ackOnCommit=false: each task acks what it recorded, so the driver,
+    which acks at commit by default (acked >= 1 in the test above), acks
+    nothing and has nothing pending. maxRecordsPerPartition=100 with 2
+    tasks: no micro-batch over 200 rows, where the default (200,000) lets
+    the first take the whole backlog."""
+    topic, sub = google.topic(ack_deadline=10)
+    google.publish(topic, [str(i).encode() for i in range(600)])
+    df = read_stream(spark, emulator, sub, tmp_path, ackOnCommit="false", maxRecordsPerPartition=100)
+    q = (df.select("message_id").writeStream.format("memory").queryName("atmostonce")
+         .option("checkpointLocation", str(tmp_path / "ckpt")).start())
+    try:
+        run_until(q, lambda: spark.sql("SELECT count(*) c FROM atmostonce").first().c >= 600)
+        q.processAllAvailable()
+        assert spark.sql("SELECT count(*) c, count(DISTINCT message_id) d FROM atmostonce").first() == (600, 600)
+        progress = q.recentProgress
+        sizes = [p["numInputRows"] for p in progress]
+        latest = progress[-1]["sources"][0]["latestOffset"]
+        latest = json.loads(latest) if isinstance(latest, str) else latest
+    finally:
+        q.stop()
+    assert sum(sizes) == 600 and max(sizes) <= 200, sizes
+    assert (latest["acked"], latest["pendingAcks"]) == (0, 0), latest
+
+
 def test_admission_control_caps_rows_per_batch(spark, google, emulator, tmp_path):
     topic, sub = google.topic(ack_deadline=30)
     google.publish(topic, [b"x%d" % i for i in range(350)])
