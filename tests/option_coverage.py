@@ -12,6 +12,7 @@ A node id names a test function (its parametrized cases included)."""
 from __future__ import annotations
 
 WIRING = "tests/test_option_wiring.py"
+PROTOBUF_FORMS = f"{WIRING}::test_protobuf_descriptor_and_encoding_options_decode_as_googles_parser_wrote"
 CREATED = "tests/test_lifecycle.py::test_topic_id_creates_the_subscription_with_its_settings_and_deletes_it_on_stop"
 SEEK = "tests/test_lifecycle.py::test_starting_timestamp_seeks_on_the_first_start_and_never_on_restart"
 PROTOBUF_SOURCE = "tests/test_schema_mode.py::test_protobuf_source_text_derives_the_columns_and_decodes_as_decode_does"
@@ -96,6 +97,17 @@ SOURCE: dict[str, tuple[str, ...]] = {
     "deadLetterTopicId": ("tests/test_schema_mode.py::test_malformed_records_go_to_the_dead_letter_topic",),
     "decoderTimeoutMs": ("tests/test_schema_mode.py::test_hostile_decoder_is_stopped_and_the_session_carries_on",),
     "decoderMemoryLimitMB": ("tests/test_schema_mode.py::test_hostile_decoder_is_stopped_and_the_session_carries_on",),
+    "numPartitions": (f"{WIRING}::test_num_partitions_and_max_records_plan_the_tasks_of_a_micro_batch",),
+    "quietPeriodMs": (f"{WIRING}::test_quiet_period_is_how_long_an_empty_backlog_must_stay_quiet",),
+    "subscriberIdleMs": (f"{WIRING}::test_subscriber_idle_ms_is_how_long_a_worker_keeps_a_tasks_subscriber",),
+    "batchLogLocation": (f"{WIRING}::test_the_batch_log_is_where_batch_log_location_says",),
+    "decoderOptions": (f"{WIRING}::test_decoder_options_reach_the_decoder",),
+    "protobufDescriptorFile": (PROTOBUF_FORMS,),
+    "protobufDescriptorSet": (PROTOBUF_FORMS,),
+    "protobufEncoding": (PROTOBUF_FORMS,),
+    "protobufRecursiveDepth": (f"{WIRING}::test_protobuf_recursive_depth_is_how_deep_the_derived_columns_recur",),
+    # The config only: wazero and wasmtime give the same results by design.
+    "decoderEngine": (f"{WIRING}::test_decoder_engine_picks_what_runs_the_module",),
 }
 
 SINK: dict[str, tuple[str, ...]] = {
@@ -124,6 +136,7 @@ SINK: dict[str, tuple[str, ...]] = {
     "compressionBytesThreshold": (f"{WIRING}::test_sink_options_reach_the_publisher_config_the_library_gets",),
     "schemaFrom": ("tests/test_topic_schema.py::test_sink_encodes_rows_to_the_topics_avro_schema",),
     "schemaRevision": ("tests/test_topic_schema.py::test_sink_encodes_to_the_newest_or_the_pinned_revision",),
+    "timestampColumn": (f"{WIRING}::test_sink_timestamp_column_is_the_event_time_it_publishes",),
     "publisherIdleMs": ("tests/test_publisher_pool.py::test_publisher_idle_ms_zero_closes_after_every_task",
                         f"{WIRING}::test_sink_options_reach_the_publisher_config_the_library_gets"),
 }
@@ -133,24 +146,9 @@ SINK: dict[str, tuple[str, ...]] = {
 UNCOVERED: dict[str, dict[str, str]] = {
     "source": {
         "idAttributeWindowSeconds": "only its validation is tested; no test lets a window lapse",
-        "numPartitions": "set by many tests, but none asserts the number of tasks a micro-batch plans",
-        "quietPeriodMs": "only its validation against maxBatchDurationMs is tested; no test times a backlog's end",
-        "maxBatchDurationMs": "set where a task must wait for its stop, but no test fails were it ignored",
-        "subscriberIdleMs": "set (0 or long) where pooling is beside the point; the pool's idle time is tested "
-                            "with idle_s given directly (tests/test_subscriber_pool.py), not from the option",
-        "batchLogLocation": "set by every Spark test (the default is refused on a cluster), but no test reads "
-                            "the log back from the location the option names",
-        "protobufDescriptorFile": "read on the driver (tests/test_protobuf.py checks the decoder options it "
-                                  "makes), never decoded with",
-        "protobufDescriptorSet": "no test sets it through the source's options",
-        "protobufEncoding": "the decoder option it makes is checked; no source read decodes JSON-encoded protobuf",
-        "protobufRecursiveDepth": "no test sets it",
-        "schemaRevision": "no test pins the source's reader revision",
-        "decoderOptions": "no test sets it",
-        "decoderEngine": "decoderEngine=wazero is run (tests/test_schema_mode.py), but with the same results "
-                         "as wasmtime by design, so ignoring it would pass",
+        "maxBatchDurationMs": "set where a task must wait for its stop, but no test fails were it ignored: a task "
+                              "ends at it only while its subscriber neither drains nor gets rows",
+        "schemaRevision": "no test pins the source's reader revision (schemaFrom=topic)",
     },
-    "sink": {
-        "timestampColumn": "only its validation is tested; no write takes the event time from another column",
-    },
+    "sink": {},
 }

@@ -1,14 +1,13 @@
-"""Options that act in the Go library, observed at the Go boundary: each
-is set to a value of its own (no two alike, none the default), and the
-config the Python front end hands the library carries it in the field the
-option table names, so a swap of two options in spark/read/options.py,
-spark/write/options.py or subscriber_config.py fails here. Where the effect
-shows outside the library, a server sees it: bench/loadserver counts the
-Publish RPCs and StreamingPull streams a client makes and holds what a
-subscriber has not acked, and the auth peers of tests/authpeers.py check
-every call's token. Spark adds nothing to these options: it hands the
-option map to the same parse (tests/option_coverage.py lists what each
-option's test is)."""
+"""Options whose effect Spark takes no part in, observed at the Go
+boundary and in the task and driver code Spark calls. Each library config
+option is set to a value of its own (no two alike, none the default), and
+the config the Python front end hands the library carries it in the field
+the option table names, so a swap of two options in spark/read/options.py,
+spark/write/options.py or subscriber_config.py fails here. Where the
+effect shows outside the library, a server sees it: bench/loadserver counts
+the Publish RPCs and StreamingPull streams a client makes, holds what a
+subscriber has not acked and lets leases lapse; Google's emulator and the
+decoders show the rest. tests/option_coverage.py lists each option's test."""
 
 from __future__ import annotations
 
@@ -250,18 +249,40 @@ def backlog_server() -> Iterator:
 BACKLOG = 50
 
 
-def _run_task(server, tmp_path, **options: str) -> None:
-    """One task of a micro-batch taking the whole backlog, as a Spark executor runs it."""
-    from pubsub_go.spark.read.batchlog import BatchLog
+def _run_task(server, tmp_path, **options: str) -> tuple:
+    """One task of a micro-batch taking the whole backlog, as a Spark
+    executor runs it (its batch log where batchLogLocation says)."""
     from pubsub_go.spark.read.partition import PubSubPartition
-    from pubsub_go.spark.read.task import _pull_and_record
+    from pubsub_go.spark.read.task import read_partition
 
     # subscriberIdleMs=0: the subscriber closes with the task, so nothing but the task's own calls touch the leases.
     opts = SourceOptions.parse({"subscriptionId": SUB, "emulatorHost": server.host_port,
                                 "batchLogLocation": str(tmp_path), "subscriberIdleMs": "0", **options})
     part = PubSubPartition(gen="g", batch=0, index=0, max_rows=BACKLOG, max_bytes=0, cutoff_us=0)
-    rows = sum(b.num_rows for b in _pull_and_record(opts, part, BatchLog(str(tmp_path)), None))
-    assert rows == BACKLOG
+    assert sum(b.num_rows for b in read_partition(opts, part)) == BACKLOG
+    return opts, part
+
+
+def test_the_batch_log_is_where_batch_log_location_says(backlog_server, tmp_path):
+    from pubsub_go.spark.read.batchlog import BatchLog
+
+    _run_task(backlog_server, tmp_path / "home", batchLogLocation=str(tmp_path / "chosen"))
+    entry = BatchLog(str(tmp_path / "chosen")).read("g", 0, 0)
+    assert entry is not None and entry.stats["rows"] == BACKLOG
+    assert not (tmp_path / "home").exists()
+
+
+@pytest.mark.parametrize("idle_ms, kept", [("0", False), ("600000", True)])
+def test_subscriber_idle_ms_is_how_long_a_worker_keeps_a_tasks_subscriber(backlog_server, tmp_path, idle_ms, kept):
+    """0 closes it with the task; the streaming default (2 s) and longer keep it for the next task."""
+    from pubsub_go.spark.read.subscriber_pool import POOL
+
+    opts, part = _run_task(backlog_server, tmp_path, subscriberIdleMs=idle_ms)
+    config = subscriber_config(opts, part=part)
+    assert POOL.keeps(config) is kept
+    with POOL.lease(config, 0):  # takes the kept one, if any, and closes it on return
+        pass
+    assert not POOL.keeps(config)
 
 
 @pytest.mark.parametrize("ack_on_commit", ["true", "false"])
@@ -284,3 +305,176 @@ def test_commit_lease_is_the_deadline_a_recorded_batch_is_left_with(backlog_serv
     _run_task(backlog_server, tmp_path, commitLeaseSeconds="10")
     assert backlog_server.stats()["expired"] == 0
     assert _until(lambda: backlog_server.stats()["expired"] >= BACKLOG, 60), backlog_server.stats()
+
+
+# -- schema mode: what the driver derives and the library decodes ---------------
+
+def _decoder(options: dict[str, str], schema=None):
+    """The decoder a task opens (its subscriber's, the same config) for
+    source options: the schema given, or derived on the driver as a query
+    without .schema() derives it."""
+    from pubsub_go.decode_api import NativeDecoder
+    from pubsub_go.spark.read.schema_plan import SchemaPlan, derive_schema
+
+    opts = SourceOptions.parse({"subscriptionId": SUB, "emulatorHost": "127.0.0.1:1", "batchLogLocation": "/tmp/x",
+                                **options})
+    assert opts.decode is not None
+    plan = SchemaPlan.build(opts.decode, schema if schema is not None else derive_schema(opts.decode))
+    return NativeDecoder(plan.decoder_config())
+
+
+def test_decoder_options_reach_the_decoder():
+    """decoderOptions={"timezone": "+02:00"}: a zone-less time is read at
+    +02:00; without it, at UTC."""
+    import datetime as dt
+
+    from pyspark.sql.types import StructField, StructType, TimestampType
+
+    schema = StructType([StructField("ts", TimestampType())])
+    payloads = pa.array([b'{"ts": "2024-06-01T12:00:00"}'])
+    utc = dt.datetime(2024, 6, 1, 12, tzinfo=dt.timezone.utc)
+    with _decoder({"format": "json"}, schema) as dec:
+        assert dec.decode(payloads).column("ts").to_pylist() == [utc]
+    with _decoder({"format": "json", "decoderOptions": '{"timezone": "+02:00"}'}, schema) as dec:
+        assert dec.decode(payloads).column("ts").to_pylist() == [utc - dt.timedelta(hours=2)]
+
+
+@pytest.mark.parametrize("encoding", ["binary", "json"])
+@pytest.mark.parametrize("given_as", ["protobufDescriptorSet", "protobufDescriptorFile"])
+def test_protobuf_descriptor_and_encoding_options_decode_as_googles_parser_wrote(tmp_path, given_as, encoding):
+    """The message type from either descriptor option, payloads in the
+    encoding protobufEncoding names: the rows equal those of the binary
+    payloads decoded by pubsub_go.decode (which tests/test_protobuf.py holds
+    to Google's parser). JSON read as binary would fail every row."""
+    import base64
+
+    from google.protobuf import json_format
+
+    import pubsub_go
+    from protobuf_vectors import DESCRIPTOR_SET, events, normalize
+
+    msgs = events(8)
+    binary = pa.array([m.SerializeToString() for m in msgs])
+    ref = pubsub_go.decode(binary, format="protobuf", protobuf_descriptor_set=DESCRIPTOR_SET,
+                           protobuf_message="pgtest.Event", on_error="raise")
+    if given_as == "protobufDescriptorFile":
+        (tmp_path / "event.desc").write_bytes(DESCRIPTOR_SET)
+        descriptor = str(tmp_path / "event.desc")
+    else:
+        descriptor = base64.b64encode(DESCRIPTOR_SET).decode()
+    payloads = binary if encoding == "binary" else pa.array([json_format.MessageToJson(m).encode() for m in msgs])
+    with _decoder({"format": "protobuf", "protobufMessage": "pgtest.Event", given_as: descriptor,
+                   "protobufEncoding": encoding}) as dec:
+        got = dec.decode(payloads)
+    assert got.column("__decode_error").null_count == len(msgs), got.column("__decode_error").to_pylist()
+    assert [normalize(r) for r in got.select(ref.schema.names).to_pylist()] == [normalize(r) for r in ref.to_pylist()]
+
+
+RECURSIVE = 'syntax = "proto3"; package r; message Node { string name = 1; Node child = 2; }'
+
+
+def test_protobuf_recursive_depth_is_how_deep_the_derived_columns_recur():
+    """Each step of protobufRecursiveDepth nests Node.child once more in the
+    columns the driver derives (Spark's recursive.fields.max.depth)."""
+    from pyspark.sql.types import StructType
+
+    from pubsub_go.spark.read.schema_plan import derive_schema
+
+    def levels(depth: int) -> int:
+        opts = SourceOptions.parse({"subscriptionId": SUB, "emulatorHost": "127.0.0.1:1", "batchLogLocation": "/x",
+                                    "format": "protobuf", "protobufSource": RECURSIVE, "protobufMessage": "r.Node",
+                                    "protobufRecursiveDepth": str(depth)})
+        assert opts.decode is not None
+        t, n = derive_schema(opts.decode), 0
+        while isinstance(t, StructType) and "child" in t.names:
+            t, n = t["child"].dataType, n + 1
+        return n
+
+    got = [levels(d) for d in (1, 2, 3)]
+    assert got[1] == got[0] + 1 and got[2] == got[1] + 1, got
+
+
+def test_decoder_engine_picks_what_runs_the_module(tmp_path):
+    """wazero: no wasmtime library in the config; auto (the default) takes
+    the wasmtime package's where it is installed, as here."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    from pubsub_go import wasmtime_library
+    from pubsub_go.spark.read.schema_plan import SchemaPlan
+
+    assert wasmtime_library.find(), "the wasmtime package is part of the test environment"
+    module = tmp_path / "d.wasm"
+    module.write_bytes(b"\0asm\x01\0\0\0")
+
+    def sent(**options: str) -> dict:
+        opts = SourceOptions.parse({"subscriptionId": SUB, "emulatorHost": "127.0.0.1:1",
+                                    "batchLogLocation": "/tmp/x", "decoder": str(module), **options})
+        assert opts.decode is not None
+        plan = SchemaPlan.build(opts.decode, StructType([StructField("v", StringType())]))
+        return json.loads(plan.decoder_config().to_json())
+
+    assert sent()["wasmtime_library"] == wasmtime_library.find()
+    assert "wasmtime_library" not in sent(decoderEngine="wazero")
+
+
+def test_quiet_period_is_how_long_an_empty_backlog_must_stay_quiet(google, tmp_path):
+    """An AvailableNow task on an empty subscription ends drained once its
+    subscriber has been quiet for quietPeriodMs: 8 s here, longer than the
+    5 s default, and the quiet time it ended on says so."""
+    from pubsub_go.spark.read.batchlog import BatchLog
+    from pubsub_go.spark.read.partition import PubSubPartition
+    from pubsub_go.spark.read.task import read_partition
+
+    _, sub = google.topic()
+    opts = SourceOptions.parse({"subscriptionId": sub, "emulatorHost": google.host_port, "subscriberIdleMs": "0",
+                                "batchLogLocation": str(tmp_path), "quietPeriodMs": "8000",
+                                "maxBatchDurationMs": "60000"})
+    part = PubSubPartition(gen="g", batch=0, index=0, max_rows=100, max_bytes=0, cutoff_us=time.time_ns() // 1000)
+    assert sum(b.num_rows for b in read_partition(opts, part)) == 0
+    stats = BatchLog(str(tmp_path)).read("g", 0, 0).stats
+    assert stats["drained"] and stats["quiet_ms"] >= 8000, stats
+
+
+def test_num_partitions_and_max_records_plan_the_tasks_of_a_micro_batch(google, tmp_path):
+    """What the driver hands Spark for a micro-batch without a trigger limit:
+    numPartitions tasks (the default: this machine's cores), each taking up
+    to maxRecordsPerPartition rows."""
+    import os
+
+    from pubsub_go.spark.read.offsets import BatchOffset
+    from pubsub_go.spark.read.schema_plan import RAW_SPARK_SCHEMA
+    from pubsub_go.spark.read.stream import PubSubStreamReader
+
+    _, sub = google.topic()
+    reader = PubSubStreamReader({"subscriptionId": sub, "emulatorHost": google.host_port,
+                                 "batchLogLocation": str(tmp_path), "numPartitions": str((os.cpu_count() or 1) + 3),
+                                 "maxRecordsPerPartition": "1234"}, RAW_SPARK_SCHEMA)
+    try:
+        start = BatchOffset.initial()
+        end = BatchOffset(gen=start.gen, batch=1, run="r")
+        parts = reader.partitions(start.to_json(), end.to_json())
+    finally:
+        reader.stop()
+    assert len(parts) == (os.cpu_count() or 1) + 3
+    assert {p.spec.max_rows for p in parts} == {1234}
+
+
+def test_sink_timestamp_column_is_the_event_time_it_publishes(google):
+    """timestampAttribute with timestampColumn=when: the attribute carries
+    the `when` column's time (epoch ms); the default column, event_time,
+    is not in the input."""
+    import datetime as dt
+
+    from pyspark.sql.types import BinaryType, StructField, StructType, TimestampType
+
+    from pubsub_go.spark.write.writer import make_writer
+
+    topic, sub = google.topic()
+    schema = StructType([StructField("payload", BinaryType()), StructField("when", TimestampType())])
+    writer = make_writer({"topicId": topic, "emulatorHost": google.host_port, "timestampAttribute": "ts_ms",
+                          "timestampColumn": "when"}, schema, False, streaming=False)
+    when = dt.datetime(2026, 1, 1, 0, 0, 1, 234000, tzinfo=dt.timezone.utc)
+    ts = pa.timestamp("us", tz="UTC")
+    writer.write(iter([pa.record_batch({"payload": pa.array([b"a"]), "when": pa.array([when], ts)})]))
+    got = google.pull_all(sub, max_wait=10)
+    assert [m.message.attributes["ts_ms"] for m in got] == [str(int(when.timestamp() * 1000))]
