@@ -20,10 +20,12 @@ ORDERS_AND_RETAINS = "tests/test_created_subscription.py::test_created_subscript
 
 SOURCE: dict[str, tuple[str, ...]] = {
     # Where and as whom
-    "projectId": ("tests/test_aliases.py::test_a_databricks_query_runs_unchanged",),
+    # Short ids elsewhere take the same project as the tests' keys and environment: only this tells them apart.
+    "projectId": (f"{WIRING}::test_project_id_is_the_project_of_short_ids",),
     "subscriptionId": ("tests/test_source.py::test_pass_through_count_and_sum_then_drained",),
-    "emulatorHost": ("tests/test_source.py::test_pass_through_count_and_sum_then_drained",),
-    "endpoint": ("tests/test_credentials.py::test_spark_reads_and_writes_over_tls_with_inline_key",),
+    # Not the tests on Google's emulator: the environment names it too (PUBSUB_EMULATOR_HOST).
+    "emulatorHost": (f"{WIRING}::test_streams_per_partition_opens_that_many_streams", PROTOBUF_SOURCE),
+    "endpoint": ("tests/test_credentials.py::test_key_file_option_authenticates_every_call",),
     "credentials": ("tests/test_credentials.py::test_key_file_option_authenticates_every_call",),
     "credentialsJson": ("tests/test_credentials.py::test_spark_reads_and_writes_over_tls_with_inline_key",),
     "impersonateServiceAccount": ("tests/test_credentials.py::test_impersonation_options_take_the_targets_token",),
@@ -112,9 +114,9 @@ SOURCE: dict[str, tuple[str, ...]] = {
 
 SINK: dict[str, tuple[str, ...]] = {
     "topicId": ("tests/test_sink.py::test_write_reports_what_the_server_acknowledged",),
-    "projectId": ("tests/test_sink_routing.py::test_rows_routed_by_topic_column_each_once_with_event_time",),
-    "emulatorHost": ("tests/test_sink.py::test_write_reports_what_the_server_acknowledged",),
-    "endpoint": ("tests/test_credentials.py::test_spark_reads_and_writes_over_tls_with_inline_key",),
+    "projectId": (f"{WIRING}::test_project_id_is_the_project_of_short_ids",),
+    "emulatorHost": (f"{WIRING}::test_batch_limits_split_the_publish_requests",),
+    "endpoint": ("tests/test_credentials.py::test_key_file_option_authenticates_every_call",),
     "credentials": ("tests/test_credentials.py::test_key_file_option_authenticates_every_call",),
     "credentialsJson": ("tests/test_credentials.py::test_spark_reads_and_writes_over_tls_with_inline_key",),
     "impersonateServiceAccount": ("tests/test_credentials.py::test_impersonation_options_take_the_targets_token",),

@@ -272,13 +272,15 @@ def _parsed_connection(side: str, options: dict[str, str], endpoint: str, tmp_pa
                                     "batchLogLocation": str(tmp_path / "log"), **options}).conn
     else:
         conn = SinkOptions.parse({"topicId": "projects/p/topics/t", "endpoint": endpoint, **options}).conn
-    return {k: v for k, v in conn.client_kwargs().items() if v is not None}
+    # Every field, unset ones too: run_client's own endpoint must not stand in for the option's.
+    return conn.client_kwargs()
 
 
 @pytest.mark.parametrize("side", ["source", "sink"])
 def test_key_file_option_authenticates_every_call(google, emulator, sa, tokens, tmp_path, monkeypatch, side):
-    """credentials=<key file>: the endpoint checks each call's JWT against
-    the key; without the key the calls would be refused."""
+    """credentials=<key file> and endpoint: the endpoint checks each call's
+    JWT against the key; without the key the calls would be refused, and
+    without the endpoint they would go to Google."""
     monkeypatch.delenv("PUBSUB_EMULATOR_HOST", raising=False)
     topic, sub = google.topic()
     key = tmp_path / "key.json"

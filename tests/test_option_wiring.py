@@ -80,6 +80,24 @@ def test_every_library_config_option_is_wired_here():
     assert _contract_field(SINK, "publisher_config") == SINK_FIELDS
 
 
+def test_project_id_is_the_project_of_short_ids(monkeypatch):
+    """projectId over the project the environment and the key would give."""
+    from authpeers import ServiceAccount
+
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "envproj")
+    key = ServiceAccount(project="keyproj").json("http://127.0.0.1:1/token")
+    src = SourceOptions.parse({"subscriptionId": "s", "projectId": "given", "credentialsJson": key,
+                               "endpoint": "127.0.0.1:1", "batchLogLocation": "/tmp/x", "format": "json",
+                               "deadLetterTopicId": "dlq", "startingSnapshot": "snap"})
+    assert subscriber_config(src).subscription == "projects/given/subscriptions/s"
+    assert src.decode is not None and src.decode.dead_letter_topic == "projects/given/topics/dlq"
+    assert src.start.snapshot == "projects/given/snapshots/snap"
+    sink = SinkOptions.parse({"topicId": "t", "projectId": "given", "credentialsJson": key,
+                              "endpoint": "127.0.0.1:1"})
+    assert sink.publisher_config().topic == "projects/given/topics/t"
+    assert sink.route("other") == "projects/given/topics/other"  # a topic column's short id
+
+
 def test_source_options_reach_the_subscriber_config_the_library_gets():
     values = _distinct_values(SOURCE, list(SOURCE_FIELDS), set())
     opts = SourceOptions.parse({"subscriptionId": SUB, "emulatorHost": "127.0.0.1:1", "batchLogLocation": "/tmp/x",
