@@ -184,19 +184,41 @@ def test_linger_holds_a_small_batch_until_it_runs_out(load_server):
         assert load_server.stats()["publish_rpcs"] == before + 1
 
 
+def _set_latency(server, latency: str) -> None:
+    """Every unary RPC of the load server takes this long from now on."""
+    import urllib.request
+
+    req = urllib.request.Request(f"http://{server.http}/config", method="POST",
+                                 data=json.dumps({"latency": latency}).encode())
+    urllib.request.urlopen(req, timeout=10).close()
+
+
+def test_max_in_flight_bytes_holds_publishes_back_until_acknowledged(load_server):
+    """maxInFlightBytes=1500 with 1,000-byte messages, one per request: one
+    request at a time, so 10 take at least 10 round trips of the server's
+    300 ms; by default (128 MiB) they overlap (about 1.5 s here)."""
+    n, latency_s = 10, 0.3
+    opts = SinkOptions.parse({"topicId": TOPIC, "emulatorHost": load_server.host_port, "batchMaxMessages": "1",
+                              "maxInFlightBytes": "1500"})
+    with Publisher(opts.publisher_config()) as pub:
+        _set_latency(load_server, f"{int(latency_s * 1000)}ms")
+        start = time.monotonic()
+        pub.publish(pa.record_batch({"payload": pa.array([b"x" * 1000] * n)}))
+        assert pub.flush(timeout_ms=60_000)["published"] == n
+        took = time.monotonic() - start
+    assert took >= n * latency_s, f"{n} requests of {latency_s} s each took {took:.2f} s: they overlapped"
+
+
 def test_publish_timeout_bounds_a_tasks_wait_for_acknowledgements(load_server):
     """Every RPC takes 3 s; publishTimeoutMs=1000 fails the task's flush
     naming the option (the default, 10 minutes, would have waited it out)."""
-    import urllib.request
 
     from pyspark.sql.types import BinaryType, StructField, StructType
 
     from pubsub_go.errors import DeadlineExceededError
     from pubsub_go.spark.write.writer import make_writer
 
-    req = urllib.request.Request(f"http://{load_server.http}/config", method="POST",
-                                 data=json.dumps({"latency": "3s"}).encode())
-    urllib.request.urlopen(req, timeout=10).close()
+    _set_latency(load_server, "3s")
     writer = make_writer({"topicId": TOPIC, "emulatorHost": load_server.host_port, "publishTimeoutMs": "1000",
                           "publisherIdleMs": "0"},
                          StructType([StructField("payload", BinaryType())]), False, streaming=False)
@@ -496,3 +518,34 @@ def test_sink_timestamp_column_is_the_event_time_it_publishes(google):
     writer.write(iter([pa.record_batch({"payload": pa.array([b"a"]), "when": pa.array([when], ts)})]))
     got = google.pull_all(sub, max_wait=10)
     assert [m.message.attributes["ts_ms"] for m in got] == [str(int(when.timestamp() * 1000))]
+
+
+def test_id_attribute_window_is_how_long_a_delivered_id_is_remembered(tmp_path):
+    """An id delivered 2 minutes ago (its ids file dated so, no waiting):
+    forgotten with idAttributeWindowSeconds=60, remembered with 180 and the
+    default (600), as one delivered 30 s ago is with 60."""
+    import os
+
+    from pubsub_go.spark.read.id_window import DIR, IdFilter
+
+    def window(**options: str):
+        opts = SourceOptions.parse({"subscriptionId": SUB, "emulatorHost": "127.0.0.1:1", "batchLogLocation": "/x",
+                                    "idAttribute": "uid", **options})
+        assert opts.id_window is not None
+        return opts.id_window
+
+    attrs = pa.array([[("uid", "u1")]], pa.map_(pa.string(), pa.string()))
+    first = IdFilter(window(), str(tmp_path))
+    assert first.keep(attrs) is None
+    first.record("g", 0, 0)
+    [ids_file] = (tmp_path / DIR).glob("*.arrow")
+
+    def remembered(age_s: int, **options: str) -> bool:
+        os.utime(ids_file, (time.time() - age_s,) * 2)
+        mask = IdFilter(window(**options), str(tmp_path)).keep(attrs)
+        return mask is not None and mask.to_pylist() == [False]
+
+    assert remembered(30, idAttributeWindowSeconds="60")
+    assert remembered(120, idAttributeWindowSeconds="180")
+    assert remembered(120)
+    assert not remembered(120, idAttributeWindowSeconds="60")
