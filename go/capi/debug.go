@@ -11,7 +11,13 @@ package main
 */
 import "C"
 
-import "unsafe"
+import (
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"unsafe"
+)
 
 //export pg_debug_panic
 func pg_debug_panic(errOut *C.struct_PgError) C.int {
@@ -30,4 +36,22 @@ func pg_debug_c_bytes() C.int64_t {
 //export Java_io_pubsubgo_spark_bridge_Native_debugPanic
 func Java_io_pubsubgo_spark_bridge_Native_debugPanic(env, cls unsafe.Pointer, errAddr C.int64_t) C.int {
 	return pg_debug_panic(errp(errAddr))
+}
+
+// debugPanics counts the panics debugHook raised in this process.
+var debugPanics atomic.Int64
+
+// debugHook raises a real Go panic at site when $PUBSUB_GO_DEBUG_PANIC_AT
+// is "site:N", the first N times this process reaches it: a test can make a
+// Spark task's call into the library panic (take, inside an executor) and
+// see what the task, the query and the executor make of it.
+func debugHook(site string) {
+	name, count, ok := strings.Cut(os.Getenv("PUBSUB_GO_DEBUG_PANIC_AT"), ":")
+	if !ok || name != site {
+		return
+	}
+	if n, err := strconv.Atoi(count); err == nil && debugPanics.Add(1) <= int64(n) {
+		var m map[string]int
+		m[site] = 1 // a runtime panic, as a bug would raise: assignment to entry in nil map
+	}
 }

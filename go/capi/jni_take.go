@@ -54,6 +54,7 @@ func Java_io_pubsubgo_spark_bridge_Native_subscriberTake(env, cls unsafe.Pointer
 		if err != nil {
 			return err
 		}
+		debugHook("take")
 		if batch == 0 || acksOut == 0 || acksLenOut == 0 {
 			return rpc.Errorf(codes.InvalidArgument, "subscriberTake: the batch and ack id outputs must not be NULL")
 		}
