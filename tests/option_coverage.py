@@ -100,6 +100,8 @@ SOURCE: dict[str, tuple[str, ...]] = {
     "decoderTimeoutMs": ("tests/test_schema_mode.py::test_hostile_decoder_is_stopped_and_the_session_carries_on",),
     "decoderMemoryLimitMB": ("tests/test_schema_mode.py::test_hostile_decoder_is_stopped_and_the_session_carries_on",),
     "idAttributeWindowSeconds": (f"{WIRING}::test_id_attribute_window_is_how_long_a_delivered_id_is_remembered",),
+    "maxBatchDurationMs": (f"{WIRING}::test_max_batch_duration_is_how_long_a_task_reads_on",),
+    "schemaRevision": (f"{WIRING}::test_schema_revision_pins_the_columns_of_a_topic_schema",),
     "numPartitions": (f"{WIRING}::test_num_partitions_and_max_records_plan_the_tasks_of_a_micro_batch",),
     "quietPeriodMs": (f"{WIRING}::test_quiet_period_is_how_long_an_empty_backlog_must_stay_quiet",),
     "subscriberIdleMs": (f"{WIRING}::test_subscriber_idle_ms_is_how_long_a_worker_keeps_a_tasks_subscriber",),
@@ -133,11 +135,13 @@ SINK: dict[str, tuple[str, ...]] = {
     "enableMessageOrdering": ("tests/test_sink.py::test_make_writer_checks_mode_and_ordering",
                               f"{WIRING}::test_sink_options_reach_the_publisher_config_the_library_gets"),
     "idAttribute": ("tests/test_sink.py::test_write_reports_what_the_server_acknowledged",),
-    "retryTimeoutMs": (f"{WIRING}::test_sink_options_reach_the_publisher_config_the_library_gets",),
+    "retryTimeoutMs": (f"{WIRING}::test_retry_timeout_bounds_how_long_a_failing_request_is_retried",
+                       f"{WIRING}::test_sink_options_reach_the_publisher_config_the_library_gets"),
     "publishTimeoutMs": (f"{WIRING}::test_publish_timeout_bounds_a_tasks_wait_for_acknowledgements",),
     "timestampAttribute": ("tests/test_sink_routing.py::test_rows_routed_by_topic_column_each_once_with_event_time",),
-    "compression": (f"{WIRING}::test_sink_options_reach_the_publisher_config_the_library_gets",),
-    "compressionBytesThreshold": (f"{WIRING}::test_sink_options_reach_the_publisher_config_the_library_gets",),
+    "compression": (f"{WIRING}::test_compression_gzips_requests_from_its_threshold",),
+    "compressionBytesThreshold": (f"{WIRING}::test_compression_gzips_requests_from_its_threshold",
+                                  f"{WIRING}::test_sink_options_reach_the_publisher_config_the_library_gets"),
     "schemaFrom": ("tests/test_topic_schema.py::test_sink_encodes_rows_to_the_topics_avro_schema",),
     "schemaRevision": ("tests/test_topic_schema.py::test_sink_encodes_to_the_newest_or_the_pinned_revision",),
     "timestampColumn": (f"{WIRING}::test_sink_timestamp_column_is_the_event_time_it_publishes",),
@@ -148,10 +152,6 @@ SINK: dict[str, tuple[str, ...]] = {
 # Documented options no test yet sets and observes, each with why: the
 # coverage test reports them (and fails on an option in neither table).
 UNCOVERED: dict[str, dict[str, str]] = {
-    "source": {
-        "maxBatchDurationMs": "set where a task must wait for its stop, but no test fails were it ignored: a task "
-                              "ends at it only while its subscriber neither drains nor gets rows",
-        "schemaRevision": "no test pins the source's reader revision (schemaFrom=topic)",
-    },
+    "source": {},
     "sink": {},
 }

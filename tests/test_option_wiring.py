@@ -209,6 +209,95 @@ def test_max_in_flight_bytes_holds_publishes_back_until_acknowledged(load_server
     assert took >= n * latency_s, f"{n} requests of {latency_s} s each took {took:.2f} s: they overlapped"
 
 
+def test_retry_timeout_bounds_how_long_a_failing_request_is_retried():
+    """Every Publish fails UNAVAILABLE (transient): with retryTimeoutMs=1000
+    the flush fails with it; by default (300 s) the publisher would still
+    be retrying when the flush's own 30 s ran out (DEADLINE_EXCEEDED)."""
+    from emulators import LoadServer
+    from pubsub_go.client import admin
+    from pubsub_go.errors import UnavailableError
+
+    server = LoadServer("--publish-error-rate", "1", "--publish-error-code", "UNAVAILABLE")
+    try:
+        admin("create_topic", emulator_host=server.host_port, topic=TOPIC)
+        opts = SinkOptions.parse({"topicId": TOPIC, "emulatorHost": server.host_port, "retryTimeoutMs": "1000"})
+        with Publisher(opts.publisher_config()) as pub:
+            pub.publish(pa.record_batch({"payload": pa.array([b"x"])}))
+            with pytest.raises(UnavailableError):
+                pub.flush(timeout_ms=30_000)
+        assert server.stats()["injected_errors"] >= 2, "the failed request was not retried"
+    finally:
+        server.stop()
+
+
+class _CountingProxy:
+    """Forwards TCP connections to upstream, counting the bytes clients send."""
+
+    def __init__(self, upstream: str) -> None:
+        import socket
+        import threading
+
+        host, port = upstream.rsplit(":", 1)
+        self.upstream = (host, int(port))
+        self.sent = 0
+        self._lock = threading.Lock()
+        self._srv = socket.create_server(("127.0.0.1", 0))
+        self.host_port = f"127.0.0.1:{self._srv.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while True:
+            try:
+                client, _ = self._srv.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.upstream)
+            threading.Thread(target=self._pipe, args=(client, server, True), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(server, client, False), daemon=True).start()
+
+    def _pipe(self, src, dst, count: bool) -> None:
+        try:
+            while data := src.recv(65536):
+                if count:
+                    with self._lock:
+                        self.sent += len(data)
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.close()
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self._srv.close()
+
+
+@pytest.mark.parametrize("threshold, compressed", [("1000", True), ("2000000", False)])
+def test_compression_gzips_requests_from_its_threshold(google, threshold, compressed):
+    """compression=gzip: a request of 1 MB of one letter crosses the wire
+    in a few KB once it is at least compressionBytesThreshold (the default
+    240 would compress it too, and compression=none never would)."""
+    topic, _ = google.topic()
+    proxy = _CountingProxy(google.host_port)
+    try:
+        opts = SinkOptions.parse({"topicId": topic, "emulatorHost": proxy.host_port, "compression": "gzip",
+                                  "compressionBytesThreshold": threshold})
+        with Publisher(opts.publisher_config()) as pub:
+            before = proxy.sent
+            pub.publish(pa.record_batch({"payload": pa.array([b"a" * 1_000_000])}))
+            assert pub.flush(timeout_ms=30_000)["published"] == 1
+            sent = proxy.sent - before
+    finally:
+        proxy.close()
+    assert (sent < 100_000) is compressed, f"{sent} bytes sent for a 1 MB message"
+
+
 def test_publish_timeout_bounds_a_tasks_wait_for_acknowledgements(load_server):
     """Every RPC takes 3 s; publishTimeoutMs=1000 fails the task's flush
     naming the option (the default, 10 minutes, would have waited it out)."""
@@ -549,3 +638,68 @@ def test_id_attribute_window_is_how_long_a_delivered_id_is_remembered(tmp_path):
     assert remembered(120, idAttributeWindowSeconds="180")
     assert remembered(120)
     assert not remembered(120, idAttributeWindowSeconds="60")
+
+
+def test_max_batch_duration_is_how_long_a_task_reads_on(tmp_path):
+    """An AvailableNow task reads on until its backlog is quiet or its time
+    is spent; messages arriving every 20 ms keep it from going quiet, so
+    it ends when maxBatchDurationMs (12 s here, 10 s by default) is spent."""
+    from emulators import LoadServer
+    from pubsub_go.client import admin
+    from pubsub_go.spark.read.batchlog import BatchLog
+    from pubsub_go.spark.read.partition import PubSubPartition
+    from pubsub_go.spark.read.task import read_partition
+
+    server = LoadServer("--payload-bytes", "100", "--rate", "50")
+    try:
+        admin("create_topic", emulator_host=server.host_port, topic=TOPIC)
+        admin("create_subscription", emulator_host=server.host_port, topic=TOPIC, subscription=SUB)
+        opts = SourceOptions.parse({"subscriptionId": SUB, "emulatorHost": server.host_port, "subscriberIdleMs": "0",
+                                    "batchLogLocation": str(tmp_path), "maxBatchDurationMs": "12000"})
+        # The cut-off an hour ahead: every message arriving counts, none is late.
+        part = PubSubPartition(gen="g", batch=0, index=0, max_rows=1_000_000, max_bytes=0,
+                               cutoff_us=time.time_ns() // 1000 + 3600 * 10**6)
+        start = time.monotonic()
+        rows = sum(b.num_rows for b in read_partition(opts, part))
+        took = time.monotonic() - start
+    finally:
+        server.stop()
+    stats = BatchLog(str(tmp_path)).read("g", 0, 0).stats
+    assert rows > 0 and not stats["drained"], stats
+    assert took >= 12, f"the task ended after {took:.1f} s, before its 12 s"
+
+
+def test_schema_revision_pins_the_columns_of_a_topic_schema(google):
+    """schemaFrom=topic takes the newest revision's fields as the columns;
+    schemaRevision pins an older one."""
+    import uuid
+
+    from google.cloud.pubsub import SchemaServiceClient
+    from google.pubsub_v1.types import Schema
+
+    from pubsub_go.spark.read.schema_plan import derive_schema
+    from pubsub_go.spark.read.topic_schema import fetch_topic_schema
+
+    schemas = SchemaServiceClient()  # on Google's emulator: the google fixture set PUBSUB_EMULATOR_HOST
+    v1 = {"type": "record", "name": "Item", "fields": [{"name": "id", "type": "long"}]}
+    v2 = {"type": "record", "name": "Item", "fields": [*v1["fields"],
+                                                        {"name": "extra", "type": ["null", "string"], "default": None}]}
+    name = f"projects/{google.project}/schemas/sch-{uuid.uuid4().hex[:10]}"
+    first = schemas.create_schema(request={"parent": f"projects/{google.project}", "schema_id": name.rsplit("/")[-1],
+                                           "schema": Schema(type_=Schema.Type.AVRO, definition=json.dumps(v1))})
+    schemas.commit_schema(request={"name": name, "schema": Schema(name=name, type_=Schema.Type.AVRO,
+                                                                  definition=json.dumps(v2))})
+    topic = f"projects/{google.project}/topics/ts-{uuid.uuid4().hex[:10]}"
+    google.publisher.create_topic(request={"name": topic, "schema_settings": {"schema": name, "encoding": "BINARY"}})
+    sub = topic.replace("/topics/", "/subscriptions/")
+    google.subscriber.create_subscription(request={"name": sub, "topic": topic})
+
+    def columns(**options: str) -> list[str]:
+        opts = SourceOptions.parse({"subscriptionId": sub, "emulatorHost": google.host_port,
+                                    "batchLogLocation": "/tmp/x", "schemaFrom": "topic", **options})
+        assert opts.decode is not None
+        return [n for n in derive_schema(opts.decode, fetch_topic_schema(opts)).names if n not in
+                ("message_id", "publish_time", "attributes")]
+
+    assert columns() == ["id", "extra"]
+    assert columns(schemaRevision=first.revision_id) == ["id"]
