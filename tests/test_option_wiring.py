@@ -703,3 +703,19 @@ def test_schema_revision_pins_the_columns_of_a_topic_schema(google):
 
     assert columns() == ["id", "extra"]
     assert columns(schemaRevision=first.revision_id) == ["id"]
+
+
+def test_max_wait_time_is_how_long_a_streaming_task_waits_for_more(backlog_server, tmp_path):
+    """A streaming task that took the whole backlog ends at the first wait
+    for more that runs out: maxWaitTimeMs=3000 makes that at least 3 s (by
+    default 20 ms)."""
+    from pubsub_go.spark.read.partition import PubSubPartition
+    from pubsub_go.spark.read.task import read_partition
+
+    opts = SourceOptions.parse({"subscriptionId": SUB, "emulatorHost": backlog_server.host_port,
+                                "batchLogLocation": str(tmp_path), "subscriberIdleMs": "0", "maxWaitTimeMs": "3000"})
+    part = PubSubPartition(gen="g", batch=0, index=0, max_rows=10 * BACKLOG, max_bytes=0, cutoff_us=0)
+    start = time.monotonic()
+    assert sum(b.num_rows for b in read_partition(opts, part)) == BACKLOG
+    took = time.monotonic() - start
+    assert took >= 3, f"the task ended {took:.2f} s after it started"
