@@ -14,6 +14,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/engine"
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/internal/testlib"
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/wasmtime"
 )
 
 // Decode throughput through WebAssembly (MB/s of payload). The same logic
@@ -124,12 +128,12 @@ func BenchmarkDecodeAvroNative(b *testing.B) {
 // key, and so is the memory cap).
 func BenchmarkDecodeJSONWasmCloseOnDone(b *testing.B) {
 	benchDecode(b, Spec{WasmPath: guestModule(b, "cmd/json"), Schema: benchSchema, MemoryLimitMB: 255,
-		engine: engineOptions{closeOnDone: true}}, benchJSON)
+		tuning: engine.Tuning{CloseOnDone: true}}, benchJSON)
 }
 
 func BenchmarkDecodeAvroWasmCloseOnDone(b *testing.B) {
 	spec := Spec{WasmPath: guestModule(b, "cmd/avro"), Schema: benchSchema, Options: map[string]string{"avro_schema": benchAvroSchema}, MemoryLimitMB: 255,
-		engine: engineOptions{closeOnDone: true}}
+		tuning: engine.Tuning{CloseOnDone: true}}
 	benchDecode(b, spec, benchAvro)
 }
 
@@ -152,25 +156,25 @@ func BenchmarkVpcflowCWasm(b *testing.B) {
 // What the time limit costs: the C example without any.
 func BenchmarkVpcflowCWasmNoTimeLimit(b *testing.B) {
 	benchDecode(b, Spec{WasmPath: guestModule(b, "examples/vpcflow-c/vpcflow.c"), MemoryLimitMB: 254,
-		engine: engineOptions{noTimeLimit: true}}, vpcLine)
+		tuning: engine.Tuning{NoTimeLimit: true}}, vpcLine)
 }
 
 // The C example with the time limit enforced by WithCloseOnContextDone
 // instead of the loop counter.
 func BenchmarkVpcflowCWasmCloseOnDone(b *testing.B) {
 	benchDecode(b, Spec{WasmPath: guestModule(b, "examples/vpcflow-c/vpcflow.c"), MemoryLimitMB: 253,
-		engine: engineOptions{closeOnDone: true}}, vpcLine)
+		tuning: engine.Tuning{CloseOnDone: true}}, vpcLine)
 }
 
 // The same modules in the wasmtime engine (engine_wasmtime.go), memory cap
 // and time limit on; NoTimeLimit: an engine without epoch interruption,
 // to measure what the time limit costs there.
 func wasmtimeSpec(b *testing.B, spec Spec) Spec {
-	lib, err := wasmtimeLibrary()
+	lib, err := testlib.WasmtimeLibrary()
 	if err != nil {
 		b.Skip(err)
 	}
-	spec.Engine, spec.WasmtimeLibrary = EngineWasmtime, lib
+	spec.Engine, spec.WasmtimeLibrary = wasmtime.Name, lib
 	return spec
 }
 
@@ -180,7 +184,7 @@ func BenchmarkVpcflowCWasmtime(b *testing.B) {
 
 func BenchmarkVpcflowCWasmtimeNoTimeLimit(b *testing.B) {
 	benchDecode(b, wasmtimeSpec(b, Spec{WasmPath: guestModule(b, "examples/vpcflow-c/vpcflow.c"),
-		engine: engineOptions{noTimeLimit: true}}), vpcLine)
+		tuning: engine.Tuning{NoTimeLimit: true}}), vpcLine)
 }
 
 // The C example under epoch interruption (what a module wasmrewrite cannot
@@ -189,12 +193,12 @@ func BenchmarkVpcflowCWasmtimeNoTimeLimit(b *testing.B) {
 // signal mask).
 func BenchmarkVpcflowCWasmtimeEpoch(b *testing.B) {
 	benchDecode(b, wasmtimeSpec(b, Spec{WasmPath: guestModule(b, "examples/vpcflow-c/vpcflow.c"),
-		engine: engineOptions{epoch: true}}), vpcLine)
+		tuning: engine.Tuning{Epoch: true}}), vpcLine)
 }
 
 func BenchmarkVpcflowCWasmtimeProbes(b *testing.B) {
 	benchDecode(b, wasmtimeSpec(b, Spec{WasmPath: guestModule(b, "examples/vpcflow-c/vpcflow.c"),
-		engine: engineOptions{noTimeLimit: true, probes: true}}), vpcLine)
+		tuning: engine.Tuning{NoTimeLimit: true, Probes: true}}), vpcLine)
 }
 
 func BenchmarkVpcflowGoWasmtime(b *testing.B) {

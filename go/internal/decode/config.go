@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -15,6 +16,8 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/pubsub-go/pubsub-go/go/internal/clientopt"
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/engine"
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/native"
 	"github.com/pubsub-go/pubsub-go/go/internal/rawbatch"
 	"github.com/pubsub-go/pubsub-go/go/internal/rpc"
 )
@@ -46,9 +49,9 @@ type DecoderConfig struct {
 	MemoryLimitMB int `json:"memory_limit_mb"`
 	// TimeoutMs bounds decoding one batch (default and range: Limits).
 	TimeoutMs int `json:"timeout_ms"`
-	// Engine runs the module (Spec.Engine): "wazero" (default),
-	// "wasmtime", loaded from WasmtimeLibrary, the path of wasmtime's C
-	// library, or "auto": wasmtime when that library loads, else wazero.
+	// Engine runs the module: one of EngineNames; "" is DefaultEngine
+	// ("auto": wasmtime when WasmtimeLibrary, the path of wasmtime's C
+	// library, loads, else wazero).
 	Engine          string `json:"engine"`
 	WasmtimeLibrary string `json:"wasmtime_library"`
 	// TopicSchema decodes each message by its topic's schema revision
@@ -81,20 +84,13 @@ func (d *DecoderConfig) Validate() error {
 	if d.Wasm == "" {
 		if !IsBuiltin(d.Format) {
 			return invalid("decoder.format %q is not a built-in decoder (%s): give decoder.format "+
-				"%s, or decoder.wasm, the path of a decoder module (.wasm)", d.Format, builtinList(", "), builtinList(" or "))
+				"%s, or decoder.wasm, the path of a decoder module (.wasm)", d.Format, native.List(", "), native.List(" or "))
 		}
 	} else if st, err := os.Stat(d.Wasm); err != nil || st.IsDir() {
 		return invalid("decoder.wasm %q is not a readable file: %v", d.Wasm, statErr(err))
 	}
-	switch d.Engine {
-	case "", EngineWazero, EngineAuto:
-	case EngineWasmtime:
-		if d.WasmtimeLibrary == "" {
-			return invalid("decoder.engine %q needs decoder.wasmtime_library, the path of wasmtime's C library "+
-				"(_libwasmtime.so in the wasmtime Python package)", d.Engine)
-		}
-	default:
-		return invalid("decoder.engine %q is not an engine: give %q (the default), %q or %q", d.Engine, EngineWazero, EngineWasmtime, EngineAuto)
+	if err := checkEngine(d.Engine, d.WasmtimeLibrary); err != nil {
+		return err
 	}
 	if err := clientopt.ApplyLimit(Limits, "decoder.memory_limit_mb", &d.MemoryLimitMB); err != nil {
 		return invalid("%v", err)
@@ -117,6 +113,22 @@ func (d *DecoderConfig) Validate() error {
 		if err := CheckNames(d.target); err != nil {
 			return invalid("decoder.schema: %v", err)
 		}
+	}
+	return nil
+}
+
+// checkEngine is decoder.engine's check, the only one: a registered
+// engine (or auto, or "" for DefaultEngine) given what it needs.
+func checkEngine(name, lib string) error {
+	if name == "" || name == EngineAuto {
+		return nil // auto needs nothing: without a library it runs the module in wazero
+	}
+	e := engine.Lookup(name)
+	if e == nil {
+		return invalid("decoder.engine %q is not an engine: give %s", name, strings.Replace(engineList(), `"`+DefaultEngine+`"`, `"`+DefaultEngine+`" (the default)`, 1))
+	}
+	if err := e.Check(engine.Options{Library: lib}); err != nil {
+		return invalid("decoder.engine %q %v", name, err)
 	}
 	return nil
 }

@@ -1,18 +1,25 @@
-// Package decode runs payload decoders compiled to WebAssembly (the
-// pubsub-go decoder ABI, docs/decoder-abi.md) on wazero, in a sandbox: no
-// filesystem, network, environment or arguments, a memory cap per module
-// instance, and a time limit per batch. A trap, an out-of-memory or a
-// runaway loop fails that batch and discards the instance; the process and
-// the other instances carry on.
+// Package decode turns a batch of Pub/Sub payloads into one Arrow record
+// batch with one call into a decoder (never one call per message). A
+// decoder is a built-in format (json, avro, protobuf), run natively by
+// package native, or a module the user brings, compiled to WebAssembly
+// (the pubsub-go decoder ABI, docs/decoder-abi.md) and run by an engine
+// (engine.Engine: packages wazero and wasmtime; "auto" picks wasmtime when
+// its library loads, else wazero) in a sandbox: no filesystem, network,
+// environment or arguments, a memory cap per module instance, and a time
+// limit per batch. A trap, an out-of-memory or a runaway loop fails that
+// batch and discards the instance; the process and the other instances
+// carry on.
 //
-// A Decoder turns one batch of payloads into one Arrow record batch with a
-// single call into the module (never one call per message).
+// This package is the decoder as its users see it: its config
+// (DecoderConfig, validated in one place), the Decoder, and the topic
+// schema router. The engines, the ABI host (internal/guest) and the ABI's
+// formats (internal/abi) sit below it; an engine registers itself in
+// engines.go's imports.
 package decode
 
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -24,14 +31,17 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/engine"
 	"github.com/pubsub-go/pubsub-go/go/internal/decode/internal/abi"
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/internal/guest"
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/native"
 	"github.com/pubsub-go/pubsub-go/wasm-decoders/sdk"
 )
 
 // ErrorColumn is the utf8 column every module appends to its output: null
 // for a decoded row, the error message for a rejected one. Decode returns
 // it separately.
-const ErrorColumn = "__error"
+const ErrorColumn = abi.ErrorColumn
 
 // Defaults for Spec's limits.
 const (
@@ -42,7 +52,7 @@ const (
 
 // Spec describes a decoder.
 type Spec struct {
-	// Builtin ("json" or "avro") runs that built-in decoder natively, in
+	// Builtin (one of Builtins) runs that built-in decoder natively, in
 	// the host (trusted code: no sandbox, no memory cap or time limit).
 	// Exclusive with WasmPath and Wasm.
 	Builtin string
@@ -63,13 +73,12 @@ type Spec struct {
 	// Timeout bounds one batch (default 10s).
 	Timeout time.Duration
 	// MaxInstances bounds concurrent instances (default GOMAXPROCS); up
-	// to maxPinned more may be held by batches still in use (pin.go).
+	// to 2 more may be held by batches still in use (internal/guest's pins).
 	MaxInstances int
 
-	// Engine runs the module: EngineWazero (the default, also for ""),
-	// EngineWasmtime, which needs WasmtimeLibrary, the path of wasmtime's
-	// C library (_libwasmtime.so in the wasmtime Python package), or
-	// EngineAuto: wasmtime when WasmtimeLibrary loads, else wazero.
+	// Engine runs the module (EngineNames): "" is DefaultEngine.
+	// WasmtimeLibrary is the path of wasmtime's C library
+	// (_libwasmtime.so in the wasmtime Python package).
 	Engine          string
 	WasmtimeLibrary string
 
@@ -77,50 +86,19 @@ type Spec struct {
 	// DecodeRouted.
 	Topic *TopicSchema
 
-	engine engineOptions // set by this package's tests and benchmarks only
+	tuning engine.Tuning // set by this package's tests and benchmarks only
 }
 
-// The engines that run modules (Spec.Engine).
-const (
-	EngineWazero   = "wazero"
-	EngineWasmtime = "wasmtime"
-	// EngineAuto is what Python asks for by default: wasmtime is about
-	// 1.7x wazero with the sandbox on (RATIONALE.md), but an optional
-	// package, so without a usable library (none given, another major
-	// version, a build without cgo) the module runs in wazero, whole.
-	EngineAuto = "auto"
-)
-
-// errNoWasmtime wraps why the wasmtime engine cannot run here (no library
-// path, a library that does not load or is of another version, no cgo):
-// EngineAuto then runs the module in wazero.
-var errNoWasmtime = errors.New("no usable wasmtime library")
-
-// defaultEngine is the engine (and its library) of a Spec that names
-// none: wazero until wasmtime is made the default (issue 41); this
-// package's tests set it to run their modules on wasmtime.
-var defaultEngine struct{ name, lib string }
-
-// Decoder decodes batches of payloads. It is safe for concurrent use: each
-// Decode borrows an instance from a pool.
+// Decoder decodes batches of payloads. It is safe for concurrent use.
 type Decoder struct {
-	name    string
-	native  *nativePool // Builtin; nil for a module
-	mod     compiledModule
-	config  []byte // pg_init's config, ABI 1 (also the built-ins')
-	configs configs
-	target  *arrow.Schema // Spec.Schema
-	limit   uint64
-	timeout time.Duration
-	alloc   memory.Allocator
-	schema  *arrow.Schema // decoded schema, without ErrorColumn
-	full    *arrow.Schema // as the module writes it
+	name   string
+	native *native.Pool // a built-in format; nil for a module
+	guest  *guest.Pool  // a module's instances
+	alloc  memory.Allocator
+	out    abi.Schemas
 
-	idle  chan *instance
-	slots chan struct{} // one token per live instance not pinned
-	pins  chan struct{} // one token per pinned instance (pin.go)
-	mu    sync.Mutex
-	done  bool
+	mu   sync.Mutex
+	done bool
 }
 
 // NewDecoder compiles (or finds in the cache) the module, starts one
@@ -128,132 +106,132 @@ type Decoder struct {
 // empty batch to learn and check the output schema. Output buffers are
 // allocated with alloc (production: C memory, go/internal/cmem).
 func NewDecoder(ctx context.Context, spec Spec, alloc memory.Allocator) (*Decoder, error) {
-	d := &Decoder{name: spec.Format, alloc: alloc, timeout: spec.Timeout}
+	d := &Decoder{name: spec.Format, alloc: alloc}
 	if d.name == "" {
 		d.name = spec.Builtin
 	}
 	if d.name == "" {
 		d.name = "custom"
 	}
-	wasm := spec.Wasm
-	if spec.Builtin != "" {
-		if wasm != nil || spec.WasmPath != "" {
-			return nil, fmt.Errorf("decode: %s decoder: Builtin and a module (WasmPath, Wasm) are exclusive", d.name)
-		}
-	} else if wasm == nil {
-		if spec.WasmPath == "" {
-			return nil, fmt.Errorf("decode: %s decoder: no WasmPath or Wasm given", d.name)
-		}
-		var err error
-		if wasm, err = os.ReadFile(spec.WasmPath); err != nil {
-			return nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
-		}
+	if d.alloc == nil {
+		d.alloc = memory.DefaultAllocator
+	}
+	if err := d.start(ctx, spec); err != nil {
+		return nil, err
+	}
+	if spec.Schema != nil && !d.out.Decoded.Equal(spec.Schema) {
+		d.Close()
+		return nil, fmt.Errorf("decode: %s decoder: %w: module produced schema %s, want %s", d.name, ErrDecoder, d.out.Decoded, spec.Schema)
+	}
+	return d, nil
+}
+
+// start starts the decoder: the built-in one natively, a module in its
+// engine; either way d.out is then the output schema.
+func (d *Decoder) start(ctx context.Context, spec Spec) error {
+	failed := func(err error) error { return fmt.Errorf("decode: %s decoder: %w", d.name, err) }
+	wasm, err := spec.module()
+	if err != nil {
+		return failed(err)
 	}
 	mb := spec.MemoryLimitMB
 	if mb <= 0 {
 		mb = DefaultMemoryLimitMB
 	}
 	if mb > maxMemoryLimitMB {
-		return nil, fmt.Errorf("decode: MemoryLimitMB %d exceeds the %d MiB of 32-bit WebAssembly", mb, maxMemoryLimitMB)
-	}
-	d.limit = uint64(mb) << 20
-	if d.timeout <= 0 {
-		d.timeout = DefaultTimeout
+		return fmt.Errorf("decode: MemoryLimitMB %d exceeds the %d MiB of 32-bit WebAssembly", mb, maxMemoryLimitMB)
 	}
 	n := spec.MaxInstances
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	d.idle = make(chan *instance, n)
-	d.slots = make(chan struct{}, n)
-	d.pins = make(chan struct{}, maxPinned)
-	if d.alloc == nil {
-		d.alloc = memory.DefaultAllocator
-	}
-
 	var schemaIPC []byte
 	if spec.Schema != nil {
 		var buf bytes.Buffer
 		w := ipc.NewWriter(&buf, ipc.WithSchema(spec.Schema))
 		if err := w.Close(); err != nil {
-			return nil, fmt.Errorf("decode: %s decoder: schema: %w", d.name, err)
+			return failed(fmt.Errorf("schema: %w", err))
 		}
 		schemaIPC = buf.Bytes()
 	}
+	options := spec.Options
 	if spec.Builtin == "protobuf" {
-		var err error
-		if spec.Options, err = withDescriptorSet(spec.Options); err != nil {
-			return nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
+		if options, err = withDescriptorSet(options); err != nil {
+			return failed(err)
 		}
 	}
-	d.config = sdk.EncodeConfig(schemaIPC, spec.Options)
-	d.target = spec.Schema
-	d.configs.v1 = d.config
+	config := sdk.EncodeConfig(schemaIPC, options) // pg_init's, ABI 1 (also the built-ins')
+	if wasm == nil {
+		if err := d.startNative(spec, config, n); err != nil {
+			return failed(err)
+		}
+		return nil
+	}
+	configs := guest.Configs{V1: config}
 	var v2schema []byte
 	if spec.Schema != nil {
-		v2schema, d.configs.v2err = abi.EncodeFields(nil, spec.Schema.Fields())
+		v2schema, configs.V2Err = abi.EncodeFields(nil, spec.Schema.Fields())
 	}
-	d.configs.v2 = sdk.EncodeConfig(v2schema, spec.Options)
+	configs.V2 = sdk.EncodeConfig(v2schema, options)
+	limit := uint64(mb) << 20
+	mod, err := compile(ctx, spec.Engine, wasm, engine.Options{MemoryPages: uint32(limit / 65536),
+		Library: spec.WasmtimeLibrary, Tuning: spec.tuning})
+	if err != nil {
+		return failed(err)
+	}
+	timeout := spec.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	d.guest, err = guest.Open(ctx, guest.Setup{Name: d.name, Module: mod, Configs: configs, Target: spec.Schema,
+		Limit: limit, Timeout: timeout, Instances: n, Alloc: d.alloc})
+	if err != nil {
+		return err // named by the pool
+	}
+	d.out = d.guest.Schemas()
+	return nil
+}
 
+// module is the module's bytes; nil for a built-in decoder.
+func (spec *Spec) module() ([]byte, error) {
+	switch {
+	case spec.Builtin != "":
+		if spec.Wasm != nil || spec.WasmPath != "" {
+			return nil, fmt.Errorf("Builtin and a module (WasmPath, Wasm) are exclusive")
+		}
+		return nil, nil
+	case spec.Wasm != nil:
+		return spec.Wasm, nil
+	case spec.WasmPath == "":
+		return nil, fmt.Errorf("no WasmPath or Wasm given")
+	}
+	return os.ReadFile(spec.WasmPath)
+}
+
+// startNative starts the built-in decoder and learns its output schema
+// from an empty batch, as the .wasm build would write it.
+func (d *Decoder) startNative(spec Spec, config []byte, n int) error {
 	var err error
-	if spec.Builtin != "" {
-		if d.native, err = newNativePool(spec.Builtin, d.config, n); err != nil {
-			return nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
-		}
-		if spec.Topic != nil {
-			d.native.factory = spec.Topic.factory()
-		}
-		out, err := d.native.schemaIPC()
-		if err != nil {
-			return nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
-		}
-		rec, errs, err := d.read(out, true)
-		if err != nil {
-			return nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
-		}
-		rec.Release()
-		errs.Release()
-	} else {
-		if spec.Engine == "" {
-			spec.Engine, spec.WasmtimeLibrary = defaultEngine.name, defaultEngine.lib
-		}
-		switch spec.Engine {
-		case "", EngineWazero:
-			d.mod, err = compiled(ctx, wasm, uint32(d.limit/65536), spec.engine)
-		case EngineWasmtime:
-			d.mod, err = compiledWasmtime(wasm, spec.WasmtimeLibrary, spec.engine)
-		case EngineAuto:
-			d.mod, err = compiledWasmtime(wasm, spec.WasmtimeLibrary, spec.engine)
-			if errors.Is(err, errNoWasmtime) {
-				d.mod, err = compiled(ctx, wasm, uint32(d.limit/65536), spec.engine)
-			}
-		default:
-			err = fmt.Errorf("engine %q is not %q, %q or %q", spec.Engine, EngineAuto, EngineWazero, EngineWasmtime)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
-		}
-		probe := array.NewBinaryBuilder(memory.DefaultAllocator, arrow.BinaryTypes.Binary)
-		empty := probe.NewBinaryArray()
-		probe.Release()
-		defer empty.Release()
-		rec, errs, err := d.decode(ctx, empty, true)
-		if err != nil {
-			d.Close()
-			return nil, err
-		}
-		rec.Release()
-		errs.Release()
+	if d.native, err = native.New(spec.Builtin, config, n); err != nil {
+		return err
 	}
-	if spec.Schema != nil && !d.schema.Equal(spec.Schema) {
-		d.Close()
-		return nil, fmt.Errorf("decode: %s decoder: %w: module produced schema %s, want %s", d.name, ErrDecoder, d.schema, spec.Schema)
+	if spec.Topic != nil {
+		d.native.Factory = spec.Topic.factory()
 	}
-	return d, nil
+	out, err := d.native.SchemaIPC()
+	if err != nil {
+		return err
+	}
+	full, err := abi.ReadIPC(out, d.alloc, &d.out)
+	if err != nil {
+		return err
+	}
+	full.Release()
+	return nil
 }
 
 // Schema is the schema of decoded batches.
-func (d *Decoder) Schema() *arrow.Schema { return d.schema }
+func (d *Decoder) Schema() *arrow.Schema { return d.out.Decoded }
 
 // Decode decodes one batch: row i of decoded comes from payloads[i]; errs
 // has the same length, null where the row decoded and the error message
@@ -261,7 +239,10 @@ func (d *Decoder) Schema() *arrow.Schema { return d.schema }
 // are decoded as empty ones. The caller releases both arrays. A non-nil
 // error fails the whole batch (see ErrTimeLimit and friends).
 func (d *Decoder) Decode(ctx context.Context, payloads *array.Binary) (arrow.RecordBatch, *array.String, error) {
-	return d.decode(ctx, payloads, false)
+	if d.native != nil {
+		return d.decodeNative(payloads, nil)
+	}
+	return d.guest.Decode(ctx, payloads)
 }
 
 // DecodeRouted is Decode for a decoder with a Spec.Topic: route gives
@@ -273,50 +254,6 @@ func (d *Decoder) DecodeRouted(payloads *array.Binary, route func(i int) Route) 
 	return d.decodeNative(payloads, route)
 }
 
-func (d *Decoder) decode(ctx context.Context, payloads *array.Binary, first bool) (arrow.RecordBatch, *array.String, error) {
-	if d.native != nil {
-		return d.decodeNative(payloads, nil)
-	}
-	in, err := d.get(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, d.timeout)
-	defer cancel()
-	out, err := in.call(ctx, "pg_decode", inputSize(payloads), func(b []byte) { fillInput(b, payloads) })
-	if err != nil {
-		d.drop(in, err)
-		return nil, nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
-	}
-	var rec arrow.RecordBatch
-	var errs *array.String
-	var p *pin
-	pinned := false
-	if in.abi == abiVersion2 {
-		if p = d.tryPin(in); p != nil {
-			defer p.parent.Release() // the batch's buffers hold their own references
-		}
-		rec, errs, pinned, err = d.readV2(in, out, first, p)
-	} else {
-		rec, errs, err = d.read(out, first)
-	}
-	switch {
-	case err != nil:
-		d.drop(in, ErrCrashed)
-		return nil, nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
-	case pinned:
-		d.keep(p, in)
-	default:
-		d.put(in)
-	}
-	if rec.NumRows() != int64(payloads.Len()) {
-		rec.Release()
-		errs.Release()
-		return nil, nil, fmt.Errorf("decode: %s decoder: %w: %d rows for %d payloads", d.name, ErrCrashed, rec.NumRows(), payloads.Len())
-	}
-	return rec, errs, nil
-}
-
 // decodeNative decodes with the built-in decoder in-process.
 func (d *Decoder) decodeNative(payloads *array.Binary, route func(int) Route) (arrow.RecordBatch, *array.String, error) {
 	d.mu.Lock()
@@ -325,170 +262,24 @@ func (d *Decoder) decodeNative(payloads *array.Binary, route func(int) Route) (a
 	if closed {
 		return nil, nil, ErrClosed
 	}
-	cols, err := d.native.decode(payloads, route, d.full, d.alloc)
+	cols, err := d.native.Decode(payloads, route, d.out.Full, d.alloc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
 	}
-	n := len(cols) - 1
-	rec := array.NewRecordBatch(d.schema, cols[:n], int64(payloads.Len()))
-	for _, c := range cols[:n] {
+	rec, errs := d.out.Split(cols, int64(payloads.Len()))
+	for _, c := range cols {
 		c.Release()
 	}
-	return rec, cols[n].(*array.String), nil
-}
-
-// read parses the module's IPC output. Every buffer is copied into
-// d.alloc: nothing aliases module memory, which the next call reuses.
-func (d *Decoder) read(out []byte, first bool) (arrow.RecordBatch, *array.String, error) {
-	r, err := ipc.NewReader(bytes.NewReader(out), ipc.WithAllocator(d.alloc))
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: unreadable output: %v", ErrCrashed, err)
-	}
-	defer r.Release()
-	if !r.Next() {
-		return nil, nil, fmt.Errorf("%w: output has no record batch: %v", ErrCrashed, r.Err())
-	}
-	full := r.RecordBatch()
-	sc := full.Schema()
-	n := int(full.NumCols()) - 1
-	if n < 0 || sc.Field(n).Name != ErrorColumn || sc.Field(n).Type.ID() != arrow.STRING {
-		return nil, nil, fmt.Errorf("%w: output lacks the utf8 %s column", ErrCrashed, ErrorColumn)
-	}
-	if first {
-		md := sc.Metadata()
-		d.full = sc
-		d.schema = arrow.NewSchema(sc.Fields()[:n], &md)
-	} else if !sc.Equal(d.full) {
-		return nil, nil, fmt.Errorf("%w: output schema changed to %s", ErrCrashed, sc)
-	}
-	for i, c := range full.Columns() {
-		if c.DataType().ID() == arrow.NULL {
-			continue // nothing to check (and IPC gives it no buffers, which ValidateFull rejects)
-		}
-		if err := validate(c); err != nil {
-			return nil, nil, fmt.Errorf("%w: output column %q: %v", ErrCrashed, sc.Field(i).Name, err)
-		}
-	}
-	rec := array.NewRecordBatch(d.schema, full.Columns()[:n], full.NumRows())
-	errs := full.Column(n).(*array.String)
-	errs.Retain()
 	return rec, errs, nil
-}
-
-// readV2 reads an ABI 2 output layout. The schema is the target, or the
-// module's pg_schema when none was given.
-func (d *Decoder) readV2(in *instance, out []byte, first bool, p *pin) (arrow.RecordBatch, *array.String, bool, error) {
-	if first {
-		sc := d.target
-		if sc == nil {
-			fields, err := abi.DecodeFields(in.schema)
-			if err != nil {
-				return nil, nil, false, fmt.Errorf("%w: pg_schema: %v", ErrCrashed, err)
-			}
-			sc = arrow.NewSchema(fields, nil)
-		}
-		d.schema = sc
-		md := sc.Metadata()
-		d.full = arrow.NewSchema(append(append([]arrow.Field(nil), sc.Fields()...),
-			arrow.Field{Name: ErrorColumn, Type: arrow.BinaryTypes.String, Nullable: true}), &md)
-	}
-	var guest *memory.Buffer
-	if p != nil {
-		guest = p.parent
-	}
-	cols, rows, pinned, err := abi.ReadLayout(out, in.mem, d.full, d.alloc, guest)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	n := len(cols) - 1
-	rec := array.NewRecordBatch(d.schema, cols[:n], int64(rows))
-	for _, c := range cols[:n] {
-		c.Release()
-	}
-	return rec, cols[n].(*array.String), pinned, nil
-}
-
-// get borrows an idle instance or starts a new one when under the bound.
-func (d *Decoder) get(ctx context.Context) (*instance, error) {
-	for {
-		d.mu.Lock()
-		closed := d.done
-		d.mu.Unlock()
-		if closed {
-			return nil, ErrClosed
-		}
-		select {
-		case in := <-d.idle:
-			return in, nil
-		default:
-		}
-		select {
-		case in := <-d.idle:
-			return in, nil
-		case d.slots <- struct{}{}:
-			ictx, cancel := context.WithTimeout(ctx, d.timeout)
-			in, err := newInstance(ictx, d.mod, &d.configs, d.limit)
-			cancel()
-			if err != nil {
-				<-d.slots
-				return nil, fmt.Errorf("decode: %s decoder: %w", d.name, err)
-			}
-			return in, nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-}
-
-func (d *Decoder) put(in *instance) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.done {
-		in.close()
-		<-d.slots
-		return
-	}
-	d.idle <- in
-}
-
-// drop keeps an instance that failed cleanly (ErrDecoder) and discards
-// one that trapped, timed out or ran out of memory.
-func (d *Decoder) drop(in *instance, err error) {
-	if isClean(err) {
-		d.put(in)
-		return
-	}
-	in.close()
-	<-d.slots
 }
 
 // Close closes idle instances now and busy ones when their batch ends.
 func (d *Decoder) Close() error {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.done {
-		return nil
-	}
 	d.done = true
-	for {
-		select {
-		case in := <-d.idle:
-			in.close()
-			<-d.slots
-		default:
-			return nil
-		}
+	d.mu.Unlock()
+	if d.guest != nil {
+		d.guest.Close()
 	}
-}
-
-// validate checks a module's output array fully (offsets, UTF-8): it is
-// not trusted. arrow-go panics on some bad offsets instead of returning an
-// error; that is an error here too.
-func validate(a arrow.Array) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("invalid: %v", r)
-		}
-	}()
-	return array.ValidateFull(a)
+	return nil
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/engine"
 )
 
 func binaryArray(payloads ...string) *array.Binary {
@@ -130,9 +132,7 @@ func TestNullPayloadsDecodeAsEmpty(t *testing.T) {
 func TestModuleCompiledOnce(t *testing.T) {
 	path := guestModule(t, "cmd/json")
 	newJSON(t, nil, nil) // make sure it is compiled
-	engines.Lock()
-	before := engines.compiles
-	engines.Unlock()
+	before := engine.Compiles()
 	for i := 0; i < 3; i++ {
 		d, err := NewDecoder(context.Background(), Spec{WasmPath: path, Schema: userSchema}, nil)
 		if err != nil {
@@ -140,9 +140,7 @@ func TestModuleCompiledOnce(t *testing.T) {
 		}
 		d.Close()
 	}
-	engines.Lock()
-	after := engines.compiles
-	engines.Unlock()
+	after := engine.Compiles()
 	if after != before {
 		t.Fatalf("compiled %d more times", after-before)
 	}

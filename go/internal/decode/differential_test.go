@@ -15,6 +15,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/internal/testlib"
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/wasmtime"
 )
 
 // FuzzNativeVsWasm: the built-in decoders compiled natively (schema mode)
@@ -26,14 +29,8 @@ func FuzzNativeVsWasm(f *testing.F) { fuzzNativeVs(f, Spec{}) }
 
 // FuzzNativeVsWasmtime: the same against the .wasm in the wasmtime engine.
 func FuzzNativeVsWasmtime(f *testing.F) {
-	lib, err := wasmtimeLibrary()
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			f.Fatal(err)
-		}
-		f.Skip(err)
-	}
-	fuzzNativeVs(f, Spec{Engine: EngineWasmtime, WasmtimeLibrary: lib})
+	lib := testlib.NeedWasmtime(f)
+	fuzzNativeVs(f, Spec{Engine: wasmtime.Name, WasmtimeLibrary: lib})
 }
 
 // fuzzNativeVs compares the built-ins natively with their .wasm run by

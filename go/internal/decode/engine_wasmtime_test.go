@@ -2,49 +2,37 @@ package decode
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/engine"
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/internal/testlib"
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/wasmtime"
 )
 
-// The wasmtime engine (engine_wasmtime.go) against the same tests as
+// The wasmtime engine (package wasmtime) against the same tests as
 // wazero: the conformance vectors and the hostile modules, run with
 // wasmtime as the default engine. The library comes from the installed
 // wasmtime Python package; it is installed wherever the project is
 // developed and in CI, so its absence fails the test there.
 
-var wasmtimeLibrary = sync.OnceValues(func() (string, error) {
-	out, err := exec.Command("python3", "-c", "import wasmtime, os; print(os.path.dirname(wasmtime.__file__))").Output()
-	if err != nil {
-		return "", errors.New("python3 cannot import wasmtime (pip install wasmtime)")
-	}
-	libs, _ := filepath.Glob(filepath.Join(strings.TrimSpace(string(out)), "*", "_libwasmtime.so"))
-	if len(libs) != 1 {
-		return "", errors.New("the wasmtime package has no single */_libwasmtime.so")
-	}
-	return libs[0], nil
-})
+// compileWasmtime compiles wasm in the wasmtime engine.
+func compileWasmtime(wasm []byte, lib string, tuning engine.Tuning) (engine.Module, error) {
+	return engine.Lookup(wasmtime.Name).Compile(context.Background(), wasm, engine.Options{Library: lib, Tuning: tuning})
+}
 
 // withWasmtime runs f with wasmtime as the engine of every Spec that
 // names none.
 func withWasmtime(t *testing.T, f func(t *testing.T)) {
 	t.Helper()
-	lib, err := wasmtimeLibrary()
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	defaultEngine.name, defaultEngine.lib = EngineWasmtime, lib
-	defer func() { defaultEngine.name, defaultEngine.lib = "", "" }()
+	lib := testlib.NeedWasmtime(t)
+	testEngine.name, testEngine.lib = wasmtime.Name, lib
+	defer func() { testEngine.name, testEngine.lib = "", "" }()
 	f(t)
 }
 
@@ -79,8 +67,8 @@ func TestWasmtimeHostile(t *testing.T) {
 
 func testWasmtimeLoop(t *testing.T) {
 	d := newHostile(t, func(s *Spec) { s.Timeout = 300 * time.Millisecond })
-	if d.mod.wt == nil || !d.mod.wt.fence {
-		t.Fatalf("not the wasmtime engine with the memory fence: %+v", d.mod.wt)
+	if l := d.guest.Module().TimeLimit(); l != "fence" {
+		t.Fatalf("not the wasmtime engine with the memory fence: %s", l)
 	}
 	assertRecovers(t, d)
 	start := time.Now()
@@ -105,7 +93,7 @@ func testWasmtimeFence(t *testing.T) {
 			0x0b, 0x41, 0x00},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if m, err := compiledWasmtime(abiModule(body...), defaultEngine.lib, engineOptions{}); err != nil || !m.wt.fence {
+			if m, err := compileWasmtime(abiModule(body...), testEngine.lib, engine.Tuning{}); err != nil || m.TimeLimit() != "fence" {
 				t.Fatalf("not compiled for the fence: %v", err)
 			}
 			for range 3 {
@@ -129,9 +117,9 @@ func testWasmtimeFence(t *testing.T) {
 // A module under epoch interruption (what one that wasmrewrite cannot probe
 // gets) is stopped at its time limit too.
 func testWasmtimeEpoch(t *testing.T) {
-	d := newHostile(t, func(s *Spec) { s.Timeout, s.engine.epoch = 200*time.Millisecond, true })
-	if d.mod.wt == nil || d.mod.wt.fence {
-		t.Fatalf("not the wasmtime engine with epoch interruption: %+v", d.mod.wt)
+	d := newHostile(t, func(s *Spec) { s.Timeout, s.tuning.Epoch = 200*time.Millisecond, true })
+	if l := d.guest.Module().TimeLimit(); l != "epoch" {
+		t.Fatalf("not the wasmtime engine with epoch interruption: %s", l)
 	}
 	start := time.Now()
 	if _, _, err := decodeOne(d, "loop"); !errors.Is(err, ErrTimeLimit) || time.Since(start) > 200*time.Millisecond+limitSlack {
@@ -257,7 +245,7 @@ func TestDecoderConfigEngine(t *testing.T) {
 		}
 	}
 	// Not loadable, or another library loaded already: either error names it.
-	_, err := compiledWasmtime(trapModule(), "/nonexistent/_libwasmtime.so", engineOptions{})
+	_, err := compileWasmtime(trapModule(), "/nonexistent/_libwasmtime.so", engine.Tuning{})
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/_libwasmtime.so") {
 		t.Errorf("a missing library: %v", err)
 	}
@@ -307,83 +295,23 @@ func rssBytes(t *testing.T) int64 {
 	return 0
 }
 
-// Compiled code is written once and read back by the next process (here:
-// the same one, its in-memory cache emptied).
-func TestWasmtimeDiskCache(t *testing.T) {
-	withWasmtime(t, func(t *testing.T) {
-		t.Setenv("XDG_CACHE_HOME", t.TempDir())
-		// A module of its own: the trap module with a custom section naming this run.
-		wasm := append(trapModule(), append([]byte{0x00, 0x0a, 0x04}, fmt.Sprintf("run%06d", time.Now().Nanosecond()%1e6)...)...)
-		spec := Spec{Wasm: wasm, Format: "trap"}
-		if _, err := NewDecoder(context.Background(), spec, nil); !errors.Is(err, ErrCrashed) {
-			t.Fatalf("want the trap, got %v", err)
-		}
-		files, _ := filepath.Glob(filepath.Join(os.Getenv("XDG_CACHE_HOME"), "pubsub-go", "wasmtime", "*.cwasm"))
-		if len(files) != 1 {
-			t.Fatalf("cache files: %v", files)
-		}
-		wasmtime.Lock()
-		delete(wasmtime.modules, wtKey{sum: sha256.Sum256(wasm)})
-		wasmtime.Unlock()
-		engines.Lock()
-		compiles := engines.compiles
-		engines.Unlock()
-		start := time.Now()
-		if _, err := NewDecoder(context.Background(), spec, nil); !errors.Is(err, ErrCrashed) || !strings.Contains(err.Error(), "unreachable") {
-			t.Fatalf("from the cache: want the trap, got %v", err)
-		}
-		t.Logf("from the cache in %v", time.Since(start))
-		engines.Lock()
-		defer engines.Unlock()
-		if engines.compiles != compiles {
-			t.Error("compiled again instead of reading the cache")
-		}
-	})
-}
-
-func TestWasmtimeVersionIsChecked(t *testing.T) {
-	site := t.TempDir()
-	lib := filepath.Join(site, "wasmtime", "linux-x86_64", "_libwasmtime.so")
-	if err := checkWasmtimeVersion(lib); err == nil || !strings.Contains(err.Error(), "not in an installed wasmtime package") {
-		t.Errorf("no dist-info: %v", err)
-	}
-	if err := os.Mkdir(filepath.Join(site, "wasmtime-99.0.1.dist-info"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := checkWasmtimeVersion(lib); err == nil || !strings.Contains(err.Error(), "wasmtime 99.0.1 at") ||
-		!strings.Contains(err.Error(), fmt.Sprintf("wasmtime==%d.*", wasmtimeMajor)) {
-		t.Errorf("another major version: %v", err)
-	}
-	if lib, err := wasmtimeLibrary(); err == nil {
-		if err := checkWasmtimeVersion(lib); err != nil {
-			t.Errorf("the installed package: %v", err)
-		}
-	}
-}
-
 // EngineAuto: wasmtime when its library loads, else the whole module in
 // wazero (no library given, or one that does not load); an invalid module
 // is an error on either, not a reason to fall back.
 func TestEngineAuto(t *testing.T) {
-	lib, err := wasmtimeLibrary()
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	lib := testlib.NeedWasmtime(t)
 	for _, c := range []struct {
 		lib      string
 		wasmtime bool
 	}{{lib, true}, {"", false}, {"/nonexistent/_libwasmtime.so", false}} {
 		d := newHostile(t, func(s *Spec) { s.Engine, s.WasmtimeLibrary = EngineAuto, c.lib })
-		if (d.mod.wt != nil) != c.wasmtime {
-			t.Errorf("library %q: wasmtime engine %v, want %v", c.lib, d.mod.wt != nil, c.wasmtime)
+		if got := d.guest.Module().External(); got != c.wasmtime { // wasmtime's memory is outside the Go heap
+			t.Errorf("library %q: wasmtime engine %v, want %v", c.lib, got, c.wasmtime)
 		}
 		assertRecovers(t, d)
 		_, err := NewDecoder(context.Background(), Spec{Wasm: []byte("\x00asm\x01\x00\x00\x00\xff"), Format: "bad",
 			Engine: EngineAuto, WasmtimeLibrary: c.lib}, nil)
-		if !errors.Is(err, ErrDecoder) || errors.Is(err, errNoWasmtime) {
+		if !errors.Is(err, ErrDecoder) || errors.Is(err, engine.ErrUnavailable) {
 			t.Errorf("library %q: an invalid module: %v", c.lib, err)
 		}
 	}

@@ -87,10 +87,10 @@ func TestRunawayLoopHitsTimeLimit(t *testing.T) {
 
 func testRunawayLoop(t *testing.T, fallback bool) {
 	d := newHostile(t, func(s *Spec) {
-		s.Timeout, s.MemoryLimitMB, s.engine.closeOnDone = 300*time.Millisecond, 64+btoi(fallback), fallback
+		s.Timeout, s.MemoryLimitMB, s.tuning.CloseOnDone = 300*time.Millisecond, 64+btoi(fallback), fallback
 	})
-	if d.mod.instrumented == fallback {
-		t.Fatalf("instrumented = %v", d.mod.instrumented)
+	if (d.guest.Module().TimeLimit() == "loop counter") == fallback {
+		t.Fatalf("time limit by %s", d.guest.Module().TimeLimit())
 	}
 	assertRecovers(t, d)
 	start := time.Now()
@@ -227,7 +227,7 @@ func TestRunawayLoopAcrossCallsHitsTimeLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if !d.mod.instrumented {
+	if d.guest.Module().TimeLimit() != "loop counter" {
 		t.Fatal("the spin module was not instrumented")
 	}
 	in := binaryArray("spin")

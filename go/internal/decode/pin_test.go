@@ -10,6 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/internal/guest"
 )
 
 // Batches handed out as they lie in a wasmtime instance's memory (pin.go).
@@ -66,7 +68,7 @@ func newVPCDecoder(t *testing.T, spec Spec) (*Decoder, *memory.CheckedAllocator)
 
 // TestPinnedBatchesOutliveLaterBatches holds batches decoded as they lie in
 // guest memory while the same decoder decodes more, on one instance slot:
-// what each held batch reads must not change, the pins stop at maxPinned
+// what each held batch reads must not change, the pins stop at guest.MaxPinned
 // (later batches are copies), and releasing the batches returns the pinned
 // instances to the pool (or closes those it has no room for).
 func TestPinnedBatchesOutliveLaterBatches(t *testing.T) {
@@ -78,15 +80,15 @@ func TestPinnedBatchesOutliveLaterBatches(t *testing.T) {
 			text string
 		}
 		var kept []held
-		for seed := 1; seed <= maxPinned+2; seed++ {
+		for seed := 1; seed <= guest.MaxPinned+2; seed++ {
 			rec, txt, copied := decodeVPC(t, d, alloc, seed, 500+seed)
-			if want := seed > maxPinned; copied != want {
-				t.Fatalf("batch %d: copied %v, want %v (%d pins taken before it)", seed, copied, want, min(seed-1, maxPinned))
+			if want := seed > guest.MaxPinned; copied != want {
+				t.Fatalf("batch %d: copied %v, want %v (%d pins taken before it)", seed, copied, want, min(seed-1, guest.MaxPinned))
 			}
 			kept = append(kept, held{rec, txt})
 		}
-		if len(d.pins) != maxPinned {
-			t.Fatalf("%d pins taken, want %d", len(d.pins), maxPinned)
+		if pins, _, _ := d.guest.Counts(); pins != guest.MaxPinned {
+			t.Fatalf("%d pins taken, want %d", pins, guest.MaxPinned)
 		}
 		for i, h := range kept {
 			if got := text(h.rec); got != h.text {
@@ -96,8 +98,8 @@ func TestPinnedBatchesOutliveLaterBatches(t *testing.T) {
 		for _, h := range kept {
 			h.rec.Release()
 		}
-		if len(d.pins) != 0 || len(d.idle) != 1 || len(d.slots) != 1 {
-			t.Fatalf("after release: %d pins, %d idle, %d slots; want 0, 1, 1", len(d.pins), len(d.idle), len(d.slots))
+		if pins, idle, slots := d.guest.Counts(); pins != 0 || idle != 1 || slots != 1 {
+			t.Fatalf("after release: %d pins, %d idle, %d slots; want 0, 1, 1", pins, idle, slots)
 		}
 		rec, _, copied := decodeVPC(t, d, alloc, 9, 10)
 		rec.Release()
@@ -131,8 +133,8 @@ func TestPinnedBatchOutlivesClose(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); rec.Release() }()
 		wg.Wait()
-		if len(d.pins) != 0 || len(d.idle) != 0 || len(d.slots) != 0 {
-			t.Fatalf("after release: %d pins, %d idle, %d slots; want none", len(d.pins), len(d.idle), len(d.slots))
+		if pins, idle, slots := d.guest.Counts(); pins != 0 || idle != 0 || slots != 0 {
+			t.Fatalf("after release: %d pins, %d idle, %d slots; want none", pins, idle, slots)
 		}
 	})
 }
@@ -140,11 +142,11 @@ func TestPinnedBatchOutlivesClose(t *testing.T) {
 // TestWazeroBatchesAreCopies: wazero's memory is Go memory, which must not
 // cross the C Data Interface, so its batches never alias it.
 func TestWazeroBatchesAreCopies(t *testing.T) {
-	d, alloc := newVPCDecoder(t, Spec{Engine: EngineWazero})
+	d, alloc := newVPCDecoder(t, Spec{Engine: "wazero"})
 	defer d.Close()
 	rec, _, copied := decodeVPC(t, d, alloc, 1, 100)
 	defer rec.Release()
-	if !copied || len(d.pins) != 0 {
-		t.Fatalf("copied %v, %d pins: a wazero batch must be a copy", copied, len(d.pins))
+	if pins, _, _ := d.guest.Counts(); !copied || pins != 0 {
+		t.Fatalf("copied %v, %d pins: a wazero batch must be a copy", copied, pins)
 	}
 }

@@ -3,9 +3,12 @@ package decode
 import (
 	"bytes"
 	"errors"
-	"github.com/pubsub-go/pubsub-go/go/internal/decode/internal/wasmrewrite"
 	"os"
 	"testing"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/engine"
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/internal/testlib"
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/internal/wasmrewrite"
 )
 
 // probeModuleOf assembles a module with one function of type () -> ()
@@ -38,13 +41,7 @@ var probe1 = []byte{0x41, 0x00, 0x28, 0x42, 0x01, 0x00, 0x1a}
 // fence page and its export; the probed module is valid (wasmtime, which
 // runs probed modules, compiles it).
 func TestProbesGoAtTheTopOfEveryLoop(t *testing.T) {
-	lib, err := wasmtimeLibrary()
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	lib := testlib.NeedWasmtime(t)
 	loop, end, block := []byte{0x03, 0x40}, []byte{0x0b}, []byte{0x02, 0x40}
 	for _, c := range []struct {
 		name  string
@@ -75,7 +72,7 @@ func TestProbesGoAtTheTopOfEveryLoop(t *testing.T) {
 		if extra := len(out) - len(wasm) - c.loops*len(probe1); extra < 3+len(wasmrewrite.FenceExport)+3 || extra > 3+len(wasmrewrite.FenceExport)+8 {
 			t.Errorf("%s: %d bytes added besides the probes", c.name, extra)
 		}
-		if _, err := compiledWasmtime(out, lib, engineOptions{noTimeLimit: true}); err != nil {
+		if _, err := compileWasmtime(out, lib, engine.Tuning{NoTimeLimit: true}); err != nil {
 			t.Errorf("%s: the probed module does not compile: %v", c.name, err)
 		}
 	}
@@ -107,9 +104,9 @@ func TestProbesAcceptOurModulesAndRefuseOthers(t *testing.T) {
 		}
 	}
 	withWasmtime(t, func(t *testing.T) {
-		m, err := compiledWasmtime(imported, defaultEngine.lib, engineOptions{})
-		if err != nil || m.wt.fence {
-			t.Fatalf("a module that cannot be probed: %v, fenced %v (want epoch interruption)", err, m.wt != nil && m.wt.fence)
+		m, err := compileWasmtime(imported, testEngine.lib, engine.Tuning{})
+		if err != nil || m.TimeLimit() == "fence" {
+			t.Fatalf("a module that cannot be probed: %v, fenced %v (want epoch interruption)", err, m != nil && m.TimeLimit() == "fence")
 		}
 	})
 }

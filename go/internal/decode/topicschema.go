@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/native"
 	"github.com/pubsub-go/pubsub-go/wasm-decoders/arrowlite"
 	"github.com/pubsub-go/pubsub-go/wasm-decoders/avrodec"
 	"github.com/pubsub-go/pubsub-go/wasm-decoders/protodec"
@@ -45,11 +46,7 @@ const (
 
 // Route is what one message's attributes say about its payload; empty
 // fields: the attribute is missing.
-type Route struct {
-	MessageID string
-	Revision  string
-	Encoding  string // BINARY or JSON
-}
+type Route = native.Route
 
 // fetchTimeout bounds fetching one revision on an executor.
 const fetchTimeout = 30 * time.Second
@@ -165,6 +162,9 @@ type router struct {
 	subs   map[routeKey]routed
 	cur    Route
 }
+
+// SetRoute is the route of the payload Decode gets next (native.Router).
+func (r *router) SetRoute(rt Route) { r.cur = rt }
 
 func (r *router) Decode(payload []byte, cols []*arrowlite.Builder) error {
 	c := r.cur

@@ -40,9 +40,9 @@ func TestTopicSchemaRoutesRowsByRevision(t *testing.T) {
 		}}
 	cfg := &DecoderConfig{Format: "avro", TopicSchema: ts}
 	routes := []Route{
-		{"m1", "r1", "BINARY"}, {"m2", "r2", "JSON"}, {"m3", "r3", "BINARY"}, {"m4", "", ""},
-		{"m5", "gone", "BINARY"}, {"m6", "r2", "BINARY"}, {"m7", "r1", "XML"}, {"m8", "r2", "BINARY"},
-		{"m9", "_deleted-schema-revision_", "BINARY"},
+		{MessageID: "m1", Revision: "r1", Encoding: "BINARY"}, {MessageID: "m2", Revision: "r2", Encoding: "JSON"}, {MessageID: "m3", Revision: "r3", Encoding: "BINARY"}, {MessageID: "m4", Revision: "", Encoding: ""},
+		{MessageID: "m5", Revision: "gone", Encoding: "BINARY"}, {MessageID: "m6", Revision: "r2", Encoding: "BINARY"}, {MessageID: "m7", Revision: "r1", Encoding: "XML"}, {MessageID: "m8", Revision: "r2", Encoding: "BINARY"},
+		{MessageID: "m9", Revision: "_deleted-schema-revision_", Encoding: "BINARY"},
 	}
 	payloads := binaryArray("\x02", `{"a": 2, "b": {"string": "x"}}`, "\x06\x02\x02y\x10", "\x02",
 		"\x02", `{"a": 1}`, "\x02", "\x08\x00", "\x02")
@@ -114,7 +114,7 @@ func TestTopicSchemaProtobufRevisions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dec.Close()
-	routes := []Route{{"m1", "r1", "BINARY"}, {"m2", "r2", "JSON"}, {"m3", "r9", "BINARY"}}
+	routes := []Route{{MessageID: "m1", Revision: "r1", Encoding: "BINARY"}, {MessageID: "m2", Revision: "r2", Encoding: "JSON"}, {MessageID: "m3", Revision: "r9", Encoding: "BINARY"}}
 	rec, errs, err := dec.DecodeRouted(binaryArray("\x08\x05\x12\x01a", `{"id": "7", "name": "b", "extra": "e"}`, "\x08\x01"),
 		func(i int) Route { return routes[i] })
 	if err != nil {

@@ -6,14 +6,12 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/engine"
 )
 
-// Memory is a module instance's linear memory as the host reads it
-// between two calls (wazero's api.Memory has these methods).
-type Memory interface {
-	Read(offset, byteCount uint32) ([]byte, bool)
-	Size() uint32
-}
+// Memory is a module instance's linear memory.
+type Memory = engine.Memory
 
 // View is a guest memory taken as one slice between two calls (it
 // neither grows nor moves while the guest is not running), so that reading

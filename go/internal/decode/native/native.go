@@ -1,4 +1,8 @@
-package decode
+// Package native runs the built-in decoders (json, avro, protobuf) in the
+// host, natively: the engine of a decoder config that names a built-in
+// format and no module. They are our own, trusted code: no sandbox, no
+// memory cap or time limit.
+package native
 
 import (
 	"errors"
@@ -12,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/engine"
 	"github.com/pubsub-go/pubsub-go/go/internal/decode/internal/abi"
 	"github.com/pubsub-go/pubsub-go/wasm-decoders/arrowlite"
 	"github.com/pubsub-go/pubsub-go/wasm-decoders/avrodec"
@@ -20,14 +25,14 @@ import (
 	"github.com/pubsub-go/pubsub-go/wasm-decoders/sdk"
 )
 
-// The built-in decoders are our own, trusted code: the data plane runs
-// them natively (no WebAssembly, no IPC), from the same source the .wasm
-// builds are made of (wasm-decoders/jsondec, avrodec, protodec, through the sdk's
-// Module), so both give identical batches and errors. The sandbox exists
-// for modules users bring.
+// The data plane runs the built-in decoders natively (no WebAssembly, no
+// IPC), from the same source the .wasm builds are made of
+// (wasm-decoders/jsondec, avrodec, protodec, through the sdk's Module), so
+// both give identical batches and errors. The sandbox exists for modules
+// users bring.
 
-// builtins are the formats Spec.Builtin accepts: the one list of them
-// (cmd/contract hands it to Python).
+// builtins are the built-in formats: the one list of them (cmd/contract
+// hands it to Python).
 var builtins = map[string]sdk.Factory{"json": jsondec.New, "avro": avrodec.New, "protobuf": protodec.New}
 
 // IsBuiltin reports whether format names a built-in decoder.
@@ -43,33 +48,51 @@ func Builtins() []string {
 	return out
 }
 
-// builtinList is Builtins joined with sep, for messages.
-func builtinList(sep string) string { return strings.Join(Builtins(), sep) }
+// List is Builtins joined with sep, for messages.
+func List(sep string) string { return strings.Join(Builtins(), sep) }
 
-// nativePool keeps initialised modules for reuse: a Module holds column
+// Route is what one message's attributes say about its payload; empty
+// fields: the attribute is missing.
+type Route struct {
+	MessageID string
+	Revision  string
+	Encoding  string // BINARY or JSON
+}
+
+// Router is a decoder that decodes each payload by its Route (a topic's
+// schema revisions: decode.TopicSchema); Pool.Decode sets the route of
+// each row before it decodes that row.
+type Router interface {
+	sdk.Decoder
+	SetRoute(Route)
+}
+
+// Pool keeps initialised modules for reuse: a Module holds column
 // builders whose memory is reused from batch to batch.
-type nativePool struct {
-	factory sdk.Factory
+type Pool struct {
+	Factory sdk.Factory // the decoder; New sets the built-in one
 	config  []byte
 	idle    chan nativeModule
 }
 
-// nativeModule is a module and the decoder its factory made (a router
-// takes each row's Route from it: topicschema.go).
+// nativeModule is a module and the decoder its factory made (a Router
+// takes each row's Route from it).
 type nativeModule struct {
 	m   *sdk.Module
 	dec sdk.Decoder
 }
 
-func newNativePool(format string, config []byte, n int) (*nativePool, error) {
+// New is a pool of at most n idle modules of the built-in format, each
+// initialised with config (pg_init's, sdk.EncodeConfig).
+func New(format string, config []byte, n int) (*Pool, error) {
 	f := builtins[format]
 	if f == nil {
-		return nil, fmt.Errorf("%w: no built-in decoder %q (built-ins: %s)", ErrDecoder, format, builtinList(", "))
+		return nil, fmt.Errorf("%w: no built-in decoder %q (built-ins: %s)", engine.ErrDecoder, format, List(", "))
 	}
-	return &nativePool{factory: f, config: config, idle: make(chan nativeModule, n)}, nil
+	return &Pool{Factory: f, config: config, idle: make(chan nativeModule, n)}, nil
 }
 
-func (p *nativePool) get() (nativeModule, error) {
+func (p *Pool) get() (nativeModule, error) {
 	select {
 	case m := <-p.idle:
 		return m, nil
@@ -77,26 +100,26 @@ func (p *nativePool) get() (nativeModule, error) {
 	}
 	var nm nativeModule
 	nm.m = sdk.NewModule(func(cfg sdk.Config) (sdk.Decoder, *arrowlite.Schema, error) {
-		d, s, err := p.factory(cfg)
+		d, s, err := p.Factory(cfg)
 		nm.dec = d
 		return d, s, err
 	})
 	if err := nm.m.Init(p.config); err != nil {
-		return nativeModule{}, fmt.Errorf("%w: %v", ErrDecoder, err)
+		return nativeModule{}, fmt.Errorf("%w: %v", engine.ErrDecoder, err)
 	}
 	return nm, nil
 }
 
-func (p *nativePool) put(m nativeModule) {
+func (p *Pool) put(m nativeModule) {
 	select {
 	case p.idle <- m:
 	default: // more modules than the bound: let the GC have this one
 	}
 }
 
-// schemaIPC is the output schema (with ErrorColumn) as the .wasm build
-// writes it: an empty batch's IPC stream, read by Decoder.read.
-func (p *nativePool) schemaIPC() ([]byte, error) {
+// SchemaIPC is the output schema (with ErrorColumn) as the .wasm build
+// writes it: an empty batch's IPC stream, read by abi.ReadIPC.
+func (p *Pool) SchemaIPC() ([]byte, error) {
 	m, err := p.get()
 	if err != nil {
 		return nil, err
@@ -104,17 +127,17 @@ func (p *nativePool) schemaIPC() ([]byte, error) {
 	defer p.put(m)
 	out, err := m.m.Decode(sdk.EncodeInput(nil))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrDecoder, err)
+		return nil, fmt.Errorf("%w: %v", engine.ErrDecoder, err)
 	}
 	return slices.Clone(out), nil
 }
 
-// decode runs the built-in decoder over payloads (route, if not nil, gives
-// a router each row's Route) and copies its builders
+// Decode runs the built-in decoder over payloads (route, if not nil, gives
+// a Router each row's Route) and copies its builders
 // into arrays of full's types allocated with mem. A panic outside the
-// per-row recovery of sdk.Module (a bug) fails the batch as ErrCrashed
+// per-row recovery of sdk.Module (a bug) fails the batch as engine.ErrCrashed
 // instead of the process.
-func (p *nativePool) decode(payloads *array.Binary, route func(int) Route, full *arrow.Schema, mem memory.Allocator) (cols []arrow.Array, err error) {
+func (p *Pool) Decode(payloads *array.Binary, route func(int) Route, full *arrow.Schema, mem memory.Allocator) (cols []arrow.Array, err error) {
 	nm, err := p.get()
 	if err != nil {
 		return nil, err
@@ -124,22 +147,23 @@ func (p *nativePool) decode(payloads *array.Binary, route func(int) Route, full 
 			for _, c := range cols {
 				c.Release()
 			}
-			cols, err = nil, fmt.Errorf("%w: built-in decoder panic: %v\n%s", ErrCrashed, r, debug.Stack())
+			cols, err = nil, fmt.Errorf("%w: built-in decoder panic: %v\n%s", engine.ErrCrashed, r, debug.Stack())
 			return // m is dropped: its state is unknown
 		}
 		p.put(nm)
 	}()
 	n := payloads.Len()
-	rt, _ := nm.dec.(*router)
+	rt, _ := nm.dec.(Router)
 	if route != nil && rt == nil {
-		return nil, fmt.Errorf("%w: routed decoding without a topic schema", ErrDecoder)
+		return nil, fmt.Errorf("%w: routed decoding without a topic schema", engine.ErrDecoder)
 	}
 	builders, err := nm.m.DecodeEach(n, func(i int) []byte {
 		if rt != nil {
-			rt.cur = Route{}
+			r := Route{}
 			if route != nil {
-				rt.cur = route(i)
+				r = route(i)
 			}
+			rt.SetRoute(r)
 		}
 		if payloads.IsNull(i) {
 			return nil
@@ -148,10 +172,10 @@ func (p *nativePool) decode(payloads *array.Binary, route func(int) Route, full 
 		return v[:len(v):len(v)] // as in the .wasm: a payload never extends into the next
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrDecoder, err)
+		return nil, fmt.Errorf("%w: %v", engine.ErrDecoder, err)
 	}
 	if len(builders) != full.NumFields() {
-		return nil, fmt.Errorf("%w: %d columns for schema %s", ErrCrashed, len(builders), full)
+		return nil, fmt.Errorf("%w: %d columns for schema %s", engine.ErrCrashed, len(builders), full)
 	}
 	for j, b := range builders {
 		data, err := toData(b, full.Field(j).Type, mem)
@@ -159,7 +183,7 @@ func (p *nativePool) decode(payloads *array.Binary, route func(int) Route, full 
 			for _, c := range cols {
 				c.Release()
 			}
-			return nil, fmt.Errorf("%w: column %q: %v", ErrCrashed, full.Field(j).Name, err)
+			return nil, fmt.Errorf("%w: column %q: %v", engine.ErrCrashed, full.Field(j).Name, err)
 		}
 		cols = append(cols, array.MakeFromData(data))
 		data.Release()

@@ -7,7 +7,7 @@
 // into a trap. No signal is sent and no handler of ours is installed: the
 // fence is an mprotect from the ticker's thread, and the host never
 // touches the fence page, so only a probe can fault on it. Included by
-// engine_wasmtime_shim.h after pgw_store.
+// shim.h after pgw_store.
 #include <pthread.h>
 #include <sys/mman.h>
 

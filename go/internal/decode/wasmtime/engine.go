@@ -1,10 +1,14 @@
 //go:build cgo
 
-package decode
+// Package wasmtime is the wasmtime engine: wasmtime's C API, loaded at
+// run time from the wasmtime Python package's shared library (see below).
+// It registers itself only in a build with cgo; without, "wasmtime" is
+// unavailable (nocgo.go) and "auto" runs modules in wazero.
+package wasmtime
 
 /*
 #cgo LDFLAGS: -ldl
-#include "engine_wasmtime_shim.h"
+#include "shim.h"
 */
 import "C"
 
@@ -13,8 +17,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"github.com/pubsub-go/pubsub-go/go/internal/decode/internal/abi"
-	"github.com/pubsub-go/pubsub-go/go/internal/decode/internal/wasmrewrite"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -22,6 +24,10 @@ import (
 	"sync"
 	"time"
 	"unsafe"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/engine"
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/internal/abi"
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/internal/wasmrewrite"
 )
 
 // The wasmtime engine: wasmtime's C API, loaded at run time from the
@@ -30,7 +36,7 @@ import (
 // Modules are compiled once per process (Cranelift), found again by their
 // SHA-256; each instance has its own store, whose limiter caps memory.
 // One goroutine per process ticks every epochTick. The time limit is the
-// memory fence (engine_wasmtime_fence.h) for modules that wasmrewrite can
+// memory fence (fence.h) for modules that wasmrewrite can
 // probe: at a call's deadline, or when its caller cancels, the tick makes
 // the module's fence page inaccessible, and the probe at the top of the
 // guest's next loop traps. Other modules get epoch interruption: a store's
@@ -48,13 +54,17 @@ const (
 	wtCanceled  = "pubsub-go: decode canceled"
 )
 
-// wasmtimeModule is a compiled module (wasmtime_module_t) and its engine.
-type wasmtimeModule = *wtCompiled
-
+// wtCompiled is a compiled module (wasmtime_module_t) and its engine.
 type wtCompiled struct {
 	module, engine *C.pgw_opaque
-	fence          bool // stopped by the memory fence (the module has probes)
+	mode           wtMode
 }
+
+// External: wasmtime maps an instance's memory outside the Go heap, so a
+// batch's buffers may be handed out where the module wrote them.
+func (m *wtCompiled) External() bool { return true }
+
+func (m *wtCompiled) TimeLimit() string { return [...]string{"fence", "epoch", "none"}[m.mode] }
 
 // wtMode is how a module's calls are stopped at their time limit.
 type wtMode int8
@@ -62,21 +72,21 @@ type wtMode int8
 const (
 	wtFence   wtMode = iota // the memory fence; the module has probes (wasmrewrite.AddProbes)
 	wtEpoch                 // epoch interruption: modules that cannot be probed
-	wtNoLimit               // none (engineOptions.noTimeLimit: benchmarks)
+	wtNoLimit               // none (Tuning.NoTimeLimit: benchmarks)
 )
 
 type wtKey struct {
 	sum    [sha256.Size]byte
 	mode   wtMode
-	probes bool // engineOptions.probes
+	probes bool // Tuning.Probes
 }
 
 var wasmtime = struct {
 	sync.Mutex
 	path    string           // the library loaded, "" before
 	engines [2]*C.pgw_opaque // with epoch interruption, and without (fence, no limit)
-	modules map[wtKey]wasmtimeModule
-}{modules: map[wtKey]wasmtimeModule{}}
+	modules map[wtKey]*wtCompiled
+}{modules: map[wtKey]*wtCompiled{}}
 
 // loadWasmtime loads the library at path (once per process: a second,
 // different path is an error), makes both engines and starts the ticker.
@@ -121,7 +131,7 @@ func btoiC(b bool) int {
 }
 
 // wasmtimeMajor is the version of wasmtime's C API that
-// engine_wasmtime_shim.h declares: its structs' layouts (values, externs)
+// shim.h declares: its structs' layouts (values, externs)
 // change between major versions, so a library of another is refused.
 const wasmtimeMajor = 50
 
@@ -147,27 +157,27 @@ func checkWasmtimeVersion(lib string) error {
 // the memory fence, when wasmrewrite can probe it; else as it is, for epoch
 // interruption. The memory cap is the store's, not the module's, so it is
 // not part of the key.
-func compiledWasmtime(wasm []byte, lib string, opts engineOptions) (compiledModule, error) {
+func compiled(wasm []byte, lib string, opts engine.Tuning) (*wtCompiled, error) {
 	wasmtime.Lock()
 	defer wasmtime.Unlock()
 	if err := loadWasmtime(lib); err != nil {
-		return compiledModule{}, fmt.Errorf("%w: %w", errNoWasmtime, err)
+		return nil, fmt.Errorf("%w: %w", errNoWasmtime, err)
 	}
 	if len(wasm) == 0 {
-		return compiledModule{}, fmt.Errorf("%w: invalid module: empty", ErrDecoder)
+		return nil, fmt.Errorf("%w: invalid module: empty", engine.ErrDecoder)
 	}
-	key := wtKey{sum: sha256.Sum256(wasm), probes: opts.probes}
+	key := wtKey{sum: sha256.Sum256(wasm), probes: opts.Probes}
 	switch {
-	case opts.noTimeLimit:
+	case opts.NoTimeLimit:
 		key.mode = wtNoLimit
-	case opts.epoch:
+	case opts.Epoch:
 		key.mode = wtEpoch
 	}
 	if m, ok := wasmtime.modules[key]; ok {
-		return compiledModule{wt: m}, nil
+		return m, nil
 	}
 	code := wasm
-	if key.mode == wtFence || opts.probes {
+	if key.mode == wtFence || opts.Probes {
 		probed, err := wasmrewrite.AddProbes(wasm)
 		switch {
 		case err == nil:
@@ -175,10 +185,10 @@ func compiledWasmtime(wasm []byte, lib string, opts engineOptions) (compiledModu
 		case key.mode == wtFence:
 			key.mode = wtEpoch // the module as it is, under epoch interruption
 			if m, ok := wasmtime.modules[key]; ok {
-				return compiledModule{wt: m}, nil
+				return m, nil
 			}
 		default:
-			return compiledModule{}, err
+			return nil, err
 		}
 	}
 	e := wasmtime.engines[btoiC(key.mode != wtEpoch)]
@@ -188,15 +198,13 @@ func compiledWasmtime(wasm []byte, lib string, opts engineOptions) (compiledModu
 		var msg *C.char
 		if m = C.pgw_compile(e, (*C.uint8_t)(unsafe.Pointer(&code[0])), C.size_t(len(code)), &msg); m == nil {
 			defer C.free(unsafe.Pointer(msg))
-			return compiledModule{}, fmt.Errorf("%w: invalid module: %s", ErrDecoder, C.GoString(msg))
+			return nil, fmt.Errorf("%w: invalid module: %s", engine.ErrDecoder, C.GoString(msg))
 		}
 		wtStoreCompiled(m, cached)
-		engines.Lock()
-		engines.compiles++
-		engines.Unlock()
+		engine.CountCompile()
 	}
-	wasmtime.modules[key] = &wtCompiled{module: m, engine: e, fence: key.mode == wtFence}
-	return compiledModule{wt: wasmtime.modules[key]}, nil
+	wasmtime.modules[key] = &wtCompiled{module: m, engine: e, mode: key.mode}
+	return wasmtime.modules[key], nil
 }
 
 // wtConfigVersion names the engine configuration (pgw_engine_new) in the
@@ -277,33 +285,33 @@ type wtInstance struct {
 // newWasmtimeInstance instantiates the module in a store of its own and
 // runs its _initialize, if any (a WASI reactor's; wazero's
 // WithStartFunctions does the same).
-func newWasmtimeInstance(ctx context.Context, m compiledModule, limit uint64) (guestInstance, error) {
+func (m *wtCompiled) Instantiate(ctx context.Context, limit uint64) (engine.Instance, error) {
 	var msg *C.char
 	var ec, tc C.int
-	s := C.pgw_instantiate(m.wt.engine, m.wt.module, C.int64_t(limit), &msg, &ec, &tc)
+	s := C.pgw_instantiate(m.engine, m.module, C.int64_t(limit), &msg, &ec, &tc)
 	if s == nil {
 		return nil, wtError(msg, ec, tc)
 	}
 	w := &wtInstance{s: s, funcs: map[string]*wtFunc{}}
-	if m.wt.fence {
+	if m.mode == wtFence {
 		name := C.CString(wasmrewrite.FenceExport)
 		ok := C.pgw_fence_setup(s, name, C.size_t(len(wasmrewrite.FenceExport)))
 		C.free(unsafe.Pointer(name))
 		if !ok { // wasmrewrite.AddProbes adds it to every module it probes
-			w.close()
-			return nil, fmt.Errorf("%w: the probed module has no fence page", ErrCrashed)
+			w.Close()
+			return nil, fmt.Errorf("%w: the probed module has no fence page", engine.ErrCrashed)
 		}
 	}
-	if f := w.export("_initialize"); f != nil {
+	if f := w.Export("_initialize"); f != nil {
 		if _, err := f.Call(ctx); err != nil {
-			w.close()
+			w.Close()
 			return nil, err
 		}
 	}
 	return w, nil
 }
 
-func (w *wtInstance) memory() abi.Memory {
+func (w *wtInstance) Memory() engine.Memory {
 	name := "memory"
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
@@ -313,7 +321,7 @@ func (w *wtInstance) memory() abi.Memory {
 	return wtMemory{w.s}
 }
 
-func (w *wtInstance) export(name string) guestFunc {
+func (w *wtInstance) Export(name string) engine.Func {
 	f := &wtFunc{s: w.s, name: name}
 	f.ext = (*C.pgw_extern)(C.calloc(1, C.size_t(unsafe.Sizeof(C.pgw_extern{}))))
 	f.frame = (*C.pgw_frame)(C.calloc(1, C.size_t(unsafe.Sizeof(C.pgw_frame{}))))
@@ -328,15 +336,14 @@ func (w *wtInstance) export(name string) guestFunc {
 	return f
 }
 
-func (w *wtInstance) stderr() string {
+func (w *wtInstance) Stderr() string {
 	n := int(C.pgw_stderr_len(w.s))
-	h := head{buf: C.GoBytes(unsafe.Pointer(&w.s.err[0]), C.int(n))}
-	return h.String()
+	return engine.FirstLines(C.GoBytes(unsafe.Pointer(&w.s.err[0]), C.int(n)))
 }
 
-func (w *wtInstance) resetStderr() { C.pgw_stderr_reset(w.s) }
+func (w *wtInstance) ResetStderr() { C.pgw_stderr_reset(w.s) }
 
-func (w *wtInstance) close() {
+func (w *wtInstance) Close() {
 	for _, f := range w.funcs {
 		C.free(unsafe.Pointer(f.ext))
 		C.free(unsafe.Pointer(f.frame))
@@ -437,16 +444,16 @@ func wtError(msg *C.char, exit, trap C.int) error {
 	return &wtCallError{msg: text, exit: int(exit), trapCode: int(trap)}
 }
 
-// classifyWasmtime maps the engine's own stops to the package's errors;
-// ok is false for any other failure.
-func classifyWasmtime(err error, what string) (error, bool) {
+// Classify maps the engine's own stops to the decoder's errors; ok is
+// false for any other failure.
+func (m *wtCompiled) Classify(err error, what string) (error, bool) {
 	var e *wtCallError
 	if !errors.As(err, &e) {
 		return nil, false
 	}
 	switch {
 	case strings.HasPrefix(e.msg, wtTimeLimit):
-		return fmt.Errorf("%w (in %s)", ErrTimeLimit, what), true
+		return fmt.Errorf("%w (in %s)", engine.ErrTimeLimit, what), true
 	case strings.HasPrefix(e.msg, wtCanceled):
 		return fmt.Errorf("decode: %s: %w", what, context.Canceled), true
 	}

@@ -1,4 +1,4 @@
-package decode
+package guest
 
 import (
 	"encoding/binary"
@@ -6,6 +6,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/decode/engine"
 )
 
 // The pg_init config is framed by the guest SDK's sdk.EncodeConfig
@@ -59,7 +61,7 @@ func fillInput(b []byte, p *array.Binary) {
 
 // isClean reports errors after which the instance is still sound.
 func isClean(err error) bool {
-	return errors.Is(err, ErrDecoder) && !errors.Is(err, ErrCrashed)
+	return errors.Is(err, engine.ErrDecoder) && !errors.Is(err, engine.ErrCrashed)
 }
 
 // cachedCopyMax is the most runtime.memmove is asked to copy at once: from

@@ -1,9 +1,10 @@
-package decode
+package guest
 
 import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
 	"github.com/pubsub-go/pubsub-go/go/internal/decode/internal/abi"
 )
 
@@ -19,12 +20,12 @@ import (
 // released. wazero's memory is a Go slice, which must not cross the C
 // Data Interface: its batches are copied.
 
-// maxPinned bounds a decoder's pinned instances. mapInArrow holds the
+// MaxPinned bounds a decoder's pinned instances. mapInArrow holds the
 // batch it yielded last while the next one decodes (its loop variable),
 // so 2 let Spark's batches alternate between two instances without a
 // copy; a caller keeping more batches alive gets copies, and the
-// decoder's instances stay bounded by MaxInstances + maxPinned.
-const maxPinned = 2
+// decoder's instances stay bounded by MaxInstances + MaxPinned.
+const MaxPinned = 2
 
 // pin is an instance's memory as the parent buffer of a batch's buffers.
 // It is the memory.Allocator of that parent, whose Free (at the last
@@ -50,10 +51,10 @@ func (p *pin) Free([]byte) {
 	}
 }
 
-// tryPin takes one of the decoder's maxPinned pins for in, if in's memory
+// tryPin takes one of the decoder's MaxPinned pins for in, if in's memory
 // may be handed out (wasmtime) and a pin is free: the pin's parent is in's
 // memory as it is now, and onFree gives the pin back. nil: copy the batch.
-func (d *Decoder) tryPin(in *instance) *pin {
+func (p *Pool) tryPin(in *instance) *pin {
 	if !in.external {
 		return nil
 	}
@@ -62,31 +63,31 @@ func (d *Decoder) tryPin(in *instance) *pin {
 		return nil
 	}
 	select {
-	case d.pins <- struct{}{}:
+	case p.pins <- struct{}{}:
 	default:
 		return nil
 	}
-	p := &pin{onFree: func() { <-d.pins }}
-	p.parent = memory.NewBufferWithAllocator(view, p)
-	return p
+	pn := &pin{onFree: func() { <-p.pins }}
+	pn.parent = memory.NewBufferWithAllocator(view, pn)
+	return pn
 }
 
-// keep makes p hold in until the batch is released: in leaves the pool
+// keep makes pn hold in until the batch is released: in leaves the pool
 // (giving up its slot, so that a caller holding batches never waits for
 // one) and returns to it when the batch's last buffer is released, or is
 // closed then if the pool has filled up or the decoder has been closed.
-// The caller then releases p.parent.
-func (d *Decoder) keep(p *pin, in *instance) {
-	<-d.slots
-	p.mu.Lock()
-	p.onFree = func() {
-		<-d.pins
+// The caller then releases pn.parent.
+func (p *Pool) keep(pn *pin, in *instance) {
+	<-p.slots
+	pn.mu.Lock()
+	pn.onFree = func() {
+		<-p.pins
 		select {
-		case d.slots <- struct{}{}:
-			d.put(in)
+		case p.slots <- struct{}{}:
+			p.put(in)
 		default:
 			in.close()
 		}
 	}
-	p.mu.Unlock()
+	pn.mu.Unlock()
 }

@@ -1,5 +1,5 @@
 // The few types and functions of wasmtime's C API (crates/c-api/include,
-// version 50) that engine_wasmtime.go uses, declared here so that nothing
+// version 50) that engine.go uses, declared here so that nothing
 // of wasmtime is needed at build time: the library is dlopen'ed at run
 // time (pgw_load) from the installed wasmtime Python package.
 #include <dlfcn.h>
@@ -119,7 +119,7 @@ static pgw_opaque *pgw_engine_new(bool epoch) {
 }
 
 // The messages by which a stopped call is recognised, set once by
-// engine_wasmtime.go (where they are written).
+// engine.go (where they are written).
 static const char *pgw_time_limit, *pgw_canceled;
 static void pgw_set_messages(const char *time_limit, const char *canceled) {
 	pgw_time_limit = time_limit;
@@ -137,7 +137,7 @@ typedef struct pgw_store {
 	uint64_t deadline; // in pgw_epoch
 	_Atomic size_t nerr;
 	char err[PGW_STDERR_MAX];
-	// The memory fence (engine_wasmtime_fence.h), for a store whose module
+	// The memory fence (fence.h), for a store whose module
 	// has probes: its fence page, and the list of calls in progress.
 	bool fencing, fenced;
 	pgw_extern fence;
@@ -146,7 +146,7 @@ typedef struct pgw_store {
 	struct pgw_store *next, *prev;
 } pgw_store;
 
-#include "engine_wasmtime_fence.h"
+#include "fence.h"
 
 // pgw_tick advances the process's epoch: epoch interruption's deadline
 // callbacks see it, and the fence goes up for calls past their deadline.
