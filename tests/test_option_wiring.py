@@ -154,7 +154,9 @@ def _until(what: Callable[[], bool], timeout: float) -> bool:
 
 def _publish_rpcs(server, sink_options: dict[str, str], batch: pa.RecordBatch) -> int:
     before = server.stats()["publish_rpcs"]
-    opts = SinkOptions.parse({"topicId": TOPIC, "emulatorHost": server.host_port, **sink_options})
+    # A linger no run outlasts: only the size limits and the flush send a request.
+    opts = SinkOptions.parse({"topicId": TOPIC, "emulatorHost": server.host_port, "lingerMs": "600000",
+                              **sink_options})
     with Publisher(opts.publisher_config()) as pub:
         pub.publish(batch)
         assert pub.flush(timeout_ms=30_000)["published"] == batch.num_rows
@@ -166,7 +168,7 @@ def test_batch_limits_split_the_publish_requests(load_server):
     batch = pa.record_batch({"payload": pa.array([b"x" * size] * n)})
     # One call, one flush: by default a single request carries all 60.
     assert _publish_rpcs(load_server, {}, batch) == 1
-    assert _publish_rpcs(load_server, {"batchMaxMessages": "7"}, batch) >= math.ceil(n / 7)
+    assert _publish_rpcs(load_server, {"batchMaxMessages": "7"}, batch) == math.ceil(n / 7)
     # Each message costs its payload and some framing: at most 4 fit in 5,000 bytes.
     assert _publish_rpcs(load_server, {"batchMaxBytes": "5000"}, batch) >= math.ceil(n / 4)
 
