@@ -57,6 +57,17 @@ def builtin_formats() -> list[str]:
     return list(_doc()["builtin_formats"])
 
 
+def decoder_engines() -> list[str]:
+    """The values of the decoder's engine (go/internal/decode.EngineNames),
+    the default first."""
+    return list(_doc()["decoder_engines"])
+
+
+def decoder_engine_default() -> str:
+    """The one default engine (go/internal/decode.DefaultEngine)."""
+    return str(_doc()["decoder_engine_default"])
+
+
 def limit(struct: str, key: str) -> Limit:
     """The default and range of the numeric field `key` of a Go config."""
     for f in fields(struct):

@@ -37,9 +37,10 @@ DEFAULT_TIMEOUT_MS = contract.limit("decoder_config", "timeout_ms").default
 DEFAULT_MEMORY_LIMIT_MB = contract.limit("decoder_config", "memory_limit_mb").default
 BUILTIN_FORMATS = tuple(contract.builtin_formats())
 ON_ERROR = ("column", "null", "raise")
-# What runs a decoder module; the first is the default: wasmtime when its
+# What runs a decoder module, the Go side's (go/internal/decode.EngineNames
+# through the contract); the first is the default, auto: wasmtime when its
 # package is installed (about 1.7x wazero, RATIONALE.md), else wazero.
-ENGINES = ("auto", "wazero", "wasmtime")
+ENGINES = tuple(contract.decoder_engines())
 
 
 def _arrow_schema(schema: Any) -> pa.Schema | None:
@@ -92,7 +93,7 @@ def decoder_config(format: str | None = None, schema: pa.Schema | None = None, d
         format=format or os.path.basename(str(decoder)), options=opts, timeout_ms=timeout_ms,
         memory_limit_mb=memory_limit_mb, wasm=os.path.abspath(decoder) if decoder is not None else "",
         schema=base64.b64encode(schema.serialize().to_pybytes()).decode() if schema is not None else "",
-        engine=engine if engine != "wazero" else "", wasmtime_library=library)
+        engine=engine, wasmtime_library=library)
 
 
 class _CallStructs:

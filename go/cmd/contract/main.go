@@ -4,7 +4,8 @@
 // and publisher configs and of the connection part they share (their JSON
 // keys and types, which are secrets, and the defaults and ranges of
 // numeric ones, e.g. the decoder's memory cap and time limit), the
-// built-in decoder formats, the gRPC code names, the error kinds, the raw
+// built-in decoder formats, the decoder engines and their default, the
+// gRPC code names, the error kinds, the raw
 // schema and the decode error column. Python reads the file without
 // loading the library (which must load lazily, see _native.py), so the
 // Spark driver can validate options against it. Run from the repository
@@ -103,6 +104,8 @@ func Generate() ([]byte, error) {
 		"publisher_config":       pub,
 		"connection_config":      conn,
 		"builtin_formats":        decode.Builtins(),
+		"decoder_engines":        decode.EngineNames(), // decoder.engine's values, the default first
+		"decoder_engine_default": decode.DefaultEngine,
 		"code_names":             codeNames,
 		"error_kinds":            kinds,
 		"raw_schema_ipc":         base64.StdEncoding.EncodeToString(raw.Bytes()),

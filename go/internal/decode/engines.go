@@ -8,14 +8,15 @@ import (
 
 	"github.com/pubsub-go/pubsub-go/go/internal/decode/engine"
 	// The engines that run modules, each registering itself under its
-	// name (and rank, for auto). Adding one: its package, its import here
-	// and its name in the contract (go/cmd/contract lists EngineNames).
+	// name (and preference, for auto). Adding one: its package, its import
+	// here, and the contract regenerated (go run ./go/cmd/contract lists
+	// EngineNames).
 	_ "github.com/pubsub-go/pubsub-go/go/internal/decode/wasmtime"
 	_ "github.com/pubsub-go/pubsub-go/go/internal/decode/wazero"
 )
 
-// EngineAuto runs a module on the first registered engine, by rank, that
-// can run here: wasmtime (about 1.7x wazero with the sandbox on,
+// EngineAuto runs a module on the registered engine of highest preference
+// that can run here: wasmtime (about 1.7x wazero with the sandbox on,
 // RATIONALE.md) where its optional library loads, else wazero, whole.
 const EngineAuto = engine.Auto
 
@@ -23,8 +24,9 @@ const EngineAuto = engine.Auto
 // default, which the contract hands to Python (and the JVM).
 const DefaultEngine = EngineAuto
 
-// EngineNames are the values decoder.engine accepts, the default first.
-func EngineNames() []string { return append([]string{DefaultEngine}, engine.ByRank()...) }
+// EngineNames are the values decoder.engine accepts: the default first,
+// then the engines by preference, lowest first.
+func EngineNames() []string { return append([]string{DefaultEngine}, engine.Names()...) }
 
 // engineList is EngineNames quoted and joined for messages: "a", "b" or "c".
 func engineList() string {
@@ -59,10 +61,11 @@ func compile(ctx context.Context, name string, wasm []byte, o engine.Options) (e
 		}
 		return e.Compile(ctx, wasm, o)
 	}
+	names := engine.Names()
 	var err error
-	for _, n := range engine.ByRank() {
+	for i := len(names) - 1; i >= 0; i-- {
 		var m engine.Module
-		if m, err = engine.Lookup(n).Compile(ctx, wasm, o); !errors.Is(err, engine.ErrUnavailable) {
+		if m, err = engine.Lookup(names[i]).Compile(ctx, wasm, o); !errors.Is(err, engine.ErrUnavailable) {
 			return m, err
 		}
 	}

@@ -86,31 +86,31 @@ type Func interface {
 // ErrUnavailable wraps why an engine cannot run here.
 var ErrUnavailable = errors.New("engine unavailable")
 
-// registered are the engines by name, with their rank for "auto".
+// registered are the engines by name, with their preference for "auto".
 var registered = struct {
 	sync.Mutex
 	byName map[string]entry
 }{byName: map[string]entry{}}
 
 type entry struct {
-	e    Engine
-	rank int
+	e          Engine
+	preference int
 }
 
 // Register makes e the engine named name (the value of decoder.engine).
-// Auto, the default engine, runs a module on the first engine by rank
-// (lowest first) that is available. Names must also be listed in the
-// contract (go/cmd/contract lists Names()).
-func Register(name string, rank int, e Engine) {
+// Auto, the default engine, runs a module on the available engine of
+// highest preference. The contract lists the names (go/cmd/contract).
+func Register(name string, preference int, e Engine) {
 	registered.Lock()
 	defer registered.Unlock()
 	if _, dup := registered.byName[name]; dup || name == Auto {
 		panic(fmt.Sprintf("decode/engine: engine %q registered twice", name))
 	}
-	registered.byName[name] = entry{e, rank}
+	registered.byName[name] = entry{e, preference}
 }
 
-// Auto is the engine name that means the first available engine by rank.
+// Auto is the engine name that means the available engine of highest
+// preference.
 const Auto = "auto"
 
 // Lookup is the engine named name; nil if none is.
@@ -120,9 +120,9 @@ func Lookup(name string) Engine {
 	return registered.byName[name].e
 }
 
-// ByRank are the registered engines' names, lowest rank first: the order
-// in which Auto tries them.
-func ByRank() []string {
+// Names are the registered engines' names by preference, lowest first
+// (the plainest engine first; Auto tries them from the end).
+func Names() []string {
 	registered.Lock()
 	defer registered.Unlock()
 	names := make([]string, 0, len(registered.byName))
@@ -130,7 +130,7 @@ func ByRank() []string {
 		names = append(names, n)
 	}
 	slices.SortFunc(names, func(a, b string) int {
-		if d := registered.byName[a].rank - registered.byName[b].rank; d != 0 {
+		if d := registered.byName[a].preference - registered.byName[b].preference; d != 0 {
 			return d
 		}
 		return strings.Compare(a, b)

@@ -10,10 +10,10 @@ import (
 // Name is the engine's name in decoder.engine.
 const Name = "wasmtime"
 
-// Rank 1: "auto" runs a module here first, about 1.7x wazero with the
+// Preference 2: "auto" runs a module here, about 1.7x wazero with the
 // sandbox on (RATIONALE.md), and in wazero where wasmtime's library is
 // missing (it is an optional Python package) or does not load.
-func init() { engine.Register(Name, 1, Engine{}) }
+func init() { engine.Register(Name, 2, Engine{}) }
 
 // Engine is the wasmtime engine; Options.Library is the path of
 // wasmtime's C library.

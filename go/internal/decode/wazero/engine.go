@@ -26,8 +26,9 @@ import (
 // Name is the engine's name in decoder.engine.
 const Name = "wazero"
 
-// Rank 2: "auto" runs a module here when wasmtime (rank 1) cannot run.
-func init() { engine.Register(Name, 2, Engine{}) }
+// Preference 1: built in, it runs everywhere; "auto" runs a module here
+// when wasmtime (preference 2) cannot run.
+func init() { engine.Register(Name, 1, Engine{}) }
 
 // Engine is the wazero engine; it needs nothing of its options.
 type Engine struct{}

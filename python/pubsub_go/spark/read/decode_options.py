@@ -35,7 +35,7 @@ class DecodeOptions:
     error_column: str | None = None  # column mode only
     timeout_ms: int = field(default_factory=lambda: _OPTIONS.default("decoderTimeoutMs"))
     memory_limit_mb: int = field(default_factory=lambda: _OPTIONS.default("decoderMemoryLimitMB"))
-    engine: str = field(default_factory=lambda: _OPTIONS.default("decoderEngine"))  # one of decode_api.ENGINES
+    engine: str = field(default_factory=lambda: _OPTIONS.default("decoderEngine"))  # one of the contract's decoder_engines
     protobuf: dict[str, str] = field(default_factory=dict)  # format=protobuf: the decoder's options
     # schemaFrom=topic: decode by the topic's Pub/Sub schema (topic_schema.py),
     # reading into schema_revision (None: the newest).
@@ -165,12 +165,10 @@ def _schema_from(opts: Mapping[str, str], fmt: str | None, module: str | None) -
 def _engine(opts: Mapping[str, str], module: str | None) -> str:
     """Option decoderEngine: checked on the driver, so that a missing
     wasmtime package fails the query at its start."""
-    from ...decode_api import ENGINES
-
-    auto = _OPTIONS.default("decoderEngine")
+    auto, engines = _OPTIONS.default("decoderEngine"), _OPTIONS["decoderEngine"].values or ()  # the contract's
     engine = (opts.get("decoderengine") or "").strip().lower() or auto
-    if engine not in ENGINES:
-        raise OptionError(f"option decoderEngine={opts.get('decoderengine')!r} is not one of {', '.join(ENGINES)}")
+    if engine not in engines:
+        raise OptionError(f"option decoderEngine={opts.get('decoderengine')!r} is not one of {', '.join(engines)}")
     if engine != auto and module is None:
         raise OptionError("option decoderEngine applies to a decoder module (option decoder); the built-in "
                           "formats run natively")
