@@ -92,6 +92,7 @@ def run(request, google, tmp_path_factory) -> Run:
         {"kind": "write", "n": 1, "exprs": ["map('a', 'b') AS attributes"], "options": bad},
         {"kind": "errors", "option_sets": [o for o, _ in BAD_OPTIONS]},
     ]
+    steps += sink_steps(google, names)
     conf: dict = {}
     if line == "4.3":  # Spark Connect's server ships with PySpark 4's jars (3.5's is a separate package)
         names["connect_read_topic"], names["connect_read_sub"] = google.topic()
@@ -189,3 +190,190 @@ def test_a_spark_connect_client_reads_and_writes_through_a_server_with_the_jar(r
     assert r["read"] == 2000, r
     got = sorted(m.message.data.decode() for m in google.pull_all(run.names["connect_sub"], max_wait=6.0))
     assert got == sorted(f"c{i}" for i in range(500))
+
+
+# -- the sink's topic column (issue 54) -------------------------------------------------------------
+ROUTE_N = 3000
+
+
+def sink_steps(google, names: dict) -> list[dict]:
+    """The sink's steps (tests/jvm/sink_steps.py): rows routed by a topic column to a short id, a full path
+    and (null) topicId, with idAttribute; a row naming a missing topic; a null topic without topicId; then
+    schemaFrom=topic (an Avro schema) for good rows, a null its schema cannot hold, a column it has no field for."""
+    host, project = google.host_port, google.project
+    steps = route_steps(google, names, host, project)
+    return steps + schema_steps(google, names, host) + pool_steps(google, names, host)
+
+
+def route_steps(google, names: dict, host: str, project: str) -> list[dict]:
+    for k in ("route_a", "route_b", "route_default", "route_good"):
+        names[k + "_topic"], names[k + "_sub"] = google.topic()
+    names["route_missing"] = f"projects/{project}/topics/missing-{names['route_a_topic'].rsplit('-', 1)[-1]}"
+    short_a = names["route_a_topic"].rsplit("/", 1)[-1]
+    route = ("CASE id % 3 WHEN 0 THEN '" + short_a + "' WHEN 1 THEN '" + names["route_b_topic"]
+             + "' ELSE NULL END AS topic")
+    return [
+        {"kind": "sink_write", "key": "routed", "n": ROUTE_N,
+         "exprs": ["CAST(concat('r', id) AS BINARY) AS payload", route],
+         "options": {"topicId": names["route_default_topic"], "projectId": project, "emulatorHost": host,
+                     "idAttribute": "uid"}},
+        {"kind": "sink_write", "key": "routed", "n": 100, "partitions": 1,
+         "exprs": ["CAST(concat('g', id) AS BINARY) AS payload",
+                   f"IF(id = 50, '{names['route_missing']}', '{names['route_good_topic']}') AS topic"],
+         "options": {"emulatorHost": host}},
+        {"kind": "sink_write", "key": "routed", "n": 5, "partitions": 1,
+         "exprs": ["CAST(concat('g', id) AS BINARY) AS payload",
+                   f"IF(id = 3, NULL, '{names['route_good_topic']}') AS topic"],
+         "options": {"emulatorHost": host}},
+    ]
+
+
+def test_rows_routed_by_their_topic_column_reach_exactly_their_topics(run, google):
+    assert run.result["routed"][0] == "ok", run.result["routed"][0][:2000]
+    for key, rest in (("route_a", 0), ("route_b", 1), ("route_default", 2)):
+        got = google.pull_all(run.names[key + "_sub"], max_wait=6.0)
+        payloads = sorted(m.message.data.decode() for m in got)
+        assert payloads == sorted(f"r{i}" for i in range(ROUTE_N) if i % 3 == rest), (key, len(payloads))
+        # idAttribute: each topic's publisher numbers its own rows, distinct within the topic
+        uids = {dict(m.message.attributes)["uid"] for m in got}
+        assert len(uids) == len(got), key
+
+
+def test_a_row_naming_a_missing_topic_fails_naming_it_and_publishes_nothing_of_its_batch(run, google):
+    missing, null_topic = run.result["routed"][1:3]
+    assert run.names["route_missing"] in missing and "NOT_FOUND" in missing, missing[:2000]
+    assert "row 50" in missing, missing[:2000]  # the row that named it
+    assert "topic column is null and option topicId is not set" in null_topic, null_topic[:2000]
+    assert "row 3" in null_topic or "set topicId for rows without one" in null_topic, null_topic[:2000]
+    # Both failed before their rows were handed over (one batch each): the good topic got none.
+    assert google.pull_all(run.names["route_good_sub"], max_wait=3.0) == []
+
+
+# -- the sink's schemaFrom=topic (issue 54) ---------------------------------------------------------
+SCHEMA_N = 500
+ROW_SCHEMA = {"type": "record", "name": "Row", "fields": [
+    {"name": "id", "type": "long"}, {"name": "name", "type": "string"},
+    {"name": "note", "type": ["null", "string"], "default": None}, {"name": "score", "type": "double"},
+    {"name": "tags", "type": {"type": "array", "items": "string"}}]}
+SCHEMA_EXPRS = ["id", "concat('n', id) AS name", "IF(id % 2 = 0, NULL, concat('x', id)) AS note",
+                "CAST(id AS DOUBLE) / 4 AS score", "array(CAST(id AS STRING), 'z') AS tags",
+                "map('k', CAST(id AS STRING)) AS attributes"]
+
+
+def schema_steps(google, names: dict, host: str) -> list[dict]:
+    from google.cloud.pubsub import SchemaServiceClient
+
+    from test_topic_schema import create_schema, schema_topic
+
+    sch = create_schema(google, SchemaServiceClient(), ROW_SCHEMA)
+    names["schema_topic"], (names["schema_sub"],) = schema_topic(google, sch.name)
+    opts = {"topicId": names["schema_topic"], "emulatorHost": host, "schemaFrom": "topic"}
+    return [
+        {"kind": "sink_write", "key": "schema", "n": SCHEMA_N, "exprs": SCHEMA_EXPRS,
+         "options": {**opts, "schemaRevision": sch.revision_id}},
+        {"kind": "sink_write", "key": "schema", "n": 20, "partitions": 1,  # name is not nullable in the schema
+         "exprs": [e if not e.endswith(" AS name") else "IF(id = 7, NULL, concat('n', id)) AS name"
+                   for e in SCHEMA_EXPRS], "options": opts},
+        {"kind": "sink_write", "key": "schema", "n": 1, "exprs": [*SCHEMA_EXPRS, "id AS extra"], "options": opts},
+    ]
+
+
+def avro_row(data: bytes) -> dict:
+    """ROW_SCHEMA's datum from Avro's binary encoding (zig-zag varints, length-prefixed strings, blocks)."""
+    import struct
+
+    at = 0
+
+    def long() -> int:
+        nonlocal at
+        shift = u = 0
+        while True:
+            b = data[at]
+            at += 1
+            u |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                return (u >> 1) ^ -(u & 1)
+
+    def string() -> str:
+        nonlocal at
+        n = long()
+        at += n
+        return data[at - n:at].decode()
+
+    row = {"id": long(), "name": string(), "note": None if long() == 0 else string()}
+    row["score"] = struct.unpack("<d", data[at:at + 8])[0]
+    at += 8
+    tags: list[str] = []
+    while (n := long()) != 0:
+        tags += [string() for _ in range(abs(n))]
+    row["tags"] = tags
+    assert at == len(data), "bytes left after the datum"
+    return row
+
+
+def test_schema_from_topic_encodes_each_row_in_the_topics_avro_schema(run, google):
+    ok, null_name, extra = run.result["schema"]
+    assert ok == "ok", ok[:2000]
+    got = google.pull_all(run.names["schema_sub"], max_wait=6.0)
+    rows = sorted((avro_row(m.message.data) for m in got), key=lambda r: r["id"])
+    assert rows == [{"id": i, "name": f"n{i}", "note": None if i % 2 == 0 else f"x{i}", "score": i / 4,
+                     "tags": [str(i), "z"]} for i in range(SCHEMA_N)], rows[:3]
+    assert all(dict(m.message.attributes)["k"] == str(avro_row(m.message.data)["id"]) for m in got)
+    # A null the schema cannot hold fails the task naming the field (and nothing of its batch goes out);
+    # a column the schema has no field for fails at start naming it.
+    assert "name" in null_name and "null" in null_name.lower() and "row" in null_name, null_name[:2000]
+    assert "extra" in extra and "schemaFrom=topic" in extra, extra[:2000]
+
+
+
+
+def test_topic_id_creates_the_subscription_and_start_positions_seek_on_the_first_start_only(run, google):
+    from google.api_core.exceptions import NotFound
+
+    runs = run.result["lifecycle"][0]["runs"]
+    for name, r in runs.items():
+        assert r["error"] is None, (name, r["error"][:2000])
+    matching = sorted(f"f{i}" for i in range(0, 20, 2))
+    assert runs["created"]["payloads"] == [] and runs["read"]["payloads"] == matching  # the filter
+    assert runs["snapshot"]["payloads"] == matching, runs["snapshot"]  # startingSnapshot: from before the read
+    assert runs["timestamp"]["payloads"] == matching, runs["timestamp"]  # acked, retained, read again
+    assert runs["restart"]["payloads"] == [], runs["restart"]  # never seeked again on its checkpoint
+    s = google.subscriber.get_subscription(subscription=run.names["life_sub"], timeout=10)
+    assert s.topic == run.names["life_topic"] and s.filter == 'attributes.keep = "yes"', s
+    assert s.retain_acked_messages and not s.enable_message_ordering and not s.enable_exactly_once_delivery, s
+    assert s.message_retention_duration.total_seconds() == 7200, s.message_retention_duration
+    assert (s.dead_letter_policy.dead_letter_topic, s.dead_letter_policy.max_delivery_attempts) == (
+        run.names["life_dlq"], 7), s.dead_letter_policy
+    o = google.subscriber.get_subscription(subscription=run.names["life_sub2"], timeout=10)
+    assert o.enable_message_ordering and o.enable_exactly_once_delivery and not o.filter, o
+    with pytest.raises(NotFound):  # deleteSubscriptionOnStreamStop
+        google.subscriber.get_subscription(subscription=run.names["life_sub3"], timeout=10)
+
+
+# -- the sink's publishers kept between tasks (publisherIdleMs, issue 54) ---------------------------
+POOL_N = 1000
+
+
+def pool_steps(google, names: dict, host: str) -> list[dict]:
+    """Two single-task appends per topic with the same options: kept for 60 s, and one per task (0)."""
+    steps = []
+    for key, idle in (("pool_keep", "60000"), ("pool_none", "0")):
+        names[key + "_topic"], names[key + "_sub"] = google.topic()
+        steps.append({"kind": "pooled_writes", "key": key, "n": POOL_N, "partitions": 1,
+                      "exprs": ["CAST(concat('q', id + {start}) AS BINARY) AS payload"],
+                      "options": {"topicId": names[key + "_topic"], "emulatorHost": host, "idAttribute": "uid",
+                                  "publisherIdleMs": idle}})
+    return steps
+
+
+def test_publishers_kept_between_tasks_only_with_publisher_idle_ms(run, google):
+    for key, kept in (("pool_keep", 1), ("pool_none", 0)):
+        (r,) = run.result[key]
+        assert r["writes"] == ["ok", "ok"], r
+        # The second task took the first one's publisher back and returned it: one idle, or none with 0.
+        assert r["idle"] == kept, (key, r)
+        got = google.pull_all(run.names[key + "_sub"], max_wait=6.0)
+        assert sorted(m.message.data.decode() for m in got) == sorted(f"q{i}" for i in range(2 * POOL_N)), key
+        # Each task numbered its rows with its own prefix on the kept publisher: no id twice.
+        assert len({dict(m.message.attributes)["uid"] for m in got}) == 2 * POOL_N, key

@@ -66,6 +66,10 @@ const (
 	descTimeValues
 	descTimeName // NUL-terminated column name
 	descPayloadValidity
+	// schemaFrom=topic: the record's columns (the input's but the
+	// message's own), encoded into the payload by the publisher's encoder.
+	descFieldsSchema // NUL-terminated Spark StructType JSON of those columns (0: none)
+	descFieldsNodes  // int64s, 4 per Arrow node in preorder: length, validity, buffer 1, buffer 2
 	descSlots
 )
 
@@ -83,7 +87,10 @@ func Java_io_pubsubgo_spark_bridge_Native_publisherPublishColumns(env, cls unsaf
 			return rpc.Errorf(codes.InvalidArgument, "publishColumns: the descriptor must not be NULL")
 		}
 		d := unsafe.Slice((*int64)(ptr(desc)), descSlots)
-		rec := columnsRecord(d)
+		rec, err := columnsRecord(d)
+		if err != nil {
+			return err
+		}
 		defer rec.Release()
 		return p.Publish(context.Background(), rec)
 	})
@@ -118,7 +125,7 @@ func nulls(validity int64) int {
 	return array.UnknownNullCount
 }
 
-func columnsRecord(d []int64) arrow.RecordBatch {
+func columnsRecord(d []int64) (arrow.RecordBatch, error) {
 	rows := int(d[descRows])
 	var fields []arrow.Field
 	var cols []arrow.Array
@@ -131,7 +138,9 @@ func columnsRecord(d []int64) arrow.RecordBatch {
 	if d[descPayloadIsString] != 0 {
 		payloadType = arrow.BinaryTypes.String
 	}
-	add("payload", varData(payloadType, rows, d[descPayloadValidity], d[descPayloadOffsets], d[descPayloadData]))
+	if d[descPayloadOffsets] != 0 { // schemaFrom=topic: none, the encoder makes it
+		add("payload", varData(payloadType, rows, d[descPayloadValidity], d[descPayloadOffsets], d[descPayloadData]))
+	}
 	if d[descKeyOffsets] != 0 {
 		add("ordering_key", varData(arrow.BinaryTypes.String, rows, d[descKeyValidity], d[descKeyOffsets], d[descKeyData]))
 	}
@@ -155,9 +164,81 @@ func columnsRecord(d []int64) arrow.RecordBatch {
 		add(name, array.NewData(ts, rows, []*memory.Buffer{cbuf(d[descTimeValidity], bitmapLen(rows)),
 			cbuf(d[descTimeValues], 8*rows)}, nil, nulls(d[descTimeValidity]), 0))
 	}
+	if d[descFieldsSchema] != 0 {
+		s, err := sparkToArrowSchema([]byte(C.GoString((*C.char)(ptr(C.int64_t(d[descFieldsSchema]))))))
+		if err != nil {
+			return nil, rpc.Errorf(codes.InvalidArgument, "publishColumns: %v", err)
+		}
+		nodes, at := unsafe.Pointer(ptr(C.int64_t(d[descFieldsNodes]))), 0
+		for _, f := range s.Fields() {
+			a, err := nodeData(f.Type, nodes, &at)
+			if err != nil {
+				for _, c := range cols {
+					c.Release()
+				}
+				return nil, rpc.Errorf(codes.InvalidArgument, "publishColumns: column %s: %v", f.Name, err)
+			}
+			add(f.Name, a)
+		}
+	}
 	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(rows))
 	for _, c := range cols {
 		c.Release()
 	}
-	return rec
+	return rec, nil
+}
+
+// nodeData wraps the buffers of one Arrow node (and its children's, which
+// follow it in preorder) as laid out by jvm/.../sink/RecordColumns.java:
+// 4 int64s each, the node's length, its validity bitmap, and its first and
+// second buffers (values; offsets and data; 0 where the layout has none).
+func nodeData(dt arrow.DataType, nodes unsafe.Pointer, at *int) (arrow.ArrayData, error) {
+	slot := func(k int) int64 { return *(*int64)(unsafe.Add(nodes, 8*(4**at+k))) }
+	n, valid, b1, b2 := int(slot(0)), slot(1), slot(2), slot(3)
+	*at++
+	vb := cbuf(valid, bitmapLen(n))
+	children := func(types ...arrow.DataType) ([]arrow.ArrayData, error) {
+		var out []arrow.ArrayData
+		for _, t := range types {
+			c, err := nodeData(t, nodes, at)
+			if err != nil {
+				for _, o := range out {
+					o.Release()
+				}
+				return nil, err
+			}
+			out = append(out, c)
+		}
+		return out, nil
+	}
+	withChildren := func(bufs []*memory.Buffer, types ...arrow.DataType) (arrow.ArrayData, error) {
+		cs, err := children(types...)
+		if err != nil {
+			return nil, err
+		}
+		a := array.NewData(dt, n, bufs, cs, nulls(valid), 0)
+		for _, c := range cs {
+			c.Release()
+		}
+		return a, nil
+	}
+	switch t := dt.(type) {
+	case *arrow.StringType, *arrow.BinaryType:
+		return varData(dt, n, valid, b1, b2), nil
+	case *arrow.BooleanType:
+		return array.NewData(dt, n, []*memory.Buffer{vb, cbuf(b1, bitmapLen(n))}, nil, nulls(valid), 0), nil
+	case *arrow.StructType:
+		types := make([]arrow.DataType, t.NumFields())
+		for i, f := range t.Fields() {
+			types[i] = f.Type
+		}
+		return withChildren([]*memory.Buffer{vb}, types...)
+	case *arrow.MapType: // before ListType: a map is a list of its entries' struct
+		return withChildren([]*memory.Buffer{vb, cbuf(b1, 4*(n+1))}, t.Elem())
+	case *arrow.ListType:
+		return withChildren([]*memory.Buffer{vb, cbuf(b1, 4*(n+1))}, t.Elem())
+	case arrow.FixedWidthDataType:
+		return array.NewData(dt, n, []*memory.Buffer{vb, cbuf(b1, n*t.BitWidth()/8)}, nil, nulls(valid), 0), nil
+	}
+	return nil, rpc.Errorf(codes.InvalidArgument, "Arrow type %s is not laid out by the JVM sink", dt)
 }

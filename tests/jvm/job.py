@@ -10,6 +10,8 @@ import sys
 import threading
 import time
 
+import sink_steps  # the sink's steps (this directory is the script's, so on sys.path)
+
 SPEC = json.loads(sys.argv[1])
 
 
@@ -156,6 +158,8 @@ def main() -> None:
                 result["panic"] = "no exception"
             except Exception as e:  # py4j's Py4JJavaError carries the Java exception
                 result["panic"] = str(e)[:2000]
+        elif kind in sink_steps.STEPS:  # results under the step's key, in order
+            result.setdefault(step["key"], []).append(sink_steps.STEPS[kind](spark, step))
         elif kind == "gc":  # the JVM collects without pause while tasks read from C memory
             stop = threading.Event()
             t = threading.Thread(target=collect, args=(spark.sparkContext._jvm, stop), daemon=True)

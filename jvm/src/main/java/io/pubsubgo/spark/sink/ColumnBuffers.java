@@ -34,7 +34,9 @@ final class ColumnBuffers implements AutoCloseable {
   private static final int TIME_VALUES = 15;
   private static final int TIME_NAME = 16;
   private static final int PAYLOAD_VALIDITY = 17;
-  private static final int SLOTS = 18;
+  private static final int FIELDS_SCHEMA = 18;
+  private static final int FIELDS_NODES = 19;
+  private static final int SLOTS = 20;
 
   private final InputColumns in;
   private final long desc = OffHeap.calloc(8L * SLOTS);
@@ -54,12 +56,15 @@ final class ColumnBuffers implements AutoCloseable {
   private final OffHeapBuffer attrValData = new OffHeapBuffer(1 << 16);
   private final OffHeapBuffer timeValid = new OffHeapBuffer(1 << 10);
   private final OffHeapBuffer timeValues = new OffHeapBuffer(1 << 14);
+  /** schemaFrom=topic: the columns the publisher encodes into the payload; else null. */
+  private final RecordColumns record;
   private int rows;
   private int entries;
 
   ColumnBuffers(InputColumns in) {
     this.in = in;
     this.timeName = in.time >= 0 ? OffHeap.cString(in.timeName) : 0;
+    this.record = in.recordFields != null ? new RecordColumns(in.recordFields, in.recordOrdinals) : null;
     reset();
   }
 
@@ -68,7 +73,7 @@ final class ColumnBuffers implements AutoCloseable {
   }
 
   long bytes() {
-    return payloadData.len + attrKeyData.len + attrValData.len + keyData.len;
+    return payloadData.len + attrKeyData.len + attrValData.len + keyData.len + (record != null ? record.bytes() : 0);
   }
 
   void reset() {
@@ -84,22 +89,28 @@ final class ColumnBuffers implements AutoCloseable {
     attrValOffsets.putInt(0);
     rows = 0;
     entries = 0;
+    if (record != null) {
+      record.reset();
+    }
   }
 
   void append(InternalRow row) {
     int r = rows;
-    // payload
-    boolean payloadNull = row.isNullAt(in.payload);
-    payloadValid.setBit(r, !payloadNull);
-    if (!payloadNull) {
-      if (in.payloadIsString) {
-        putString(payloadData, row.getUTF8String(in.payload));
-      } else {
-        byte[] b = row.getBinary(in.payload);
-        payloadData.put(b, Platform.BYTE_ARRAY_OFFSET, b.length);
+    if (record != null) {
+      record.append(row);
+    } else {
+      boolean payloadNull = row.isNullAt(in.payload);
+      payloadValid.setBit(r, !payloadNull);
+      if (!payloadNull) {
+        if (in.payloadIsString) {
+          putString(payloadData, row.getUTF8String(in.payload));
+        } else {
+          byte[] b = row.getBinary(in.payload);
+          payloadData.put(b, Platform.BYTE_ARRAY_OFFSET, b.length);
+        }
       }
+      payloadOffsets.putInt(checkedEnd(payloadData, "payload"));
     }
-    payloadOffsets.putInt(checkedEnd(payloadData, "payload"));
     if (in.orderingKey >= 0) {
       boolean isNull = row.isNullAt(in.orderingKey);
       keyValid.setBit(r, !isNull);
@@ -152,9 +163,12 @@ final class ColumnBuffers implements AutoCloseable {
   /** The descriptor of the rows appended since the last reset. */
   long descriptor() {
     slot(ROWS, rows);
-    slot(PAYLOAD_VALIDITY, payloadValid.addr);
-    slot(PAYLOAD_OFFSETS, payloadOffsets.addr);
-    slot(PAYLOAD_DATA, payloadData.addr);
+    boolean payload = record == null;
+    slot(PAYLOAD_VALIDITY, payload ? payloadValid.addr : 0);
+    slot(PAYLOAD_OFFSETS, payload ? payloadOffsets.addr : 0);
+    slot(PAYLOAD_DATA, payload ? payloadData.addr : 0);
+    slot(FIELDS_SCHEMA, payload ? 0 : record.schemaJson());
+    slot(FIELDS_NODES, payload ? 0 : record.nodes());
     slot(PAYLOAD_IS_STRING, in.payloadIsString ? 1 : 0);
     boolean key = in.orderingKey >= 0;
     slot(KEY_VALIDITY, key ? keyValid.addr : 0);
@@ -188,5 +202,8 @@ final class ColumnBuffers implements AutoCloseable {
     }
     OffHeap.free(desc);
     OffHeap.free(timeName);
+    if (record != null) {
+      record.close();
+    }
   }
 }

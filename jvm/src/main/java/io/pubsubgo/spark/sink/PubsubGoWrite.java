@@ -25,8 +25,11 @@ public final class PubsubGoWrite implements WriteBuilder, Write, BatchWrite, Str
   private final String writeId;
 
   public PubsubGoWrite(LogicalWriteInfo info) {
-    this.opts = new SinkOptions(info.options());
+    this.opts = new SinkOptions(info.options(), InputColumns.routed(info.schema()));
     this.in = new InputColumns(info.schema(), opts);
+    if (opts.schemaFromTopic) {
+      opts.checkEncoding(in);
+    }
     this.writeId = info.queryId();
   }
 
@@ -47,7 +50,7 @@ public final class PubsubGoWrite implements WriteBuilder, Write, BatchWrite, Str
 
   @Override
   public String description() {
-    return "pubsub-go " + opts.topic;
+    return "pubsub-go " + (opts.topic != null ? opts.topic : "(the topics of the topic column)");
   }
 
   /** No commit coordination: a task's messages are published when it ends, whichever attempt wins. */

@@ -135,8 +135,9 @@ class BridgeTest {
     long payData = OffHeap.cString(data.toString());
     long keyData = OffHeap.cString(keys.toString());
     long valData = OffHeap.cString(vals.toString());
-    long desc = OffHeap.calloc(8 * 18);
-    long[] slots = new long[18];
+    // descSlots of go/capi/jni_publish.go: every slot is read (0: no such column).
+    long desc = OffHeap.calloc(8 * 20);
+    long[] slots = new long[20];
     slots[0] = rows;
     slots[1] = payOff;
     slots[2] = payData;
