@@ -160,6 +160,12 @@ def main() -> None:
                 result["panic"] = str(e)[:2000]
         elif kind in sink_steps.STEPS:  # results under the step's key, in order
             result.setdefault(step["key"], []).append(sink_steps.STEPS[kind](spark, step))
+        elif kind == "failing_read":  # an AvailableNow run that must fail: its error
+            try:
+                available_now(spark, step.get("options"))
+                result[step["key"]] = "no exception"
+            except Exception as e:
+                result[step["key"]] = str(e)[:4000]
         elif kind == "gc":  # the JVM collects without pause while tasks read from C memory
             stop = threading.Event()
             t = threading.Thread(target=collect, args=(spark.sparkContext._jvm, stop), daemon=True)

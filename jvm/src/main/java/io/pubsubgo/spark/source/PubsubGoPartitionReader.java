@@ -50,7 +50,16 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
         });
       } else {
         sub = SubscriberPool.take(part.subscriberConfig);
-        writer = log.new Writer(part.batch, part.index);
+        try {
+          writer = log.new Writer(part.batch, part.index);
+        } catch (IOException | RuntimeException e) {
+          // Spark closes only a reader it got: a subscriber left open here
+          // (a task cancelled while creating its entry, say) would go on
+          // pulling and extending leases for nobody.
+          SubscriberPool.discard(sub);
+          sub = null;
+          throw e;
+        }
       }
     } catch (IOException e) {
       throw new UncheckedIOException("pubsub-go: batch log " + part.logDir + ": " + e.getMessage(), e);
