@@ -27,7 +27,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path[:0] = [str(BENCH), str(BENCH / "peers"), str(BENCH.parent / "python")]
 
-from harness import dataplane, handoff, jvm_e2e, machine, plots, report, spark_e2e, write  # noqa: E402
+from harness import dataplane, handoff, jvm_e2e, jvm_sink, machine, plots, report, spark_e2e, write  # noqa: E402
 from harness.log import elapsed, say  # noqa: E402
 from harness.memory import Drift  # noqa: E402
 from harness.plan import FULL, QUICK  # noqa: E402
@@ -44,9 +44,10 @@ def main() -> int:
                     help="directory for results.md; results.json and the PNGs go into its results/ (default: bench)")
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite results.md and the PNGs from an earlier run's results/results.json")
-    ap.add_argument("--jar", help="the JVM source's jar for section 2b (default: jvm/build.sh builds it from the tree)")
+    ap.add_argument("--jar", help="the JVM front end's jar for sections 2b and 3b (default: jvm/build.sh builds it "
+                                   "from the tree)")
     ap.add_argument("--skip", default="",
-                    help="comma-separated sections to skip: dataplane,spark,jvm,write,handoff,memory")
+                    help="comma-separated sections to skip: dataplane,spark,jvm,write,jvm_sink,handoff,memory")
     a = ap.parse_args()
     plan = QUICK if a.quick else FULL
     skip = set(filter(None, a.skip.split(",")))
@@ -82,7 +83,7 @@ def main() -> int:
     scratch = tempfile.mkdtemp(prefix="pubsub-go-bench-scratch-")  # Spark checkpoints and batch logs
     try:
         res["dataplane"] = section("dataplane", lambda: dataplane.run(build, plan)) or []
-        if not {"spark", "jvm", "write"} <= skip:
+        if not {"spark", "jvm", "write", "jvm_sink"} <= skip:
             say("starting Spark (local[2])")
             from harness.sparkrun import session
 
@@ -96,6 +97,7 @@ def main() -> int:
             if drift is not None:
                 drift.resume()
         res["write"] = section("write", lambda: write.run(spark, build, plan, scratch)) or []
+        res["jvm_sink"] = section("jvm_sink", lambda: jvm_sink.run(spark, build, plan, scratch, jar=a.jar)) or {}
         if spark is not None:
             spark.stop()
             spark = None

@@ -299,6 +299,22 @@ class Report:
                          f"{len(errs)} failed: {errs[0][:200]}" if errs else ""])
         self.table(["writer", "msgs/s", "cores", "msgs/s per core", "server count", "peak RSS", "notes"], rows)
 
+    def jvm_sink(self) -> None:
+        from .jvm_sink import report as sink_report
+
+        js = self.r.get("jvm_sink") or {}
+        if not js.get("rows"):
+            return
+        self.add("## 3b. The JVM sink beside the Python sink and noop", "",
+                 "Section 3's in-memory Arrow source (1 KB payloads) by writeStream into the JVM sink "
+                 "(docs/jvm.md, \"How it writes\"), the Python sink and Spark's noop sink (the ceiling), local[2], "
+                 "to one load server, in alternating rounds (each sink first in turn). With the jar on a session "
+                 '`format("pubsub-go")` is the JVM sink, so it runs in a Spark session of its own '
+                 "(bench/harness/jvm_sink.py, as section 2b's source); the Python sink and noop run in the run's "
+                 "session. A sink's run counts only if the load server counted at least its rows. Target (issue "
+                 "54): JVM sink ≥ 1.5x the Python sink. `python bench/tools/jvm_sink.py` runs this section alone.",
+                 "", "```", *sink_report(js), "```", "")
+
     def handoff(self) -> None:
         ho = self.r.get("handoff", {})
         self.add("## 4. Hand-off: one batch from Go to Python", "",
@@ -465,6 +481,7 @@ def write(res: dict, out: Path, pngs: dict[str, list[str]]) -> None:
     rep.spark()
     rep.jvm()
     rep.write()
+    rep.jvm_sink()
     rep.handoff()
     rep.memory(pngs.get("memory", []))
     rep.commands()

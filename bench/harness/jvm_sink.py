@@ -1,0 +1,230 @@
+"""Section 3b, the JVM sink beside the Python sink and Spark's noop sink
+(the ceiling), on the same source: section 3's in-memory `bench-arrow`
+source (1 KB payloads, 2 partitions), writeStream in local[2], to the load
+server (which counts what was published), in alternating rounds, each sink
+first in turn.
+
+With the jar on a session's classpath, format("pubsub-go") is the JVM
+sink, so the JVM sink runs in a Spark session of its own: a child process
+(`python -m harness.jvm_sink --serve`, built as section 2b's,
+harness/jvm_e2e.py) with `bench-arrow` registered, one query per request
+on stdin, one JSON line per answer. The Python sink and noop run in the
+caller's session, which has no jar. While one session measures, the other
+idles (its CPU is counted apart, as "other").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from .jvm_e2e import JvmSession, Probe, build_jar, jvm_tree_state
+from .log import say
+from .plan import Plan
+from .procs import REPO, Build, LoadServer, create
+
+SIZE = 1024
+TOPIC = "projects/bench/topics/jvm-write"
+SINKS = ("jvm-sink", "python-sink", "noop")
+
+
+def _source(spark):
+    return (spark.readStream.format("bench-arrow").option("schema", "publish").option("numPartitions", "2")
+            .option("rowsPerPartition", "100000").option("payloadBytes", str(SIZE)).load())
+
+
+def measure_sink(spark, sink: str, host: str | None, scratch: str, warmup: float, window: float,
+                 loadserver_pid: int, other_root: int | None) -> dict:
+    """One run of the source into sink ("pubsub-go" or "noop"), with CPU by process (harness/jvm_e2e.Probe)."""
+    from .sparkrun import measure
+
+    probe = Probe(spark, loadserver_pid, other_root)
+    opts = {"topicId": TOPIC, "emulatorHost": host} if sink == "pubsub-go" else None
+    try:
+        m = measure(_source(spark), scratch, warmup, window, sink=sink, sink_options=opts, probe=probe)
+    finally:
+        mem = probe.stop()
+    m.pop("progress", None)
+    cores, rps = probe.cores, m["rows_per_sec"]
+    per_row = {k: v / rps * 1e6 for k, v in cores.items() if k != "seconds"} if rps else {}
+    return {**m, "cores": cores, "cpu_us_per_row": per_row,
+            "cpu_us_per_row_total": sum(v for k, v in per_row.items() if k != "other"), **mem}
+
+
+class SinkSession(JvmSession):
+    """The child process holding the JVM sink's Spark session (JvmSession's protocol)."""
+
+    def __init__(self, build: Build, jar: Path, scratch: str) -> None:  # noqa: D107 - JvmSession's, another child
+        self.log = open(build.dir / "jvm-sink-session.log", "ab")  # noqa: SIM115 - closed in stop()
+        env = build.env()
+        env["PYTHONPATH"] = os.pathsep.join([str(REPO / "bench"), env["PYTHONPATH"]])
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "harness.jvm_sink", "--serve", "--build-dir", str(build.dir),
+             "--lib", str(build.lib), "--jar", str(jar), "--scratch", scratch],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env, cwd=REPO, text=True)
+        self.pid = self.proc.pid
+        hello = self._answer(timeout=300)
+        if not hello.get("ready"):
+            raise RuntimeError(f"the JVM sink's session did not start: {hello}")
+        self.spark_version = hello.get("spark")
+
+
+def serve(a: argparse.Namespace) -> int:
+    """The child: one SparkSession with the jar, one sink run per request."""
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # anything Spark or py4j prints goes to the log, not the answers
+    build = Build(Path(a.build_dir), Path(), Path(), Path(), Path(a.lib))
+    from arrow_source import ArrowMemorySource
+
+    from .sparkrun import session
+
+    spark = session(build, jar=a.jar)
+    spark.dataSource.register(ArrowMemorySource)
+    proto.write(json.dumps({"ready": True, "spark": spark.version}) + "\n")
+    try:
+        for line in sys.stdin:
+            req = json.loads(line)
+            try:
+                m = measure_sink(spark, "pubsub-go", req["host"], a.scratch, req["warmup"], req["window"],
+                                 req["loadserver_pid"], os.getppid())
+            except Exception as e:
+                m = {"error": f"{type(e).__name__}: {str(e)[:1500]}"}
+            proto.write(json.dumps(m) + "\n")
+    finally:
+        spark.stop()
+    return 0
+
+
+def run(spark, build: Build, plan: Plan, scratch: str, jar: str | None = None, rounds: int | None = None,
+        warmup: float | None = None, window: float | None = None) -> dict:
+    """spark: the caller's session (no jar, bench-arrow and the Python sink
+    registered). jar: the JVM sink's jar; None builds it from this tree."""
+    rounds = rounds or plan.reps
+    warmup = plan.spark_warmup if warmup is None else warmup
+    window = plan.spark_window if window is None else window
+    if jar is None:
+        say("3b JVM sink: building the jar from jvm/ (jvm/build.sh)")
+        jar_path, jar_from = build_jar(build), f"built from the tree ({jvm_tree_state()}) by jvm/build.sh"
+    else:
+        jar_path, jar_from = Path(jar), jar
+    res: dict = {"jar": jar_from, "rounds": rounds, "warmup": warmup, "window": window, "rows": [],
+                 "load": [os.getloadavg()]}
+    server = LoadServer(build, SIZE)
+    jvm = None
+    try:
+        create(build, server, TOPIC, [])
+        say("3b JVM sink: starting the JVM sink's Spark session (a process of its own, the jar on it)")
+        jvm = SinkSession(build, jar_path, scratch)
+        res["spark_version_jvm_session"] = jvm.spark_version
+        # Warm each session's JIT and Python workers once (not counted): a
+        # fresh JVM compiles for its first ~20 s (section 2b).
+        say("3b JVM sink: warm-up of both sessions (not counted)")
+        jvm.run(host=server.host, warmup=2, window=max(2 * window, 15), loadserver_pid=server.proc.pid)
+        for sink in ("pubsub-go", "noop"):
+            measure_sink(spark, sink, server.host, scratch, 2, window, server.proc.pid, jvm.pid)
+        for r in range(rounds):
+            order = SINKS[r % 3:] + SINKS[:r % 3]  # each sink first in turn
+            for sink in order:
+                before = server.stats()["published"]
+                try:
+                    if sink == "jvm-sink":
+                        m = jvm.run(host=server.host, warmup=warmup, window=window, loadserver_pid=server.proc.pid)
+                    else:
+                        m = measure_sink(spark, "pubsub-go" if sink == "python-sink" else "noop", server.host,
+                                         scratch, warmup, window, server.proc.pid, jvm.pid)
+                except Exception as e:
+                    say(f"3b JVM sink round {r + 1} {sink} FAILED: {e}")
+                    res["rows"].append({"sink": sink, "round": r, "error": str(e)[:500]})
+                    continue
+                m["server_published"] = server.stats()["published"] - before
+                if sink != "noop" and m["server_published"] < m["rows"]:
+                    # The rows counted must have reached the server: a sink that
+                    # dropped rows would look fast.
+                    m["error"] = f"the server counted {m['server_published']} publishes for {m['rows']} rows"
+                res["rows"].append({"sink": sink, "round": r, **m})
+                say(f"3b JVM sink round {r + 1}/{rounds} {sink}: {m['rows_per_sec']:,.0f} rows/s, "
+                    f"{m['cpu_us_per_row_total']:.2f} µs CPU/row, load {os.getloadavg()[0]:.1f}")
+            res["load"].append(os.getloadavg())
+    finally:
+        if jvm is not None:
+            jvm.stop()
+        server.stop()
+    res.update(summarize(res["rows"]))
+    return res
+
+
+RATIOS = (("jvm_vs_python", "jvm-sink", "python-sink", "JVM sink / Python sink"),
+          ("jvm_vs_noop", "jvm-sink", "noop", "JVM sink / noop"),
+          ("python_vs_noop", "python-sink", "noop", "Python sink / noop"))
+
+
+def summarize(rows: list[dict]) -> dict:
+    """Per-round ratios (a round's sinks ran back to back, so load shifts
+    between rounds cancel) and their median and range."""
+    by = {(r["sink"], r["round"]): r for r in rows if "error" not in r}
+    ratios = []
+    for r in sorted({k[1] for k in by}):
+        x: dict = {"round": r}
+        for key, a, b, _ in RATIOS:
+            ra, rb = by.get((a, r)), by.get((b, r))
+            x[key] = ra["rows_per_sec"] / rb["rows_per_sec"] if ra and rb else None
+        ratios.append(x)
+    spread = {}
+    for key, _, _, _ in RATIOS:
+        xs = [x[key] for x in ratios if x[key] is not None]
+        if xs:
+            spread[key] = {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
+    return {"ratios": ratios, "spread": spread}
+
+
+def report(res: dict) -> list[str]:
+    """The printout of bench/tools/jvm_sink.py, also bench/results.md's section."""
+    ok = [r for r in res["rows"] if "error" not in r]
+    loads = "; ".join(" ".join(f"{v:.1f}" for v in ld) for ld in res.get("load", []))
+    out = [f"jar: {res['jar']}; {res['rounds']} rounds, warm-up {res['warmup']} s, window {res['window']} s; "
+           f"load average (1, 5, 15 min) at the start and after each round: {loads}", "",
+           "rows/s per round (1 KB payloads, bench-arrow source, local[2]):"]
+    for r in range(res["rounds"]):
+        got = {x["sink"]: x for x in ok if x["round"] == r}
+        out.append(f"  round {r + 1}: " + ", ".join(f"{s} {got[s]['rows_per_sec']:,.0f}" if s in got else f"{s} failed"
+                                                  for s in SINKS))
+    for key, _, _, name in RATIOS:
+        s = res.get("spread", {}).get(key)
+        if s:
+            per = ", ".join(f"{x[key]:.2f}x" for x in res["ratios"] if x[key] is not None)
+            out.append(f"{name}: median {s['median']:.2f}x [{s['min']:.2f}–{s['max']:.2f}] over {s['n']} rounds "
+                       f"({per})")
+    out += ["", "CPU µs per row by process (median over rounds; 'other' is the idle session):"]
+    roles = ("jvm", "workers", "driver", "loadserver", "other")
+    for s in SINKS:
+        rs = [x for x in ok if x["sink"] == s and x.get("cpu_us_per_row")]
+        if rs:
+            med = {k: statistics.median([x["cpu_us_per_row"].get(k, 0.0) for x in rs]) for k in roles}
+            tot = statistics.median([x["cpu_us_per_row_total"] for x in rs])
+            out.append(f"  {s:12s} total {tot:.2f}: " + ", ".join(f"{k} {v:.2f}" for k, v in med.items()))
+    for r in res["rows"]:
+        if "error" in r:
+            out.append(f"FAILED round {r['round'] + 1} {r['sink']}: {r['error'][:300]}")
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--serve", action="store_true")
+    ap.add_argument("--build-dir")
+    ap.add_argument("--lib")
+    ap.add_argument("--jar")
+    ap.add_argument("--scratch")
+    a = ap.parse_args()
+    if not a.serve:
+        ap.error("run by bench/harness/jvm_sink.py (--serve); see bench/tools/jvm_sink.py")
+    return serve(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
