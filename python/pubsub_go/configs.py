@@ -56,7 +56,7 @@ class DecoderConfig:
     options: dict[str, str] = field(default_factory=dict)
     memory_limit_mb: int = 0
     timeout_ms: int = 0
-    engine: str = ""  # "wazero" (default) or "wasmtime", loaded from wasmtime_library
+    engine: str = ""  # one of contract.decoder_engines(); "": the default, auto (wasmtime, else wazero)
     wasmtime_library: str = ""  # wasmtime's C library (_libwasmtime.so in the wasmtime package)
     topic_schema: TopicSchema | None = None  # schemaFrom=topic
 

@@ -1,6 +1,6 @@
 """Where wasmtime's C library is: ``_libwasmtime.so`` inside the installed
 ``wasmtime`` package, which the Go decoder host loads at run time for its
-wasmtime engine (``engine="wasmtime"``; go/internal/decode/engine_wasmtime.go).
+wasmtime engine (``engine="wasmtime"``; go/internal/decode/wasmtime).
 Found without importing ``wasmtime`` (that would load the library through
 ctypes for nothing)."""
 

@@ -63,7 +63,7 @@ func benchAvro(i int) []byte {
 	return zz(b, 1714979289123456+int64(i))
 }
 
-func benchDecode(b *testing.B, spec Spec, gen func(int) []byte) {
+func benchDecode(b *testing.B, spec DecoderConfig, gen func(int) []byte) {
 	mem := mallocator.NewMallocator()
 	d, err := NewDecoder(context.Background(), spec, mem)
 	if err != nil {
@@ -103,22 +103,22 @@ func benchDecode(b *testing.B, spec Spec, gen func(int) []byte) {
 }
 
 func BenchmarkDecodeJSONWasm(b *testing.B) {
-	benchDecode(b, Spec{WasmPath: guestModule(b, "cmd/json"), Schema: benchSchema}, benchJSON)
+	benchDecode(b, DecoderConfig{Wasm: guestModule(b, "cmd/json"), Target: benchSchema}, benchJSON)
 }
 
 func BenchmarkDecodeAvroWasm(b *testing.B) {
-	spec := Spec{WasmPath: guestModule(b, "cmd/avro"), Schema: benchSchema, Options: map[string]string{"avro_schema": benchAvroSchema}}
+	spec := DecoderConfig{Wasm: guestModule(b, "cmd/avro"), Target: benchSchema, Options: map[string]string{"avro_schema": benchAvroSchema}}
 	benchDecode(b, spec, benchAvro)
 }
 
 // The built-in decoders run natively in the host (what schema mode runs
 // for format=json|avro), output copied into C memory.
 func BenchmarkDecodeJSONNative(b *testing.B) {
-	benchDecode(b, Spec{Builtin: "json", Schema: benchSchema}, benchJSON)
+	benchDecode(b, DecoderConfig{Format: "json", Target: benchSchema}, benchJSON)
 }
 
 func BenchmarkDecodeAvroNative(b *testing.B) {
-	spec := Spec{Builtin: "avro", Schema: benchSchema, Options: map[string]string{"avro_schema": benchAvroSchema}}
+	spec := DecoderConfig{Format: "avro", Target: benchSchema, Options: map[string]string{"avro_schema": benchAvroSchema}}
 	benchDecode(b, spec, benchAvro)
 }
 
@@ -127,12 +127,12 @@ func BenchmarkDecodeAvroNative(b *testing.B) {
 // build of their own: the engine options are part of the module cache's
 // key, and so is the memory cap).
 func BenchmarkDecodeJSONWasmCloseOnDone(b *testing.B) {
-	benchDecode(b, Spec{WasmPath: guestModule(b, "cmd/json"), Schema: benchSchema, MemoryLimitMB: 255,
+	benchDecode(b, DecoderConfig{Wasm: guestModule(b, "cmd/json"), Target: benchSchema, MemoryLimitMB: 255,
 		tuning: engine.Tuning{CloseOnDone: true}}, benchJSON)
 }
 
 func BenchmarkDecodeAvroWasmCloseOnDone(b *testing.B) {
-	spec := Spec{WasmPath: guestModule(b, "cmd/avro"), Schema: benchSchema, Options: map[string]string{"avro_schema": benchAvroSchema}, MemoryLimitMB: 255,
+	spec := DecoderConfig{Wasm: guestModule(b, "cmd/avro"), Target: benchSchema, Options: map[string]string{"avro_schema": benchAvroSchema}, MemoryLimitMB: 255,
 		tuning: engine.Tuning{CloseOnDone: true}}
 	benchDecode(b, spec, benchAvro)
 }
@@ -146,30 +146,30 @@ func vpcLine(i int) []byte { // = vpcLine in wasm-decoders/examples/vpcflow
 }
 
 func BenchmarkVpcflowGoWasm(b *testing.B) {
-	benchDecode(b, Spec{WasmPath: guestModule(b, "examples/vpcflow")}, vpcLine)
+	benchDecode(b, DecoderConfig{Wasm: guestModule(b, "examples/vpcflow")}, vpcLine)
 }
 
 func BenchmarkVpcflowCWasm(b *testing.B) {
-	benchDecode(b, Spec{WasmPath: guestModule(b, "examples/vpcflow-c/vpcflow.c")}, vpcLine)
+	benchDecode(b, DecoderConfig{Wasm: guestModule(b, "examples/vpcflow-c/vpcflow.c")}, vpcLine)
 }
 
 // What the time limit costs: the C example without any.
 func BenchmarkVpcflowCWasmNoTimeLimit(b *testing.B) {
-	benchDecode(b, Spec{WasmPath: guestModule(b, "examples/vpcflow-c/vpcflow.c"), MemoryLimitMB: 254,
+	benchDecode(b, DecoderConfig{Wasm: guestModule(b, "examples/vpcflow-c/vpcflow.c"), MemoryLimitMB: 254,
 		tuning: engine.Tuning{NoTimeLimit: true}}, vpcLine)
 }
 
 // The C example with the time limit enforced by WithCloseOnContextDone
 // instead of the loop counter.
 func BenchmarkVpcflowCWasmCloseOnDone(b *testing.B) {
-	benchDecode(b, Spec{WasmPath: guestModule(b, "examples/vpcflow-c/vpcflow.c"), MemoryLimitMB: 253,
+	benchDecode(b, DecoderConfig{Wasm: guestModule(b, "examples/vpcflow-c/vpcflow.c"), MemoryLimitMB: 253,
 		tuning: engine.Tuning{CloseOnDone: true}}, vpcLine)
 }
 
 // The same modules in the wasmtime engine (engine_wasmtime.go), memory cap
 // and time limit on; NoTimeLimit: an engine without epoch interruption,
 // to measure what the time limit costs there.
-func wasmtimeSpec(b *testing.B, spec Spec) Spec {
+func wasmtimeSpec(b *testing.B, spec DecoderConfig) DecoderConfig {
 	lib, err := testlib.WasmtimeLibrary()
 	if err != nil {
 		b.Skip(err)
@@ -179,11 +179,11 @@ func wasmtimeSpec(b *testing.B, spec Spec) Spec {
 }
 
 func BenchmarkVpcflowCWasmtime(b *testing.B) {
-	benchDecode(b, wasmtimeSpec(b, Spec{WasmPath: guestModule(b, "examples/vpcflow-c/vpcflow.c")}), vpcLine)
+	benchDecode(b, wasmtimeSpec(b, DecoderConfig{Wasm: guestModule(b, "examples/vpcflow-c/vpcflow.c")}), vpcLine)
 }
 
 func BenchmarkVpcflowCWasmtimeNoTimeLimit(b *testing.B) {
-	benchDecode(b, wasmtimeSpec(b, Spec{WasmPath: guestModule(b, "examples/vpcflow-c/vpcflow.c"),
+	benchDecode(b, wasmtimeSpec(b, DecoderConfig{Wasm: guestModule(b, "examples/vpcflow-c/vpcflow.c"),
 		tuning: engine.Tuning{NoTimeLimit: true}}), vpcLine)
 }
 
@@ -192,19 +192,19 @@ func BenchmarkVpcflowCWasmtimeNoTimeLimit(b *testing.B) {
 // alone cost (BenchmarkVpcflowCWasmtime adds the fence's tick and
 // signal mask).
 func BenchmarkVpcflowCWasmtimeEpoch(b *testing.B) {
-	benchDecode(b, wasmtimeSpec(b, Spec{WasmPath: guestModule(b, "examples/vpcflow-c/vpcflow.c"),
+	benchDecode(b, wasmtimeSpec(b, DecoderConfig{Wasm: guestModule(b, "examples/vpcflow-c/vpcflow.c"),
 		tuning: engine.Tuning{Epoch: true}}), vpcLine)
 }
 
 func BenchmarkVpcflowCWasmtimeProbes(b *testing.B) {
-	benchDecode(b, wasmtimeSpec(b, Spec{WasmPath: guestModule(b, "examples/vpcflow-c/vpcflow.c"),
+	benchDecode(b, wasmtimeSpec(b, DecoderConfig{Wasm: guestModule(b, "examples/vpcflow-c/vpcflow.c"),
 		tuning: engine.Tuning{NoTimeLimit: true, Probes: true}}), vpcLine)
 }
 
 func BenchmarkVpcflowGoWasmtime(b *testing.B) {
-	benchDecode(b, wasmtimeSpec(b, Spec{WasmPath: guestModule(b, "examples/vpcflow")}), vpcLine)
+	benchDecode(b, wasmtimeSpec(b, DecoderConfig{Wasm: guestModule(b, "examples/vpcflow")}), vpcLine)
 }
 
 func BenchmarkDecodeJSONWasmtime(b *testing.B) {
-	benchDecode(b, wasmtimeSpec(b, Spec{WasmPath: guestModule(b, "cmd/json"), Schema: benchSchema}), benchJSON)
+	benchDecode(b, wasmtimeSpec(b, DecoderConfig{Wasm: guestModule(b, "cmd/json"), Target: benchSchema}), benchJSON)
 }

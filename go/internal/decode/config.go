@@ -29,13 +29,17 @@ const DecodeErrorColumn = "__decode_error"
 
 // DecoderConfig is a decoder as its users give it, in JSON: schema mode
 // (the subscriber config's "decoder", go/internal/subscriber) and the C
-// decoder API (pg_decoder_open) take it. It decodes each batch's payloads
+// decoder API (pg_decoder_open) take it, and Go code (tests, benchmarks)
+// with the fields JSON cannot carry. It decodes each batch's payloads
 // with a built-in decoder (natively) or a WebAssembly decoder
-// (docs/decoder-abi.md), one call per batch.
+// (docs/decoder-abi.md), one call per batch. Validate is the one check of
+// every field.
 type DecoderConfig struct {
-	// Wasm is the path of a decoder module. Empty: Format names a built-in
-	// decoder (Builtins), which runs natively.
+	// Wasm is the path of a decoder module. Empty (and no Module): Format
+	// names a built-in decoder (Builtins), which runs natively.
 	Wasm string `json:"wasm"`
+	// Module is a decoder module's bytes, instead of the file Wasm.
+	Module []byte `json:"-"`
 	// Format names the decoder in error messages ("json", "avro", ...);
 	// without Wasm, the built-in decoder to run.
 	Format string `json:"format"`
@@ -58,7 +62,12 @@ type DecoderConfig struct {
 	// (schemaFrom=topic; topicschema.go).
 	TopicSchema *TopicSchema `json:"topic_schema"`
 
-	target *arrow.Schema // Schema, parsed by Validate
+	// Target is the target schema: Schema, parsed by Validate, or given
+	// as it is by Go code (with Schema empty).
+	Target *arrow.Schema `json:"-"`
+
+	instances int           // at most this many module instances (NewDecoder; Open's argument); 0: GOMAXPROCS
+	tuning    engine.Tuning // set by this package's tests and benchmarks only
 }
 
 // Limits are the defaults and ranges of DecoderConfig's numeric fields, by
@@ -71,8 +80,9 @@ var Limits = map[string]clientopt.Limit{
 
 // Validate fills defaults and checks the fields; errors name the JSON key.
 func (d *DecoderConfig) Validate() error {
+	module := d.Wasm != "" || d.Module != nil
 	if d.TopicSchema != nil {
-		if d.Wasm != "" {
+		if module {
 			return invalid("decoder.topic_schema decodes with a built-in decoder, not decoder.wasm")
 		}
 		format, err := d.TopicSchema.validate()
@@ -81,13 +91,15 @@ func (d *DecoderConfig) Validate() error {
 		}
 		d.Format = format
 	}
-	if d.Wasm == "" {
+	if !module {
 		if !IsBuiltin(d.Format) {
 			return invalid("decoder.format %q is not a built-in decoder (%s): give decoder.format "+
 				"%s, or decoder.wasm, the path of a decoder module (.wasm)", d.Format, native.List(", "), native.List(" or "))
 		}
-	} else if st, err := os.Stat(d.Wasm); err != nil || st.IsDir() {
-		return invalid("decoder.wasm %q is not a readable file: %v", d.Wasm, statErr(err))
+	} else if d.Module == nil {
+		if st, err := os.Stat(d.Wasm); err != nil || st.IsDir() {
+			return invalid("decoder.wasm %q is not a readable file: %v", d.Wasm, statErr(err))
+		}
 	}
 	if err := checkEngine(d.Engine, d.WasmtimeLibrary); err != nil {
 		return err
@@ -98,7 +110,6 @@ func (d *DecoderConfig) Validate() error {
 	if err := clientopt.ApplyLimit(Limits, "decoder.timeout_ms", &d.TimeoutMs); err != nil {
 		return invalid("%v", err)
 	}
-	d.target = nil
 	if d.Schema != "" {
 		raw, err := base64.StdEncoding.DecodeString(d.Schema)
 		if err != nil {
@@ -108,9 +119,11 @@ func (d *DecoderConfig) Validate() error {
 		if err != nil {
 			return invalid("decoder.schema is not an Arrow IPC schema: %v", err)
 		}
-		d.target = r.Schema()
+		d.Target = r.Schema()
 		r.Release()
-		if err := CheckNames(d.target); err != nil {
+	}
+	if d.Target != nil {
+		if err := CheckNames(d.Target); err != nil {
 			return invalid("decoder.schema: %v", err)
 		}
 	}
@@ -155,29 +168,16 @@ func CheckNames(s *arrow.Schema) error {
 	return nil
 }
 
-// Open validates d and starts its decoder (compiling a module or finding
-// it compiled) with at most maxInstances module instances; errors carry a
-// status code (StatusOf). Output is allocated with mem.
+// Open validates d and starts its decoder (NewDecoder) with at most
+// maxInstances module instances; errors carry a status code (StatusOf).
+// Output is allocated with mem.
 func (d *DecoderConfig) Open(ctx context.Context, mem memory.Allocator, maxInstances int) (*Decoder, error) {
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}
-	spec := Spec{
-		WasmPath:        d.Wasm,
-		Format:          d.Format,
-		Schema:          d.target,
-		Options:         d.Options,
-		MemoryLimitMB:   d.MemoryLimitMB,
-		Timeout:         time.Duration(d.TimeoutMs) * time.Millisecond,
-		MaxInstances:    maxInstances,
-		Engine:          d.Engine,
-		WasmtimeLibrary: d.WasmtimeLibrary,
-		Topic:           d.TopicSchema,
-	}
-	if d.Wasm == "" {
-		spec.Builtin = d.Format
-	}
-	dec, err := NewDecoder(ctx, spec, mem)
+	c := *d
+	c.instances = maxInstances
+	dec, err := c.start(ctx, mem)
 	if err != nil {
 		return nil, d.StatusOf(err, "starting the decoder "+d.Name(), "")
 	}

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -108,14 +107,12 @@ func sameOutput(t testing.TB, rec arrow.RecordBatch, errs *array.String, rec2 ar
 func runVector(t *testing.T, v *vector, native bool) (arrow.RecordBatch, *array.String) {
 	mem := memory.NewCheckedAllocator(mallocator.NewMallocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	spec := Spec{Format: v.Format, Options: v.Options, Timeout: time.Minute}
-	if native {
-		spec.Builtin = v.Format
-	} else {
-		spec.WasmPath = wasmFor(t, v.Format)
+	spec := DecoderConfig{Format: v.Format, Options: v.Options, TimeoutMs: 60_000}
+	if !native { // else, without a module, the built-in decoder
+		spec.Wasm = wasmFor(t, v.Format)
 	}
 	if v.Schema != nil {
-		spec.Schema = schemaOf(t, v.Schema)
+		spec.Target = schemaOf(t, v.Schema)
 	}
 	d, err := NewDecoder(context.Background(), spec, mem)
 	if err != nil {

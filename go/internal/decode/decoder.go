@@ -43,51 +43,12 @@ import (
 // it separately.
 const ErrorColumn = abi.ErrorColumn
 
-// Defaults for Spec's limits.
+// Defaults of DecoderConfig's limits (Limits has their ranges).
 const (
 	DefaultMemoryLimitMB = 256
 	DefaultTimeout       = 10 * time.Second
 	maxMemoryLimitMB     = 4096 // all a 32-bit WebAssembly memory can address
 )
-
-// Spec describes a decoder.
-type Spec struct {
-	// Builtin (one of Builtins) runs that built-in decoder natively, in
-	// the host (trusted code: no sandbox, no memory cap or time limit).
-	// Exclusive with WasmPath and Wasm.
-	Builtin string
-	// WasmPath is the module file (e.g. the built-in json.wasm or avro.wasm
-	// shipped in the Python package). Wasm, if set, is used instead.
-	WasmPath string
-	Wasm     []byte
-	// Format names the decoder in error messages ("json", "avro", or a
-	// custom name); the module (or Builtin) is what decides the format.
-	Format string
-	// Schema is the target schema. Required by the JSON decoder; the Avro
-	// decoder derives one from Options["avro_schema"] when it is nil.
-	Schema *arrow.Schema
-	// Options are passed to the module (e.g. "avro_schema", "timezone").
-	Options map[string]string
-	// MemoryLimitMB caps each instance's linear memory (default 256).
-	MemoryLimitMB int
-	// Timeout bounds one batch (default 10s).
-	Timeout time.Duration
-	// MaxInstances bounds concurrent instances (default GOMAXPROCS); up
-	// to 2 more may be held by batches still in use (internal/guest's pins).
-	MaxInstances int
-
-	// Engine runs the module (EngineNames): "" is DefaultEngine.
-	// WasmtimeLibrary is the path of wasmtime's C library
-	// (_libwasmtime.so in the wasmtime Python package).
-	Engine          string
-	WasmtimeLibrary string
-
-	// Topic decodes by the topic's schema revisions (Builtin only): use
-	// DecodeRouted.
-	Topic *TopicSchema
-
-	tuning engine.Tuning // set by this package's tests and benchmarks only
-}
 
 // Decoder decodes batches of payloads. It is safe for concurrent use.
 type Decoder struct {
@@ -101,90 +62,94 @@ type Decoder struct {
 	done bool
 }
 
-// NewDecoder compiles (or finds in the cache) the module, starts one
-// instance, initialises it with the schema and options, and decodes an
-// empty batch to learn and check the output schema. Output buffers are
-// allocated with alloc (production: C memory, go/internal/cmem).
-func NewDecoder(ctx context.Context, spec Spec, alloc memory.Allocator) (*Decoder, error) {
-	d := &Decoder{name: spec.Format, alloc: alloc}
-	if d.name == "" {
-		d.name = spec.Builtin
+// NewDecoder validates c and starts its decoder: the built-in one, or the
+// module compiled (or found in the cache) in its engine, one instance
+// started and initialised with the schema and options, and an empty batch
+// decoded to learn and check the output schema. Output buffers are
+// allocated with alloc (production: C memory, go/internal/cmem). Its
+// errors are the package's (ErrDecoder and friends); Open's carry a
+// status code.
+func NewDecoder(ctx context.Context, c DecoderConfig, alloc memory.Allocator) (*Decoder, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
 	}
+	return c.start(ctx, alloc)
+}
+
+// start starts the decoder of a validated c.
+func (c *DecoderConfig) start(ctx context.Context, alloc memory.Allocator) (*Decoder, error) {
+	d := &Decoder{name: c.Format, alloc: alloc}
 	if d.name == "" {
 		d.name = "custom"
 	}
 	if d.alloc == nil {
 		d.alloc = memory.DefaultAllocator
 	}
-	if err := d.start(ctx, spec); err != nil {
+	failed := func(err error) error { return fmt.Errorf("decode: %s decoder: %w", d.name, err) }
+	wasm := c.Module
+	if wasm == nil && c.Wasm != "" {
+		var err error
+		if wasm, err = os.ReadFile(c.Wasm); err != nil {
+			return nil, failed(err)
+		}
+	}
+	n := c.instances
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	configs, err := c.configs()
+	if err != nil {
+		return nil, failed(err)
+	}
+	if wasm == nil {
+		err = d.startNative(c, configs.V1, n)
+	} else {
+		err = d.startModule(ctx, c, wasm, configs, n)
+	}
+	if err != nil {
 		return nil, err
 	}
-	if spec.Schema != nil && !d.out.Decoded.Equal(spec.Schema) {
+	if c.Target != nil && !d.out.Decoded.Equal(c.Target) {
 		d.Close()
-		return nil, fmt.Errorf("decode: %s decoder: %w: module produced schema %s, want %s", d.name, ErrDecoder, d.out.Decoded, spec.Schema)
+		return nil, failed(fmt.Errorf("%w: module produced schema %s, want %s", ErrDecoder, d.out.Decoded, c.Target))
 	}
 	return d, nil
 }
 
-// start starts the decoder: the built-in one natively, a module in its
-// engine; either way d.out is then the output schema.
-func (d *Decoder) start(ctx context.Context, spec Spec) error {
-	failed := func(err error) error { return fmt.Errorf("decode: %s decoder: %w", d.name, err) }
-	wasm, err := spec.module()
-	if err != nil {
-		return failed(err)
-	}
-	mb := spec.MemoryLimitMB
-	if mb <= 0 {
-		mb = DefaultMemoryLimitMB
-	}
-	if mb > maxMemoryLimitMB {
-		return fmt.Errorf("decode: MemoryLimitMB %d exceeds the %d MiB of 32-bit WebAssembly", mb, maxMemoryLimitMB)
-	}
-	n := spec.MaxInstances
-	if n <= 0 {
-		n = runtime.GOMAXPROCS(0)
-	}
-	var schemaIPC []byte
-	if spec.Schema != nil {
+// configs are pg_init's config for each ABI version (ABI 1's is also the
+// built-in decoders').
+func (c *DecoderConfig) configs() (guest.Configs, error) {
+	var schemaIPC, v2schema []byte
+	var v2err error
+	if c.Target != nil {
 		var buf bytes.Buffer
-		w := ipc.NewWriter(&buf, ipc.WithSchema(spec.Schema))
+		w := ipc.NewWriter(&buf, ipc.WithSchema(c.Target))
 		if err := w.Close(); err != nil {
-			return failed(fmt.Errorf("schema: %w", err))
+			return guest.Configs{}, fmt.Errorf("schema: %w", err)
 		}
 		schemaIPC = buf.Bytes()
+		v2schema, v2err = abi.EncodeFields(nil, c.Target.Fields())
 	}
-	options := spec.Options
-	if spec.Builtin == "protobuf" {
+	options := c.Options
+	if c.Wasm == "" && c.Module == nil && c.Format == "protobuf" {
+		var err error
 		if options, err = withDescriptorSet(options); err != nil {
-			return failed(err)
+			return guest.Configs{}, err
 		}
 	}
-	config := sdk.EncodeConfig(schemaIPC, options) // pg_init's, ABI 1 (also the built-ins')
-	if wasm == nil {
-		if err := d.startNative(spec, config, n); err != nil {
-			return failed(err)
-		}
-		return nil
-	}
-	configs := guest.Configs{V1: config}
-	var v2schema []byte
-	if spec.Schema != nil {
-		v2schema, configs.V2Err = abi.EncodeFields(nil, spec.Schema.Fields())
-	}
-	configs.V2 = sdk.EncodeConfig(v2schema, options)
-	limit := uint64(mb) << 20
-	mod, err := compile(ctx, spec.Engine, wasm, engine.Options{MemoryPages: uint32(limit / 65536),
-		Library: spec.WasmtimeLibrary, Tuning: spec.tuning})
+	return guest.Configs{V1: sdk.EncodeConfig(schemaIPC, options), V2: sdk.EncodeConfig(v2schema, options), V2Err: v2err}, nil
+}
+
+// startModule compiles wasm in c's engine and starts its instance pool.
+func (d *Decoder) startModule(ctx context.Context, c *DecoderConfig, wasm []byte, configs guest.Configs, n int) error {
+	limit := uint64(c.MemoryLimitMB) << 20
+	mod, err := compile(ctx, c.Engine, wasm, engine.Options{MemoryPages: uint32(limit / 65536),
+		Library: c.WasmtimeLibrary, Tuning: c.tuning})
 	if err != nil {
-		return failed(err)
+		return fmt.Errorf("decode: %s decoder: %w", d.name, err)
 	}
-	timeout := spec.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	d.guest, err = guest.Open(ctx, guest.Setup{Name: d.name, Module: mod, Configs: configs, Target: spec.Schema,
-		Limit: limit, Timeout: timeout, Instances: n, Alloc: d.alloc})
+	d.guest, err = guest.Open(ctx, guest.Setup{Name: d.name, Module: mod, Configs: configs, Target: c.Target,
+		Limit: limit, Timeout: time.Duration(c.TimeoutMs) * time.Millisecond, Instances: n, Alloc: d.alloc})
 	if err != nil {
 		return err // named by the pool
 	}
@@ -192,41 +157,25 @@ func (d *Decoder) start(ctx context.Context, spec Spec) error {
 	return nil
 }
 
-// module is the module's bytes; nil for a built-in decoder.
-func (spec *Spec) module() ([]byte, error) {
-	switch {
-	case spec.Builtin != "":
-		if spec.Wasm != nil || spec.WasmPath != "" {
-			return nil, fmt.Errorf("Builtin and a module (WasmPath, Wasm) are exclusive")
-		}
-		return nil, nil
-	case spec.Wasm != nil:
-		return spec.Wasm, nil
-	case spec.WasmPath == "":
-		return nil, fmt.Errorf("no WasmPath or Wasm given")
-	}
-	return os.ReadFile(spec.WasmPath)
-}
-
 // startNative starts the built-in decoder and learns its output schema
 // from an empty batch, as the .wasm build would write it.
-func (d *Decoder) startNative(spec Spec, config []byte, n int) error {
+func (d *Decoder) startNative(c *DecoderConfig, config []byte, n int) error {
 	var err error
-	if d.native, err = native.New(spec.Builtin, config, n); err != nil {
-		return err
+	if d.native, err = native.New(c.Format, config, n); err == nil {
+		if c.TopicSchema != nil {
+			d.native.Factory = c.TopicSchema.factory()
+		}
+		var out []byte
+		if out, err = d.native.SchemaIPC(); err == nil {
+			var full arrow.RecordBatch
+			if full, err = abi.ReadIPC(out, d.alloc, &d.out); err == nil {
+				full.Release()
+			}
+		}
 	}
-	if spec.Topic != nil {
-		d.native.Factory = spec.Topic.factory()
-	}
-	out, err := d.native.SchemaIPC()
 	if err != nil {
-		return err
+		return fmt.Errorf("decode: %s decoder: %w", d.name, err)
 	}
-	full, err := abi.ReadIPC(out, d.alloc, &d.out)
-	if err != nil {
-		return err
-	}
-	full.Release()
 	return nil
 }
 
@@ -245,7 +194,7 @@ func (d *Decoder) Decode(ctx context.Context, payloads *array.Binary) (arrow.Rec
 	return d.guest.Decode(ctx, payloads)
 }
 
-// DecodeRouted is Decode for a decoder with a Spec.Topic: route gives
+// DecodeRouted is Decode for a decoder with a TopicSchema: route gives
 // each row's revision and encoding (from its message's attributes).
 func (d *Decoder) DecodeRouted(payloads *array.Binary, route func(i int) Route) (arrow.RecordBatch, *array.String, error) {
 	if d.native == nil {

@@ -33,9 +33,9 @@ var userSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "at", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
 }, nil)
 
-func newJSON(t *testing.T, alloc memory.Allocator, mut func(*Spec)) *Decoder {
+func newJSON(t *testing.T, alloc memory.Allocator, mut func(*DecoderConfig)) *Decoder {
 	t.Helper()
-	spec := Spec{WasmPath: guestModule(t, "cmd/json"), Format: "json", Schema: userSchema}
+	spec := DecoderConfig{Wasm: guestModule(t, "cmd/json"), Format: "json", Target: userSchema}
 	if mut != nil {
 		mut(&spec)
 	}
@@ -49,7 +49,7 @@ func newJSON(t *testing.T, alloc memory.Allocator, mut func(*Spec)) *Decoder {
 
 func TestDecodeJSONIntoCMemory(t *testing.T) {
 	mem := memory.NewCheckedAllocator(mallocator.NewMallocator())
-	d := newJSON(t, mem, func(s *Spec) { s.MaxInstances = 1 })
+	d := newJSON(t, mem, func(s *DecoderConfig) { s.instances = 1 })
 	if !d.Schema().Equal(userSchema) {
 		t.Fatalf("schema %s", d.Schema())
 	}
@@ -134,7 +134,7 @@ func TestModuleCompiledOnce(t *testing.T) {
 	newJSON(t, nil, nil) // make sure it is compiled
 	before := engine.Compiles()
 	for i := 0; i < 3; i++ {
-		d, err := NewDecoder(context.Background(), Spec{WasmPath: path, Schema: userSchema}, nil)
+		d, err := NewDecoder(context.Background(), DecoderConfig{Wasm: path, Target: userSchema}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +147,7 @@ func TestModuleCompiledOnce(t *testing.T) {
 }
 
 func TestConcurrentDecodes(t *testing.T) {
-	d := newJSON(t, nil, func(s *Spec) { s.MaxInstances = 2 })
+	d := newJSON(t, nil, func(s *DecoderConfig) { s.instances = 2 })
 	var wg sync.WaitGroup
 	errc := make(chan error, 8)
 	for g := 0; g < 8; g++ {
@@ -178,16 +178,16 @@ func TestConcurrentDecodes(t *testing.T) {
 }
 
 func TestBadConfigIsDecoderError(t *testing.T) {
-	_, err := NewDecoder(context.Background(), Spec{WasmPath: guestModule(t, "cmd/json")}, nil)
+	_, err := NewDecoder(context.Background(), DecoderConfig{Wasm: guestModule(t, "cmd/json")}, nil)
 	if !errors.Is(err, ErrDecoder) {
 		t.Fatalf("json without schema: %v", err)
 	}
-	_, err = NewDecoder(context.Background(), Spec{WasmPath: guestModule(t, "cmd/json"), Schema: userSchema,
+	_, err = NewDecoder(context.Background(), DecoderConfig{Wasm: guestModule(t, "cmd/json"), Target: userSchema,
 		Options: map[string]string{"bogus": "1"}}, nil)
 	if !errors.Is(err, ErrDecoder) || !strings.Contains(err.Error(), `unknown option "bogus"`) {
 		t.Fatalf("unknown option: %v", err)
 	}
-	_, err = NewDecoder(context.Background(), Spec{Wasm: []byte("\x00asm garbage")}, nil)
+	_, err = NewDecoder(context.Background(), DecoderConfig{Module: []byte("\x00asm garbage")}, nil)
 	if !errors.Is(err, ErrDecoder) {
 		t.Fatalf("garbage module: %v", err)
 	}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -25,17 +24,17 @@ import (
 // payload, under every conformance vector's schema and options (which
 // together cover every supported type). Seeds: the vectors' payloads. A
 // bounded run is part of scripts/fuzz.sh.
-func FuzzNativeVsWasm(f *testing.F) { fuzzNativeVs(f, Spec{}) }
+func FuzzNativeVsWasm(f *testing.F) { fuzzNativeVs(f, DecoderConfig{}) }
 
 // FuzzNativeVsWasmtime: the same against the .wasm in the wasmtime engine.
 func FuzzNativeVsWasmtime(f *testing.F) {
 	lib := testlib.NeedWasmtime(f)
-	fuzzNativeVs(f, Spec{Engine: wasmtime.Name, WasmtimeLibrary: lib})
+	fuzzNativeVs(f, DecoderConfig{Engine: wasmtime.Name, WasmtimeLibrary: lib})
 }
 
 // fuzzNativeVs compares the built-ins natively with their .wasm run by
 // engine's Engine.
-func fuzzNativeVs(f *testing.F, engine Spec) {
+func fuzzNativeVs(f *testing.F, engine DecoderConfig) {
 	files, err := filepath.Glob("../../../testdata/decoders/vectors/*.json")
 	if err != nil || len(files) == 0 {
 		f.Fatalf("no vectors: %v", err)
@@ -54,12 +53,12 @@ func fuzzNativeVs(f *testing.F, engine Spec) {
 		if err := dec.Decode(&v); err != nil {
 			f.Fatal(err)
 		}
-		spec := Spec{Format: v.Format, Options: v.Options, Timeout: time.Minute}
+		spec := DecoderConfig{Format: v.Format, Options: v.Options, TimeoutMs: 60_000}
 		if v.Schema != nil {
-			spec.Schema = schemaOf(f, v.Schema)
+			spec.Target = schemaOf(f, v.Schema)
 		}
 		ws, ns := spec, spec
-		ws.WasmPath, ns.Builtin = wasmFor(f, v.Format), v.Format
+		ws.Wasm = wasmFor(f, v.Format) // ns, without a module, runs the built-in decoder
 		ws.Engine, ws.WasmtimeLibrary = engine.Engine, engine.WasmtimeLibrary
 		w, err := NewDecoder(context.Background(), ws, mem)
 		if err != nil {

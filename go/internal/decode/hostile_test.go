@@ -14,10 +14,10 @@ import (
 // traps fails its batch with a clear error, and the next batch runs on a
 // fresh instance in the same (surviving) process.
 
-func newHostile(t *testing.T, mut func(*Spec)) *Decoder {
+func newHostile(t *testing.T, mut func(*DecoderConfig)) *Decoder {
 	t.Helper()
-	spec := Spec{WasmPath: guestModule(t, "internal/testguests/hostile"), Format: "hostile",
-		MaxInstances: 1, Timeout: 2 * time.Second, MemoryLimitMB: 64}
+	spec := DecoderConfig{Wasm: guestModule(t, "internal/testguests/hostile"), Format: "hostile",
+		instances: 1, TimeoutMs: 2_000, MemoryLimitMB: 64}
 	if mut != nil {
 		mut(&spec)
 	}
@@ -86,8 +86,8 @@ func TestRunawayLoopHitsTimeLimit(t *testing.T) {
 }
 
 func testRunawayLoop(t *testing.T, fallback bool) {
-	d := newHostile(t, func(s *Spec) {
-		s.Timeout, s.MemoryLimitMB, s.tuning.CloseOnDone = 300*time.Millisecond, 64+btoi(fallback), fallback
+	d := newHostile(t, func(s *DecoderConfig) {
+		s.TimeoutMs, s.MemoryLimitMB, s.tuning.CloseOnDone = 300, 64+btoi(fallback), fallback
 	})
 	if (d.guest.Module().TimeLimit() == "loop counter") == fallback {
 		t.Fatalf("time limit by %s", d.guest.Module().TimeLimit())
@@ -109,7 +109,7 @@ func testRunawayLoop(t *testing.T, fallback bool) {
 }
 
 func TestUnboundedAllocationHitsMemoryCap(t *testing.T) {
-	d := newHostile(t, func(s *Spec) { s.MemoryLimitMB = 48; s.Timeout = 20 * time.Second })
+	d := newHostile(t, func(s *DecoderConfig) { s.MemoryLimitMB = 48; s.TimeoutMs = 20_000 })
 	_, _, err := decodeOne(d, "alloc")
 	if !errors.Is(err, ErrMemoryLimit) {
 		t.Fatalf("want ErrMemoryLimit, got %v", err)
@@ -140,7 +140,7 @@ func TestGuestPanicIsRowError(t *testing.T) {
 }
 
 func TestCallerCancellation(t *testing.T) {
-	d := newHostile(t, func(s *Spec) { s.Timeout = time.Minute })
+	d := newHostile(t, func(s *DecoderConfig) { s.TimeoutMs = 60_000 })
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	in := binaryArray("loop")
@@ -194,7 +194,7 @@ func abiModule(decode ...byte) []byte {
 }
 
 func TestTrapIsCrash(t *testing.T) {
-	_, err := NewDecoder(context.Background(), Spec{Wasm: trapModule(), Format: "trap"}, nil)
+	_, err := NewDecoder(context.Background(), DecoderConfig{Module: trapModule(), Format: "trap"}, nil)
 	if !errors.Is(err, ErrCrashed) || !strings.Contains(err.Error(), "unreachable") {
 		t.Fatalf("want ErrCrashed naming unreachable, got %v", err)
 	}
@@ -221,8 +221,8 @@ func btoi(b bool) int {
 // the loop counter travels with calls and returns, so the time limit
 // stops it in time.
 func TestRunawayLoopAcrossCallsHitsTimeLimit(t *testing.T) {
-	d, err := NewDecoder(context.Background(), Spec{WasmPath: guestModule(t, "internal/testguests/spin/spin.c"),
-		Format: "spin", Timeout: 200 * time.Millisecond, MaxInstances: 1}, nil)
+	d, err := NewDecoder(context.Background(), DecoderConfig{Wasm: guestModule(t, "internal/testguests/spin/spin.c"),
+		Format: "spin", TimeoutMs: 200, instances: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestUnofferedImportIsRefused(t *testing.T) {
 	m := []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
 		0x01, 0x04, 0x01, 0x60, 0x00, 0x00, // types: () -> ()
 		0x02, 0x0c, 0x01, 0x03, 'e', 'n', 'v', 0x04, 'n', 'o', 'p', 'e', 0x00, 0x00} // import env.nope: func type 0
-	_, err := NewDecoder(context.Background(), Spec{Wasm: m, Format: "imports"}, nil)
+	_, err := NewDecoder(context.Background(), DecoderConfig{Module: m, Format: "imports"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Fatalf("want an error naming the import env.nope, got %v", err)
 	}

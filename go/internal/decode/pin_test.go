@@ -55,10 +55,10 @@ func decodeVPC(t *testing.T, d *Decoder, alloc *memory.CheckedAllocator, seed, n
 	return rec, text(rec), copied
 }
 
-func newVPCDecoder(t *testing.T, spec Spec) (*Decoder, *memory.CheckedAllocator) {
+func newVPCDecoder(t *testing.T, spec DecoderConfig) (*Decoder, *memory.CheckedAllocator) {
 	t.Helper()
 	alloc := memory.NewCheckedAllocator(memory.DefaultAllocator)
-	spec.WasmPath = guestModule(t, "examples/vpcflow-c/vpcflow.c")
+	spec.Wasm = guestModule(t, "examples/vpcflow-c/vpcflow.c")
 	d, err := NewDecoder(context.Background(), spec, alloc)
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func newVPCDecoder(t *testing.T, spec Spec) (*Decoder, *memory.CheckedAllocator)
 // instances to the pool (or closes those it has no room for).
 func TestPinnedBatchesOutliveLaterBatches(t *testing.T) {
 	withWasmtime(t, func(t *testing.T) {
-		d, alloc := newVPCDecoder(t, Spec{MaxInstances: 1})
+		d, alloc := newVPCDecoder(t, DecoderConfig{instances: 1})
 		defer d.Close()
 		type held struct {
 			rec  arrow.RecordBatch
@@ -116,13 +116,13 @@ func TestPinnedBatchesOutliveLaterBatches(t *testing.T) {
 // then, not before.
 func TestPinnedBatchOutlivesClose(t *testing.T) {
 	withWasmtime(t, func(t *testing.T) {
-		d, alloc := newVPCDecoder(t, Spec{})
+		d, alloc := newVPCDecoder(t, DecoderConfig{})
 		rec, want, copied := decodeVPC(t, d, alloc, 3, 700)
 		if copied {
 			t.Fatal("the batch was copied")
 		}
 		d.Close()
-		d2, alloc2 := newVPCDecoder(t, Spec{})
+		d2, alloc2 := newVPCDecoder(t, DecoderConfig{})
 		other, _, _ := decodeVPC(t, d2, alloc2, 4, 700)
 		other.Release()
 		d2.Close()
@@ -142,7 +142,7 @@ func TestPinnedBatchOutlivesClose(t *testing.T) {
 // TestWazeroBatchesAreCopies: wazero's memory is Go memory, which must not
 // cross the C Data Interface, so its batches never alias it.
 func TestWazeroBatchesAreCopies(t *testing.T) {
-	d, alloc := newVPCDecoder(t, Spec{Engine: "wazero"})
+	d, alloc := newVPCDecoder(t, DecoderConfig{Engine: "wazero"})
 	defer d.Close()
 	rec, _, copied := decodeVPC(t, d, alloc, 1, 100)
 	defer rec.Release()

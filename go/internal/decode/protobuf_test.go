@@ -75,7 +75,7 @@ func protoBinary(t testing.TB, opts map[string]string, jsonText string) string {
 
 func openProto(t testing.TB, opts map[string]string, schema *arrow.Schema) *Decoder {
 	t.Helper()
-	d, err := NewDecoder(context.Background(), Spec{Builtin: "protobuf", Format: "protobuf", Options: opts, Schema: schema}, memory.DefaultAllocator)
+	d, err := NewDecoder(context.Background(), DecoderConfig{Format: "protobuf", Options: opts, Target: schema}, memory.DefaultAllocator)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestProtobufTargetSchemaPicksAndWidens(t *testing.T) {
 		t.Fatalf("%v %q", rows, errs)
 	}
 	bad := arrow.NewSchema([]arrow.Field{{Name: "title", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	_, err := NewDecoder(context.Background(), Spec{Builtin: "protobuf", Format: "protobuf", Options: opts, Schema: bad}, memory.DefaultAllocator)
+	_, err := NewDecoder(context.Background(), DecoderConfig{Format: "protobuf", Options: opts, Target: bad}, memory.DefaultAllocator)
 	if err == nil || !strings.Contains(err.Error(), "title: protobuf string cannot be decoded into int64") {
 		t.Fatalf("err %v", err)
 	}
@@ -267,7 +267,7 @@ func TestProtobufTargetSchemaPicksAndWidens(t *testing.T) {
 
 func TestProtobufRecursionAndConfigErrors(t *testing.T) {
 	opts := protoOptions(t, "Node", "")
-	_, err := NewDecoder(context.Background(), Spec{Builtin: "protobuf", Format: "protobuf", Options: opts}, memory.DefaultAllocator)
+	_, err := NewDecoder(context.Background(), DecoderConfig{Format: "protobuf", Options: opts}, memory.DefaultAllocator)
 	if err == nil || !strings.Contains(err.Error(), "message pgtest.Node is recursive") {
 		t.Fatalf("err %v", err)
 	}
@@ -288,13 +288,13 @@ func TestProtobufRecursionAndConfigErrors(t *testing.T) {
 	} {
 		o := protoOptions(t, "pgtest.Event", "")
 		o[opt] = "pgtest.Nope"
-		_, err := NewDecoder(context.Background(), Spec{Builtin: "protobuf", Format: "protobuf", Options: o}, memory.DefaultAllocator)
+		_, err := NewDecoder(context.Background(), DecoderConfig{Format: "protobuf", Options: o}, memory.DefaultAllocator)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err %v, want %q", opt, err, want)
 		}
 	}
 	src := map[string]string{OptProtobufSource: "syntax = \"proto3\"; message M { int32 x = 1 }", protodec.OptMessage: "M"}
-	_, err = NewDecoder(context.Background(), Spec{Builtin: "protobuf", Format: "protobuf", Options: src}, memory.DefaultAllocator)
+	_, err = NewDecoder(context.Background(), DecoderConfig{Format: "protobuf", Options: src}, memory.DefaultAllocator)
 	if err == nil || !strings.Contains(err.Error(), "does not compile") || !strings.Contains(err.Error(), "pubsub_schema.proto:1:") {
 		t.Fatalf("err %v", err)
 	}
@@ -321,7 +321,7 @@ func benchProtoEvent(i int) string {
 // data-plane path, as BenchmarkDecodeAvroNative does its records.
 func BenchmarkDecodeProtobufNative(b *testing.B) {
 	opts := protoOptions(b, "pgtest.Event", "")
-	benchDecode(b, Spec{Builtin: "protobuf", Format: "protobuf", Options: opts}, func(i int) []byte {
+	benchDecode(b, DecoderConfig{Format: "protobuf", Options: opts}, func(i int) []byte {
 		return []byte(protoBinary(b, opts, benchProtoEvent(i)))
 	})
 }

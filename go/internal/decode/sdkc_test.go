@@ -31,7 +31,7 @@ var vpcLines = []string{
 	"  2\t1 eni-1 1.1.1.1 2.2.2.2 1 22 6 1 1 1 2 A OK  ",      // other spacing
 }
 
-func decodeWith(t *testing.T, spec Spec, lines []string) (arrow.RecordBatch, *array.String) {
+func decodeWith(t *testing.T, spec DecoderConfig, lines []string) (arrow.RecordBatch, *array.String) {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(mallocator.NewMallocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
@@ -61,8 +61,8 @@ func TestCVpcflowEqualsGoVpcflow(t *testing.T) {
 	}, nil)
 	goWasm, cWasm := guestModule(t, "examples/vpcflow"), guestModule(t, "examples/vpcflow-c/vpcflow.c")
 	for _, target := range []*arrow.Schema{nil, subset} {
-		goRec, goErrs := decodeWith(t, Spec{WasmPath: goWasm, Schema: target}, vpcLines)
-		cRec, cErrs := decodeWith(t, Spec{WasmPath: cWasm, Schema: target}, vpcLines)
+		goRec, goErrs := decodeWith(t, DecoderConfig{Wasm: goWasm, Target: target}, vpcLines)
+		cRec, cErrs := decodeWith(t, DecoderConfig{Wasm: cWasm, Target: target}, vpcLines)
 		sameOutput(t, goRec, nullMessages(goErrs), cRec, nullMessages(cErrs))
 		for i := range vpcLines {
 			if goErrs.IsValid(i) != cErrs.IsValid(i) {
@@ -96,7 +96,7 @@ func nullMessages(errs *array.String) *array.String {
 
 func TestCDecoderRejectsWrongTypes(t *testing.T) {
 	bad := arrow.NewSchema([]arrow.Field{{Name: "srcport", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
-	_, err := NewDecoder(context.Background(), Spec{WasmPath: guestModule(t, "examples/vpcflow-c/vpcflow.c"), Schema: bad, Timeout: time.Minute}, nil)
+	_, err := NewDecoder(context.Background(), DecoderConfig{Wasm: guestModule(t, "examples/vpcflow-c/vpcflow.c"), Target: bad, TimeoutMs: 60_000}, nil)
 	if err == nil || !strings.Contains(err.Error(), "wrong type") {
 		t.Fatalf("want the module's error, got %v", err)
 	}
@@ -124,10 +124,10 @@ func TestCVpcflowEqualsGoVpcflowOnRandomLines(t *testing.T) {
 		lines[i] = b.String()
 	}
 	goWasm, cWasm := guestModule(t, "examples/vpcflow"), guestModule(t, "examples/vpcflow-c/vpcflow.c")
-	goRec, goErrs := decodeWith(t, Spec{WasmPath: goWasm}, lines)
+	goRec, goErrs := decodeWith(t, DecoderConfig{Wasm: goWasm}, lines)
 	defer goRec.Release()
 	defer goErrs.Release()
-	cRec, cErrs := decodeWith(t, Spec{WasmPath: cWasm}, lines)
+	cRec, cErrs := decodeWith(t, DecoderConfig{Wasm: cWasm}, lines)
 	defer cRec.Release()
 	defer cErrs.Release()
 	for i := range lines {
@@ -148,8 +148,8 @@ func TestCVpcflowEqualsGoVpcflowOnRandomLines(t *testing.T) {
 // arrays are validated before anyone reads them), the instance is
 // replaced, and the next batch decodes.
 func TestBrokenLayoutsAreCrashes(t *testing.T) {
-	d, err := NewDecoder(context.Background(), Spec{WasmPath: guestModule(t, "internal/testguests/badlayout/badlayout.c"),
-		Format: "badlayout", MaxInstances: 1}, nil)
+	d, err := NewDecoder(context.Background(), DecoderConfig{Wasm: guestModule(t, "internal/testguests/badlayout/badlayout.c"),
+		Format: "badlayout", instances: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestBrokenLayoutsAreCrashes(t *testing.T) {
 func TestCSDKLayoutOfEveryType(t *testing.T) {
 	mem := memory.NewCheckedAllocator(mallocator.NewMallocator())
 	defer mem.AssertSize(t, 0)
-	d, err := NewDecoder(context.Background(), Spec{WasmPath: guestModule(t, "internal/testguests/alltypes/alltypes.c")}, mem)
+	d, err := NewDecoder(context.Background(), DecoderConfig{Wasm: guestModule(t, "internal/testguests/alltypes/alltypes.c")}, mem)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestCSDKLayoutOfEveryType(t *testing.T) {
 // may read (as Arrow allows) and IPC writers copy, must still be zero.
 func TestOutputPaddingHoldsNoEarlierBatchBytes(t *testing.T) {
 	alloc := cmem.New(cmem.DefaultMaxCached, time.Minute)
-	d, err := NewDecoder(context.Background(), Spec{WasmPath: guestModule(t, "examples/vpcflow-c/vpcflow.c")}, alloc)
+	d, err := NewDecoder(context.Background(), DecoderConfig{Wasm: guestModule(t, "examples/vpcflow-c/vpcflow.c")}, alloc)
 	if err != nil {
 		t.Fatal(err)
 	}

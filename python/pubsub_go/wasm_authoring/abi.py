@@ -29,7 +29,7 @@ def encode_config(schema: pa.Schema | None, options: Mapping[str, str], abi: int
     return b"".join(parts)
 
 
-# ABI 2's schema form (go/internal/decode/abiv2.go): u32 count, then per
+# ABI 2's schema form (go/internal/decode/internal/abi, layout.go): u32 count, then per
 # field u32 name length, name, u8 type id (Schema.fbs), u8 nullable, i32
 # p1, i32 p2, u32 tz length, tz, u32 child count, children.
 _UNITS = ("s", "ms", "us", "ns")

@@ -35,7 +35,7 @@ class DecodeOptions:
     error_column: str | None = None  # column mode only
     timeout_ms: int = field(default_factory=lambda: _OPTIONS.default("decoderTimeoutMs"))
     memory_limit_mb: int = field(default_factory=lambda: _OPTIONS.default("decoderMemoryLimitMB"))
-    engine: str = field(default_factory=lambda: _OPTIONS.default("decoderEngine"))  # one of the contract's decoder_engines
+    engine: str = field(default_factory=lambda: _OPTIONS.default("decoderEngine"))  # contract: decoder_engines
     protobuf: dict[str, str] = field(default_factory=dict)  # format=protobuf: the decoder's options
     # schemaFrom=topic: decode by the topic's Pub/Sub schema (topic_schema.py),
     # reading into schema_revision (None: the newest).

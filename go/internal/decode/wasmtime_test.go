@@ -15,7 +15,7 @@ import (
 	"github.com/pubsub-go/pubsub-go/go/internal/decode/wasmtime"
 )
 
-// The wasmtime engine (package wasmtime) against the same tests as
+// The Decoder on the wasmtime engine (package wasmtime) against the same tests as
 // wazero: the conformance vectors and the hostile modules, run with
 // wasmtime as the default engine. The library comes from the installed
 // wasmtime Python package; it is installed wherever the project is
@@ -26,7 +26,7 @@ func compileWasmtime(wasm []byte, lib string, tuning engine.Tuning) (engine.Modu
 	return engine.Lookup(wasmtime.Name).Compile(context.Background(), wasm, engine.Options{Library: lib, Tuning: tuning})
 }
 
-// withWasmtime runs f with wasmtime as the engine of every Spec that
+// withWasmtime runs f with wasmtime as the engine of every DecoderConfig that
 // names none.
 func withWasmtime(t *testing.T, f func(t *testing.T)) {
 	t.Helper()
@@ -66,7 +66,7 @@ func TestWasmtimeHostile(t *testing.T) {
 }
 
 func testWasmtimeLoop(t *testing.T) {
-	d := newHostile(t, func(s *Spec) { s.Timeout = 300 * time.Millisecond })
+	d := newHostile(t, func(s *DecoderConfig) { s.TimeoutMs = 300 })
 	if l := d.guest.Module().TimeLimit(); l != "fence" {
 		t.Fatalf("not the wasmtime engine with the memory fence: %s", l)
 	}
@@ -99,8 +99,8 @@ func testWasmtimeFence(t *testing.T) {
 			for range 3 {
 				start := time.Now()
 				// NewDecoder decodes an empty batch, which loops.
-				d, err := NewDecoder(context.Background(), Spec{Wasm: abiModule(body...), Format: "fence",
-					Timeout: 200 * time.Millisecond}, nil)
+				d, err := NewDecoder(context.Background(), DecoderConfig{Module: abiModule(body...), Format: "fence",
+					TimeoutMs: 200}, nil)
 				if err == nil {
 					_, _, err = decodeOne(d, "x")
 					d.Close()
@@ -117,7 +117,7 @@ func testWasmtimeFence(t *testing.T) {
 // A module under epoch interruption (what one that wasmrewrite cannot probe
 // gets) is stopped at its time limit too.
 func testWasmtimeEpoch(t *testing.T) {
-	d := newHostile(t, func(s *Spec) { s.Timeout, s.tuning.Epoch = 200*time.Millisecond, true })
+	d := newHostile(t, func(s *DecoderConfig) { s.TimeoutMs, s.tuning.Epoch = 200, true })
 	if l := d.guest.Module().TimeLimit(); l != "epoch" {
 		t.Fatalf("not the wasmtime engine with epoch interruption: %s", l)
 	}
@@ -131,8 +131,8 @@ func testWasmtimeEpoch(t *testing.T) {
 // A C decoder spinning in short loops inside callees: a probe sits at the
 // top of every loop, so it stops in time.
 func testWasmtimeSpin(t *testing.T) {
-	d, err := NewDecoder(context.Background(), Spec{WasmPath: guestModule(t, "internal/testguests/spin/spin.c"),
-		Format: "spin", Timeout: 200 * time.Millisecond, MaxInstances: 1}, nil)
+	d, err := NewDecoder(context.Background(), DecoderConfig{Wasm: guestModule(t, "internal/testguests/spin/spin.c"),
+		Format: "spin", TimeoutMs: 200, instances: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,13 +148,13 @@ func testWasmtimeSpin(t *testing.T) {
 // wasmtime's handler) that fails the batch, and the process carries on.
 func testWasmtimeStackOverflow(t *testing.T) {
 	// pg_decode(ptr, len) = pg_decode(ptr, len)
-	_, err := NewDecoder(context.Background(), Spec{Wasm: abiModule(0x20, 0x00, 0x20, 0x01, 0x10, 0x04), Format: "recursion"}, nil)
+	_, err := NewDecoder(context.Background(), DecoderConfig{Module: abiModule(0x20, 0x00, 0x20, 0x01, 0x10, 0x04), Format: "recursion"}, nil)
 	if !errors.Is(err, ErrCrashed) || !strings.Contains(err.Error(), "stack overflow") {
 		t.Fatalf("want ErrCrashed naming the stack overflow, got %v", err)
 	}
 	// Out-of-bounds memory is a SIGSEGV caught by wasmtime's handler:
 	// pg_decode = i32.load(0xfffffff0).
-	_, err = NewDecoder(context.Background(), Spec{Wasm: abiModule(0x41, 0x70, 0x28, 0x02, 0x00), Format: "oob"}, nil)
+	_, err = NewDecoder(context.Background(), DecoderConfig{Module: abiModule(0x41, 0x70, 0x28, 0x02, 0x00), Format: "oob"}, nil)
 	if !errors.Is(err, ErrCrashed) || !strings.Contains(err.Error(), "out of bounds") {
 		t.Fatalf("want ErrCrashed naming the out-of-bounds access, got %v", err)
 	}
@@ -181,14 +181,14 @@ func testGoPanicWithWasmtime(t *testing.T) {
 // The limit also bounds instantiation (a module's start function), which
 // took over 20 ms on a loaded CI machine: 200 ms keeps it clear of that.
 func testWasmtimeManyHostile(t *testing.T) {
-	d := newHostile(t, func(s *Spec) { s.Timeout = 200 * time.Millisecond })
+	d := newHostile(t, func(s *DecoderConfig) { s.TimeoutMs = 200 })
 	for i := range 30 {
 		payload := []string{"loop", "exit", "alloc"}[i%3]
 		if _, _, err := decodeOne(d, payload); err == nil {
 			t.Fatalf("%s: no error", payload)
 		}
 	}
-	_, err := NewDecoder(context.Background(), Spec{Wasm: trapModule(), Format: "trap"}, nil)
+	_, err := NewDecoder(context.Background(), DecoderConfig{Module: trapModule(), Format: "trap"}, nil)
 	if !errors.Is(err, ErrCrashed) {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func testWasmtimeManyHostile(t *testing.T) {
 }
 
 func testWasmtimeBadModule(t *testing.T) {
-	_, err := NewDecoder(context.Background(), Spec{Wasm: []byte("\x00asm\x01\x00\x00\x00\xff"), Format: "bad"}, nil)
+	_, err := NewDecoder(context.Background(), DecoderConfig{Module: []byte("\x00asm\x01\x00\x00\x00\xff"), Format: "bad"}, nil)
 	if !errors.Is(err, ErrDecoder) || !strings.Contains(err.Error(), "invalid module") {
 		t.Fatalf("want ErrDecoder for an invalid module, got %v", err)
 	}
@@ -206,7 +206,7 @@ func testWasmtimeBadModule(t *testing.T) {
 // Goroutines sharing a decoder of 2 instances, some batches timing out:
 // each store is used by one goroutine at a time, the module by all.
 func testWasmtimeConcurrent(t *testing.T) {
-	d := newHostile(t, func(s *Spec) { s.MaxInstances, s.Timeout = 2, 100*time.Millisecond })
+	d := newHostile(t, func(s *DecoderConfig) { s.instances, s.TimeoutMs = 2, 100 })
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	for g := range 4 {
@@ -255,7 +255,7 @@ func TestDecoderConfigEngine(t *testing.T) {
 // store: memory stays flat and the next batch decodes.
 func TestWasmtimeThousandHostileBatches(t *testing.T) {
 	withWasmtime(t, func(t *testing.T) {
-		d := newHostile(t, func(s *Spec) { s.Timeout = 50 * time.Millisecond }) // instantiation too, on a loaded machine
+		d := newHostile(t, func(s *DecoderConfig) { s.TimeoutMs = 50 }) // instantiation too, on a loaded machine
 		fail := func(n int) {
 			for i := range n {
 				payload := "exit" // the module exits: its store is discarded
@@ -304,12 +304,12 @@ func TestEngineAuto(t *testing.T) {
 		lib      string
 		wasmtime bool
 	}{{lib, true}, {"", false}, {"/nonexistent/_libwasmtime.so", false}} {
-		d := newHostile(t, func(s *Spec) { s.Engine, s.WasmtimeLibrary = EngineAuto, c.lib })
+		d := newHostile(t, func(s *DecoderConfig) { s.Engine, s.WasmtimeLibrary = EngineAuto, c.lib })
 		if got := d.guest.Module().External(); got != c.wasmtime { // wasmtime's memory is outside the Go heap
 			t.Errorf("library %q: wasmtime engine %v, want %v", c.lib, got, c.wasmtime)
 		}
 		assertRecovers(t, d)
-		_, err := NewDecoder(context.Background(), Spec{Wasm: []byte("\x00asm\x01\x00\x00\x00\xff"), Format: "bad",
+		_, err := NewDecoder(context.Background(), DecoderConfig{Module: []byte("\x00asm\x01\x00\x00\x00\xff"), Format: "bad",
 			Engine: EngineAuto, WasmtimeLibrary: c.lib}, nil)
 		if !errors.Is(err, ErrDecoder) || errors.Is(err, engine.ErrUnavailable) {
 			t.Errorf("library %q: an invalid module: %v", c.lib, err)
