@@ -378,7 +378,7 @@ type wtFunc struct {
 // of ctx stops it at the next tick. pg_free returns nothing, every
 // other ABI export one value (docs/decoder-abi.md).
 func (f *wtFunc) Call(ctx context.Context, params ...uint64) ([]uint64, error) {
-	fr := f.frame // the instance's calls run one at a time (Decoder.get)
+	fr := f.frame // the instance's calls run one at a time (guest.Pool.get)
 	if len(params) > len(fr.args) {
 		return nil, fmt.Errorf("%s: %d arguments, the ABI's exports take at most %d", f.name, len(params), len(fr.args))
 	}

@@ -62,7 +62,9 @@ type module struct {
 	limit string // TimeLimit
 }
 
-func (m *module) External() bool { return false } // wazero's memory is a Go slice, which must not cross the C Data Interface
+// External is false: wazero's memory is a Go slice, which must not cross
+// the C Data Interface, so its batches are copied out.
+func (m *module) External() bool { return false }
 
 func (m *module) TimeLimit() string { return m.limit }
 

@@ -25,7 +25,7 @@ import (
 // module's schema in the same form, and pg_output returns the batch's
 // layout: its Arrow field nodes and buffers (as in an IPC record batch
 // message) pointing into guest memory, which the host hands out as it
-// lies (pin.go) or copies once into its own allocator.
+// lies (internal/guest's pins) or copies once into its own allocator.
 
 // EncodeFields writes fields in the v2 schema form: u32 count, then per
 // field u32 name length, name, u8 type (Schema.fbs numbering), u8
@@ -208,7 +208,7 @@ type layout struct {
 	bufs  [][2]uint32 // guest address, length
 	slab  *memory.Buffer
 	used  int            // bytes of slab handed out
-	guest *memory.Buffer // the pinned guest memory, when buffers are handed out as they lie (pin.go)
+	guest *memory.Buffer // the pinned guest memory, when buffers are handed out as they lie (internal/guest's pins)
 }
 
 // SlabAlign keeps each buffer carved from the slab 64-byte aligned, as
@@ -249,7 +249,7 @@ func (l *layout) releaseSlab() {
 
 // ReadLayout turns a v2 pg_output into arrays of full's fields and
 // validates them (the module is not trusted). guest, when not nil, is the
-// pinned memory mem is a view of (pin.go): the buffers are then slices of
+// pinned memory mem is a view of (internal/guest's pins): the buffers are then slices of
 // it, unless one is not aligned to GuestAlign (pinned says which);
 // otherwise every buffer is copied out of guest memory.
 func ReadLayout(out []byte, mem Memory, full *arrow.Schema, alloc memory.Allocator, guest *memory.Buffer) (cols []arrow.Array, rows int, pinned bool, err error) {

@@ -10,9 +10,9 @@ import (
 	"github.com/pubsub-go/pubsub-go/go/internal/decode/engine"
 )
 
-// The pg_init config is framed by the guest SDK's sdk.EncodeConfig
-// (decoder.go): host and guests share one implementation of that format.
-// The input is framed here, straight from an Arrow array, without the
+// The pg_init config is framed by the guest SDK's sdk.EncodeConfig (the
+// decode package's DecoderConfig.configs): host and guests share one
+// implementation of that format. The input is framed here, straight from an Arrow array, without the
 // [][]byte that sdk.EncodeInput takes.
 
 // inputSize is the size of the pg_decode input for payloads: u32 count,

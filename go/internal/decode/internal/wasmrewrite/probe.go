@@ -27,7 +27,8 @@ import (
 // offsets and is dropped.
 
 // ProbesVersion names what AddProbes writes, in the names of compiled
-// modules kept on disk (the wasmtime engine's cache): bump it when that changes.
+// modules kept on disk (the wasmtime engine's cache): bump it when that
+// changes.
 const ProbesVersion = 1
 
 // FenceExport is the name under which a probed module exports its fence
