@@ -10,6 +10,10 @@ peer. One Spark application per version runs every scenario below in turn
 - batch and streaming writes (payload, attributes, ordering key, event
   time, idAttribute), checked with Google's client;
 - bad options and bad input rows fail naming the problem;
+- the source's options of issue 52 (tests/jvm/source_steps.py): other
+  connectors' names taking effect, inline credentials shown nowhere,
+  attribute columns, topicId's subscription with its settings, the start
+  positions (first start only) and deletion on stop;
 - on 4.3, a Spark Connect client reading and writing through the
   application's Connect server, whose only pubsub-go is the jar."""
 
@@ -33,9 +37,10 @@ BAD_OPTIONS = [  # (options, words the error must hold)
     ({"batchSize": "0"}, ("batchSize is 0", "1..1000000")),                   # below the contract's range
     ({"maxWaitTimeMs": "soon"}, ("maxWaitTimeMs is soon", "500ms")),          # not a duration
     ({"bogusOption": "1"}, ("unknown source option bogusOption", "subscriptionId")),
-    ({"idAttribute": "id"}, ("idAttribute is not supported by the JVM", "jvm.md")),  # not in this front end yet
+    ({"ackOnCommit": "false"}, ("ackOnCommit is not supported by the JVM", "jvm.md")),  # not in this front end yet
     ({"failOnDataLoss": "false"}, ("failOnDataLoss", "messageRetentionSeconds")),   # refused, with the reason
-    ({"maxOffsetsPerTrigger": "10"}, ("maxOffsetsPerTrigger", "maxRecordsPerTrigger")),  # another connector's
+    ({"maxOffsetsPerTrigger": "10", "maxRecordsPerTrigger": "20"},                  # two names, two values
+     ("maxOffsetsPerTrigger='10'", "maxRecordsPerTrigger='20'", "different values")),
 ]
 
 
@@ -93,6 +98,7 @@ def run(request, google, tmp_path_factory) -> Run:
         {"kind": "errors", "option_sets": [o for o, _ in BAD_OPTIONS]},
     ]
     steps += sink_steps(google, names)
+    steps += source_steps(google, names, tmp)
     conf: dict = {}
     if line == "4.3":  # Spark Connect's server ships with PySpark 4's jars (3.5's is a separate package)
         names["connect_read_topic"], names["connect_read_sub"] = google.topic()
@@ -249,6 +255,96 @@ def test_a_row_naming_a_missing_topic_fails_naming_it_and_publishes_nothing_of_i
     assert google.pull_all(run.names["route_good_sub"], max_wait=3.0) == []
 
 
+
+# -- the source's options of issue 52 (tests/jvm/source_steps.py) ------------------------------------
+SECRET = "TOPSECRET-52a9"  # in the credentials the source steps give; must show nowhere
+
+
+def source_steps(google, names: dict, tmp: Path) -> list[dict]:
+    names["alias_topic"], names["alias_sub"] = google.topic()
+    names["alias_ids"] = google.publish(names["alias_topic"], payloads(0, 1500))
+    names["life_topic"], _ = google.topic()  # a subscription of its own the source does not read
+    names["life_dlq"], _ = google.topic()
+    p = google.project
+    suffix = names["life_topic"].rsplit("-", 1)[-1]
+    names["life_sub"] = f"projects/{p}/subscriptions/c-{suffix}"
+    names["life_sub2"] = f"projects/{p}/subscriptions/o-{suffix}"
+    names["life_sub3"] = f"projects/{p}/subscriptions/d-{suffix}"
+    names["life_snap"] = f"projects/{p}/snapshots/snap-{suffix}"
+    names["attr_topic"], names["attr_sub"] = google.topic()
+    google.publish(names["attr_topic"], [b"a0", b"a1", b"a2", b"a3"],
+                   [{"region": "eu", "ts": "1700000000123"}, {"region": "us", "ts": "2023-11-14T22:13:20.5Z"},
+                    {"ts": "yesterday"}, {}])
+    return [
+        {"kind": "aliases", "key": "aliases", "secret": SECRET, "subscription": names["alias_sub"],
+         "out": str(tmp / "al-out"), "checkpoint": str(tmp / "al-ck")},
+        {"kind": "bad_credentials", "key": "bad_credentials", "secret": SECRET, "checkpoint": str(tmp / "bc-ck")},
+        {"kind": "attribute_columns", "key": "attribute_columns", "subscription": names["attr_sub"],
+         "out": str(tmp / "at-out"), "checkpoint": str(tmp / "at-ck"),
+         "options": {"attributeColumns": "region,absent", "timestampAttribute": "ts", "timestampColumn": "et"}},
+        {"kind": "lifecycle", "key": "lifecycle", "topic": names["life_topic"], "dlq": names["life_dlq"],
+         "subscription": names["life_sub"], "subscription2": names["life_sub2"], "subscription3": names["life_sub3"],
+         "snapshot": names["life_snap"], "tmp": str(tmp)},
+    ]
+
+
+def test_other_connectors_option_names_take_effect_and_the_key_shows_nowhere(run, google):
+    r = run.result["aliases"][0]
+    assert r["error"] is None, r["error"][:2000]
+    assert sorted(r["ids"]) == sorted(run.names["alias_ids"]), "pubsublite.subscription read something else"
+    sizes = [p["numInputRows"] for p in batches(r["progress"])]
+    assert max(sizes) <= 600 and sum(sizes) == 1500, sizes  # maxOffsetsPerTrigger (600 splits evenly in 3)
+    assert {int(p["sources"][0]["metrics"]["tasks"]) for p in batches(r["progress"])} == {3}  # numFetchPartitions
+    assert r["leaks"] == [], r["leaks"]  # Databricks' privateKey: not in the plan, progress or explain
+    assert unacked(google, run.names["alias_sub"]) == 0
+
+
+def test_bad_inline_credentials_fail_naming_the_option_never_showing_the_secret(run):
+    errors = run.result["bad_credentials"][0]
+    for err, words in zip(errors, (["credentialsJson is not valid JSON"],
+                                   ["credentialsJson: a service_account key needs private_key and client_email"],
+                                   ["gcp.credentials.key is not valid base64"],
+                                   ["privateKey is not a PEM private key"]), strict=True):
+        for w in words:
+            assert w.lower() in err.lower(), (w, err[:1500])
+        assert SECRET not in err, err[:1500]
+
+
+def test_attribute_columns_and_the_event_time_come_from_each_messages_attributes(run):
+    r = run.result["attribute_columns"][0]
+    assert r["error"] is None, r["error"][:2000]
+    assert r["columns"][-3:] == ["region", "absent", "et"], r["columns"]
+    assert r["rows"] == [["a0", "eu", None, 1_700_000_000_123_000], ["a1", "us", None, 1_700_000_000_500_000],
+                         ["a2", None, None, None], ["a3", None, None, None]], r["rows"]
+    figures = [p["sources"][0]["metrics"] for p in batches(r["progress"])]
+    assert sum(int(m.get("eventTimeErrors", 0)) for m in figures) == 2, figures  # a bad ts and a missing one
+
+
+
+def test_topic_id_creates_the_subscription_and_start_positions_seek_on_the_first_start_only(run, google):
+    from google.api_core.exceptions import NotFound
+
+    runs = run.result["lifecycle"][0]["runs"]
+    for name, r in runs.items():
+        assert r["error"] is None, (name, r["error"][:2000])
+    # Google's emulator keeps a subscription's filter but delivers every message (the filter is checked as
+    # the created subscription's setting below, as tests/test_lifecycle.py does).
+    published = sorted(f"f{i}" for i in range(20))
+    assert runs["created"]["payloads"] == [] and runs["read"]["payloads"] == published, runs["read"]
+    assert runs["snapshot"]["payloads"] == published, runs["snapshot"]  # startingSnapshot: from before the read
+    assert runs["timestamp"]["payloads"] == published, runs["timestamp"]  # acked, retained, read again
+    assert runs["restart"]["payloads"] == [], runs["restart"]  # never seeked again on its checkpoint
+    s = google.subscriber.get_subscription(subscription=run.names["life_sub"], timeout=10)
+    assert s.topic == run.names["life_topic"] and s.filter == 'attributes.keep = "yes"', s
+    assert s.retain_acked_messages and not s.enable_message_ordering and not s.enable_exactly_once_delivery, s
+    assert s.message_retention_duration.total_seconds() == 7200, s.message_retention_duration
+    assert (s.dead_letter_policy.dead_letter_topic, s.dead_letter_policy.max_delivery_attempts) == (
+        run.names["life_dlq"], 7), s.dead_letter_policy
+    o = google.subscriber.get_subscription(subscription=run.names["life_sub2"], timeout=10)
+    assert o.enable_message_ordering and o.enable_exactly_once_delivery and not o.filter, o
+    with pytest.raises(NotFound):  # deleteSubscriptionOnStreamStop
+        google.subscriber.get_subscription(subscription=run.names["life_sub3"], timeout=10)
+
 # -- the sink's schemaFrom=topic (issue 54) ---------------------------------------------------------
 SCHEMA_N = 500
 ROW_SCHEMA = {"type": "record", "name": "Row", "fields": [
@@ -326,31 +422,6 @@ def test_schema_from_topic_encodes_each_row_in_the_topics_avro_schema(run, googl
     assert "extra" in extra and "schemaFrom=topic" in extra, extra[:2000]
 
 
-
-
-def test_topic_id_creates_the_subscription_and_start_positions_seek_on_the_first_start_only(run, google):
-    from google.api_core.exceptions import NotFound
-
-    runs = run.result["lifecycle"][0]["runs"]
-    for name, r in runs.items():
-        assert r["error"] is None, (name, r["error"][:2000])
-    matching = sorted(f"f{i}" for i in range(0, 20, 2))
-    assert runs["created"]["payloads"] == [] and runs["read"]["payloads"] == matching  # the filter
-    assert runs["snapshot"]["payloads"] == matching, runs["snapshot"]  # startingSnapshot: from before the read
-    assert runs["timestamp"]["payloads"] == matching, runs["timestamp"]  # acked, retained, read again
-    assert runs["restart"]["payloads"] == [], runs["restart"]  # never seeked again on its checkpoint
-    s = google.subscriber.get_subscription(subscription=run.names["life_sub"], timeout=10)
-    assert s.topic == run.names["life_topic"] and s.filter == 'attributes.keep = "yes"', s
-    assert s.retain_acked_messages and not s.enable_message_ordering and not s.enable_exactly_once_delivery, s
-    assert s.message_retention_duration.total_seconds() == 7200, s.message_retention_duration
-    assert (s.dead_letter_policy.dead_letter_topic, s.dead_letter_policy.max_delivery_attempts) == (
-        run.names["life_dlq"], 7), s.dead_letter_policy
-    o = google.subscriber.get_subscription(subscription=run.names["life_sub2"], timeout=10)
-    assert o.enable_message_ordering and o.enable_exactly_once_delivery and not o.filter, o
-    with pytest.raises(NotFound):  # deleteSubscriptionOnStreamStop
-        google.subscriber.get_subscription(subscription=run.names["life_sub3"], timeout=10)
-
-
 # -- the sink's publishers kept between tasks (publisherIdleMs, issue 54) ---------------------------
 POOL_N = 1000
 
@@ -377,3 +448,4 @@ def test_publishers_kept_between_tasks_only_with_publisher_idle_ms(run, google):
         assert sorted(m.message.data.decode() for m in got) == sorted(f"q{i}" for i in range(2 * POOL_N)), key
         # Each task numbered its rows with its own prefix on the kept publisher: no id twice.
         assert len({dict(m.message.attributes)["uid"] for m in got}) == 2 * POOL_N, key
+

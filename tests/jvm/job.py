@@ -11,6 +11,7 @@ import threading
 import time
 
 import sink_steps  # the sink's steps (this directory is the script's, so on sys.path)
+import source_steps  # the source's option scenarios (issue 52)
 
 SPEC = json.loads(sys.argv[1])
 
@@ -160,6 +161,8 @@ def main() -> None:
                 result["panic"] = str(e)[:2000]
         elif kind in sink_steps.STEPS:  # results under the step's key, in order
             result.setdefault(step["key"], []).append(sink_steps.STEPS[kind](spark, step))
+        elif kind in source_steps.STEPS:  # results under the step's key, in order
+            result.setdefault(step["key"], []).append(source_steps.STEPS[kind](spark, SPEC, step))
         elif kind == "failing_read":  # an AvailableNow run that must fail: its error
             try:
                 available_now(spark, step.get("options"))

@@ -3,10 +3,13 @@ package io.pubsubgo.spark.source;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.InputStream;
 import java.math.BigDecimal;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Base64;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
@@ -76,10 +79,10 @@ public final class OptionTable {
   }
 
   /**
-   * Checks the given options: each must be in the table and supported by
-   * this front end (else an error naming it and what is accepted), and an
-   * alias only of this project's own spelling (the migration aliases of
-   * other connectors are the Python front end's so far).
+   * Checks the given options: each must be in the table (as its name or
+   * any alias: our own second spelling, or another connector's name for
+   * it) and supported by this front end, else an error naming it and what
+   * is accepted.
    */
   public void check(CaseInsensitiveStringMap given, List<String> supported) {
     TreeSet<String> ok = new TreeSet<>();
@@ -104,23 +107,22 @@ public final class OptionTable {
       }
       String name = r.get("name").asText();
       if (!ok.contains(lower(name))) {
-        throw new IllegalArgumentException("pubsub-go: option " + key + " is not supported by the JVM front end "
-            + "yet (docs/jvm.md, \"Options\"); use it without the jar on the classpath (Spark 4.x)");
-      }
-      if (!lower(key).equals(lower(name)) && !isOwnAlias(r, key)) {
-        throw new IllegalArgumentException("pubsub-go: option " + key + " is another connector's name for " + name
-            + "; the JVM front end takes " + name + " itself so far");
+        throw new IllegalArgumentException("pubsub-go: option " + key + (lower(key).equals(lower(name)) ? ""
+            : " (" + name + ")") + " is not supported by the JVM front end yet (docs/jvm.md, \"Options\"); use it "
+            + "without the jar on the classpath (Spark 4.x)");
       }
     }
   }
 
-  private static boolean isOwnAlias(JsonNode row, String key) {
-    for (JsonNode a : row.path("aliases")) {
-      if (lower(a.get("name").asText()).equals(lower(key)) && "pubsub-go".equals(a.get("origin").asText())) {
-        return true;
+  /** This side's options that mean something only under condition (the table's "requires"). */
+  public List<String> requiring(String condition) {
+    List<String> out = new ArrayList<>();
+    for (JsonNode row : TABLE.get("options")) {
+      if (condition.equals(row.path("requires").asText(null)) && rows.get(lower(row.get("name").asText())) == row) {
+        out.add(row.get("name").asText());
       }
     }
-    return false;
+    return out;
   }
 
   private List<String> supportedNames(List<String> supported) {
@@ -131,18 +133,185 @@ public final class OptionTable {
     return out;
   }
 
-  /** The raw text the user gave for name or one of its own aliases, or null. */
+  /**
+   * The text the user gave for name, through our name or any alias (its
+   * value converted as the table says), or null. Two names of one option
+   * given with different values is an error naming both (and, for a
+   * secret, neither value).
+   */
   public String raw(CaseInsensitiveStringMap given, String name) {
     JsonNode r = row(name);
-    String v = given.get(name);
-    if (v == null) {
-      for (JsonNode a : r.path("aliases")) {
-        if (v == null && "pubsub-go".equals(a.get("origin").asText())) {
-          v = given.get(a.get("name").asText());
-        }
+    List<String[]> found = new ArrayList<>(); // {the name given, its value in our terms}
+    if (given.containsKey(name)) {
+      found.add(new String[] {name, given.get(name)});
+    }
+    for (JsonNode a : r.path("aliases")) {
+      String an = a.get("name").asText();
+      String convert = a.path("convert").isTextual() ? a.get("convert").asText() : null;
+      if (CREDENTIAL_PARTS.equals(convert) || !given.containsKey(an)) {
+        continue; // the parts make one key together (databricksKey)
+      }
+      String v = given.get(an);
+      found.add(new String[] {an, convert != null && !v.trim().isEmpty() ? convert(convert, an, v) : v});
+    }
+    String key = databricksKey(given, r);
+    if (key != null) {
+      found.add(new String[] {String.join("/", credentialParts(r).keySet()), key});
+    }
+    if (found.isEmpty()) {
+      return null;
+    }
+    TreeSet<String> values = new TreeSet<>();
+    List<String> shown = new ArrayList<>();
+    for (String[] f : found) {
+      values.add(f[1].trim());
+      shown.add(isSecret(r) ? f[0] : f[0] + "='" + f[1] + "'");
+    }
+    if (values.size() > 1) {
+      throw new IllegalArgumentException("pubsub-go: options " + String.join(" and ", shown) + " set the same option ("
+          + name + ") with different values; set one");
+    }
+    return found.get(0)[1];
+  }
+
+  /** The name the user wrote for option name, for errors about its value: ours, or the alias and what it sets. */
+  private String label(CaseInsensitiveStringMap given, String name) {
+    if (given.containsKey(name)) {
+      return name;
+    }
+    for (JsonNode a : row(name).path("aliases")) {
+      String an = a.get("name").asText();
+      if (given.containsKey(an)) {
+        return "pubsub-go".equals(a.get("origin").asText()) ? an : an + " (" + an + " sets our option " + name + ")";
       }
     }
-    return v;
+    return name;
+  }
+
+  private static boolean isSecret(JsonNode row) {
+    return row.path("secret").asBoolean(false);
+  }
+
+  private static final String CREDENTIAL_PARTS = "databricks_service_credential";
+
+  /** The Databricks service-credential options -> the key file's field each fills (the table's "part"). */
+  private static Map<String, String> credentialParts(JsonNode row) {
+    Map<String, String> out = new java.util.LinkedHashMap<>();
+    for (JsonNode a : row.path("aliases")) {
+      if (CREDENTIAL_PARTS.equals(a.path("convert").asText(null))) {
+        out.put(a.get("name").asText(), a.get("part").asText());
+      }
+    }
+    return out;
+  }
+
+  /** Databricks' service-credential fields, which together are a service-account key; null when none is given. */
+  private static String databricksKey(CaseInsensitiveStringMap given, JsonNode row) {
+    Map<String, String> parts = credentialParts(row);
+    ObjectNode doc = JSON.createObjectNode();
+    List<String> missing = new ArrayList<>();
+    for (Map.Entry<String, String> p : parts.entrySet()) {
+      String v = given.get(p.getKey());
+      if (v == null || v.trim().isEmpty()) {
+        missing.add(p.getKey());
+      } else {
+        doc.put(p.getValue(), "private_key".equals(p.getValue()) ? v : v.trim());
+      }
+    }
+    if (missing.size() == parts.size()) {
+      return null;
+    }
+    if (!missing.isEmpty()) {
+      throw new IllegalArgumentException("pubsub-go: options " + String.join(", ", parts.keySet()) + " (Databricks' "
+          + "service credential) go together: " + String.join(", ", missing) + " missing (or give the key file's "
+          + "JSON as credentialsJson)");
+    }
+    String pem = doc.get("private_key").asText();
+    if (!pem.contains("\n")) { // a key pasted on one line with its newlines escaped
+      pem = pem.replace("\\n", "\n");
+    }
+    if (!pem.replaceAll("^\\s+", "").startsWith("-----BEGIN")) {
+      throw new IllegalArgumentException("pubsub-go: option privateKey is not a PEM private key; expected the "
+          + "private_key of a service-account key file (-----BEGIN PRIVATE KEY----- ...)");
+    }
+    doc.put("private_key", pem);
+    doc.put("type", "service_account");
+    doc.put("token_uri", "https://oauth2.googleapis.com/token");
+    return doc.toString();
+  }
+
+  /** The table's value converters, by the name its aliases give (python/pubsub_go/spark/aliases.py's). */
+  private static String convert(String converter, String alias, String v) {
+    switch (converter) {
+      case "lite_subscription_path": return litePath(v, "subscription");
+      case "lite_topic_path": return litePath(v, "topic");
+      case "base64_credentials": {
+        byte[] text;
+        try {
+          text = Base64.getDecoder().decode(v.replaceAll("\\s", ""));
+        } catch (IllegalArgumentException e) {
+          throw new IllegalArgumentException("pubsub-go: option " + alias + " is not valid base64; expected a "
+              + "credentials JSON file encoded in base64 (e.g. base64 -w0 key.json), or give the JSON itself as "
+              + "credentialsJson");
+        }
+        return credentialsJson(new String(text, StandardCharsets.UTF_8), alias + " (base64-decoded)");
+      }
+      default:
+        throw new IllegalStateException("pubsub-go: the option table names converter " + converter
+            + ", which this jar lacks");
+    }
+  }
+
+  /** Pub/Sub Lite paths carry a location; Pub/Sub resources are global: the location is dropped. */
+  private static String litePath(String raw, String kind) {
+    String[] p = raw.trim().split("/", -1);
+    if (p.length == 6 && "projects".equals(p[0]) && "locations".equals(p[2]) && (kind + "s").equals(p[4])) {
+      return "projects/" + p[1] + "/" + kind + "s/" + p[5];
+    }
+    return raw;
+  }
+
+  /**
+   * Inline credentials, checked without ever quoting them in an error (as
+   * the Python front end's optparse._credentials_json): a JSON object with
+   * a "type", a service-account key with its private_key and client_email.
+   */
+  static String credentialsJson(String raw, String name) {
+    String text = raw.trim();
+    JsonNode doc;
+    try {
+      doc = JSON.readTree(text);
+    } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+      long at = e.getLocation() != null ? e.getLocation().getCharOffset() : -1;
+      throw new IllegalArgumentException("pubsub-go: option " + name + " is not valid JSON (error at character "
+          + at + "); expected the content of a credentials JSON file, e.g. a service-account key");
+    }
+    if (doc == null || !doc.isObject() || doc.path("type").asText("").isEmpty()) {
+      throw new IllegalArgumentException("pubsub-go: option " + name + " must be a credentials JSON object with a "
+          + "\"type\", e.g. a service-account key (\"type\": \"service_account\")");
+    }
+    if ("service_account".equals(doc.get("type").asText()) && (doc.path("private_key").asText("").isEmpty()
+        || doc.path("client_email").asText("").isEmpty())) {
+      throw new IllegalArgumentException("pubsub-go: option " + name + ": a service_account key needs private_key "
+          + "and client_email");
+    }
+    return text;
+  }
+
+  /**
+   * The credentials JSON given inline (credentialsJson or its aliases),
+   * checked, or null; exclusive with a credentials file (credentials).
+   */
+  public String credentialsJson(CaseInsensitiveStringMap given) {
+    String inline = raw(given, "credentialsJson");
+    if (inline == null || inline.trim().isEmpty()) {
+      return null;
+    }
+    if (raw(given, "credentials") != null) {
+      throw new IllegalArgumentException("pubsub-go: set one of the options credentials (alias credentialsFile: a "
+          + "path) and credentialsJson (the JSON itself)");
+    }
+    return credentialsJson(inline, "credentialsJson");
   }
 
   public String string(CaseInsensitiveStringMap given, String name) {
@@ -164,7 +333,7 @@ public final class OptionTable {
       case "true": return true;
       case "false": return false;
       default:
-        throw new IllegalArgumentException("pubsub-go: option " + name + " is " + v + "; expected true or false");
+        throw new IllegalArgumentException("pubsub-go: option " + label(given, name) + " is " + v + "; expected true or false");
     }
   }
 
@@ -183,7 +352,7 @@ public final class OptionTable {
         return x.asText();
       }
     }
-    throw new IllegalArgumentException("pubsub-go: option " + name + " is " + v + "; expected one of "
+    throw new IllegalArgumentException("pubsub-go: option " + label(given, name) + " is " + v + "; expected one of "
         + String.join(", ", ok));
   }
 
@@ -242,14 +411,14 @@ public final class OptionTable {
     long lo = min(name);
     long hi = max(name);
     if (n == null) {
-      throw new IllegalArgumentException("pubsub-go: option " + name + " is " + v + "; expected "
+      throw new IllegalArgumentException("pubsub-go: option " + label(given, name) + " is " + v + "; expected "
           + ("duration".equals(r.get("type").asText())
               ? "an integer in " + ("s".equals(unit) ? "seconds" : "milliseconds")
                   + ", or a number with a unit: 500ms, 10s, 2 minutes, 1.5h"
               : "an integer") + range(lo, hi));
     }
     if (n < lo || n > hi) {
-      throw new IllegalArgumentException("pubsub-go: option " + name + " is " + v + "; expected" + range(lo, hi)
+      throw new IllegalArgumentException("pubsub-go: option " + label(given, name) + " is " + v + "; expected" + range(lo, hi)
           + (r.has("range_note") ? " (" + r.get("range_note").asText() + ")" : ""));
     }
     return n;

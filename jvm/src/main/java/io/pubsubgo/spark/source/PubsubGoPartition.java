@@ -22,6 +22,8 @@ final class PubsubGoPartition implements InputPartition {
   final int commitLeaseSeconds;
   /** Schema mode: onDecodeError and the output's columns; null in raw mode. */
   SchemaMode schemaMode;
+  /** Raw mode's attribute-derived columns; null: none. */
+  AttributeColumns derived;
 
   PubsubGoPartition(long batch, int index, String subscriberConfig, String logDir, SerializableConf hadoopConf,
       long maxRows, int batchSize, long maxDurationMs, long waitMs, long quietMs, boolean untilQuiet,

@@ -34,11 +34,16 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
   private boolean done;
   private long[] stats;
   private final SchemaMode.Reader decode; // schema mode; null: raw mode
+  private final AttributeColumns.Appender derived; // raw mode's attribute columns; null: none
+  private final int attributesOrdinal;
 
   PubsubGoPartitionReader(PubsubGoPartition part) {
     this.part = part;
     this.log = new BatchLog(part.logDir, part.hadoopConf.get());
     this.decode = part.schemaMode == null ? null : part.schemaMode.reader();
+    this.derived = part.derived == null ? null : part.derived.new Appender();
+    this.attributesOrdinal = java.util.Arrays.asList(io.pubsubgo.spark.bridge.Library.rawSchema().fieldNames())
+        .indexOf("attributes");
     try {
       Path entry = log.entry(part.batch, part.index);
       if (log.exists(entry)) {
@@ -153,6 +158,9 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
     if (decode != null) {
       s.append(",\"deadLettered\":").append(decode.deadLettered);
     }
+    if (derived != null) {
+      s.append(",\"eventTimeErrors\":").append(derived.eventTimeErrors);
+    }
     for (int i = 0; i < Subscriber.STAT_NAMES.length; i++) {
       s.append(",\"").append(Subscriber.STAT_NAMES[i]).append("\":").append(stats[i]);
     }
@@ -161,7 +169,7 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
 
   @Override
   public ColumnarBatch get() {
-    return current.columnar();
+    return derived == null ? current.columnar() : derived.add(current.columnar(), attributesOrdinal);
   }
 
   private void closeCurrent() {
@@ -181,6 +189,9 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
     closeCurrent();
     if (decode != null) {
       decode.close();
+    }
+    if (derived != null) {
+      derived.close();
     }
     if (writer != null) { // failed or cancelled before publishing: give the rows back now
       writer.close();

@@ -58,6 +58,7 @@ final class PubsubGoStream implements MicroBatchStream, SupportsAdmissionControl
 
   private synchronized LeaseKeeper keeper() {
     if (keeper == null) {
+      opts.setup.ensure(opts); // topicId only; before the acker opens the subscription
       keeper = new LeaseKeeper(log, opts.ackerConfig(), opts.commitLeaseSeconds);
     }
     return keeper;
@@ -65,6 +66,9 @@ final class PubsubGoStream implements MicroBatchStream, SupportsAdmissionControl
 
   @Override
   public Offset initialOffset() {
+    keeper(); // fails fast: NOT_FOUND for an unknown subscription
+    // Spark asks for the initial offset only when the checkpoint has none: a restart never seeks again.
+    opts.setup.seekOnFirstStart(opts);
     return new PubsubGoOffset(-1, partitions, 0);
   }
 
@@ -133,6 +137,7 @@ final class PubsubGoStream implements MicroBatchStream, SupportsAdmissionControl
       out[i] = new PubsubGoPartition(e.batch, i, cfg, logDir, conf, e.rowsPerPartition, opts.batchSize,
           opts.maxBatchDurationMs, opts.maxWaitTimeMs, opts.quietPeriodMs, cutoffUs > 0, opts.commitLeaseSeconds);
       ((PubsubGoPartition) out[i]).schemaMode = mode;
+      ((PubsubGoPartition) out[i]).derived = opts.derived;
     }
     return out;
   }
@@ -221,5 +226,6 @@ final class PubsubGoStream implements MicroBatchStream, SupportsAdmissionControl
     if (k != null) {
       k.close();
     }
+    opts.setup.deleteOnStop(opts); // if asked
   }
 }

@@ -66,7 +66,7 @@ final class SchemaPlan {
   static SchemaPlan build(SourceOptions opts, StructType schema) {
     DecodeOptions dec = opts.decode;
     if (dec == null) {
-      if (!schema.equals(Library.rawSchema())) {
+      if (!schema.equals(SourceSchema.raw(opts))) {
         throw error("a .schema(...) other than the raw schema needs schema mode: set option format ("
             + String.join(" or ", DecodeOptions.values("format")) + "), schemaFrom=topic or decoder (a .wasm "
             + "module) to decode payloads into it");

@@ -16,9 +16,12 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 final class SourceOptions {
   /** The options of the table this front end reads (docs/jvm.md, "Options"). */
   static final List<String> SUPPORTED = supported("subscriptionId", "projectId", "emulatorHost", "endpoint",
-      "credentials", "impersonateServiceAccount", "numPartitions", "batchSize", "maxWaitTimeMs",
+      "credentials", "credentialsJson", "impersonateServiceAccount", "numPartitions", "batchSize", "maxWaitTimeMs",
       "maxBatchDurationMs", "quietPeriodMs", "maxRecordsPerPartition", "maxRecordsPerTrigger",
-      "streamsPerPartition", "ackDeadlineSeconds", "commitLeaseSeconds", "batchLogLocation");
+      "streamsPerPartition", "ackDeadlineSeconds", "commitLeaseSeconds", "batchLogLocation", "attributeColumns",
+      "timestampAttribute", "timestampColumn", "topicId", "filter", "messageRetentionSeconds",
+      "subscriptionDeadLetterTopicId", "maxDeliveryAttempts", "enableExactlyOnceDelivery", "enableMessageOrdering",
+      "retainAckedMessages", "deleteSubscriptionOnStreamStop", "startingTimestamp", "startingSnapshot");
 
   private static List<String> supported(String... names) {
     List<String> out = new java.util.ArrayList<>(Arrays.asList(names));
@@ -30,6 +33,7 @@ final class SourceOptions {
   final String emulatorHost;
   final String endpoint;
   final String credentialsFile;
+  final String credentialsJson; // a secret: only ever in the library's config, never in an error or toString
   final String impersonateServiceAccount;
   final int numPartitions; // 0: Spark's default parallelism
   final int batchSize;
@@ -43,6 +47,8 @@ final class SourceOptions {
   final int commitLeaseSeconds;
   final String batchLogLocation; // null: under the checkpoint
   final DecodeOptions decode; // schema mode; null: raw mode
+  final AttributeColumns derived; // raw mode's attribute columns; null: none
+  final SubscriptionSetup setup; // topicId's creation, deletion on stop, the first start's seek
 
   SourceOptions(CaseInsensitiveStringMap o) {
     OptionTable t = new OptionTable("source");
@@ -68,6 +74,7 @@ final class SourceOptions {
     emulatorHost = emu != null ? emu : System.getenv("PUBSUB_EMULATOR_HOST");
     endpoint = t.string(o, "endpoint");
     credentialsFile = t.string(o, "credentials");
+    credentialsJson = t.credentialsJson(o);
     impersonateServiceAccount = t.string(o, "impersonateServiceAccount");
     numPartitions = (int) t.number(o, "numPartitions", 0);
     batchSize = (int) t.number(o, "batchSize", 0);
@@ -90,24 +97,16 @@ final class SourceOptions {
     commitLeaseSeconds = (int) t.number(o, "commitLeaseSeconds", 0);
     batchLogLocation = t.string(o, "batchLogLocation");
     decode = DecodeOptions.parse(t, o, project != null && !project.isEmpty() ? project : sub.split("/")[1]);
+    setup = new SubscriptionSetup(t, o, project != null && !project.isEmpty() ? project : sub.split("/")[1]);
+    derived = AttributeColumns.parse(t, o, java.util.Arrays.asList(io.pubsubgo.spark.bridge.Library.rawSchema()
+        .fieldNames()), t.raw(o, "format") != null || t.raw(o, "decoder") != null);
   }
 
   /** The Go subscriber's config for a task (the contract's subscriber_config). */
   String subscriberConfig(long maxRows, long cutoffUs) {
     ObjectNode c = new ObjectMapper().createObjectNode();
     c.put("subscription", subscription);
-    if (emulatorHost != null && !emulatorHost.isEmpty()) {
-      c.put("emulator_host", emulatorHost);
-    }
-    if (endpoint != null) {
-      c.put("endpoint", endpoint);
-    }
-    if (credentialsFile != null) {
-      c.put("credentials_file", credentialsFile);
-    }
-    if (impersonateServiceAccount != null) {
-      c.put("impersonate_service_account", impersonateServiceAccount);
-    }
+    TopicSchema.connection(this, c);
     c.put("streams", streamsPerPartition);
     c.put("batch_size", batchSize);
     c.put("max_wait_ms", maxWaitTimeMs);

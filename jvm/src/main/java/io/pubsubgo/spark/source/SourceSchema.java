@@ -16,11 +16,17 @@ public final class SourceSchema {
   public static StructType infer(CaseInsensitiveStringMap options) {
     // Spark asks a streaming write too (with the sink's options): the raw
     // schema there, and wherever no schema-mode option is given.
-    if (!options.containsKey("subscriptionId") || !(options.containsKey("format") || options.containsKey("decoder")
-        || options.containsKey("schemaFrom"))) {
+    if (!(options.containsKey("subscriptionId") || options.containsKey("pubsublite.subscription"))
+        || !(options.containsKey("format") || options.containsKey("decoder") || options.containsKey("schemaFrom")
+        || options.containsKey("attributeColumns") || options.containsKey("timestampAttribute"))) {
       return Library.rawSchema();
     }
     SourceOptions opts = new SourceOptions(options);
-    return opts.decode == null ? Library.rawSchema() : SchemaPlan.derive(opts);
+    return opts.decode != null ? SchemaPlan.derive(opts) : raw(opts);
+  }
+
+  /** Raw mode's columns: the library's, then the attribute-derived ones. */
+  static StructType raw(SourceOptions opts) {
+    return opts.derived == null ? Library.rawSchema() : opts.derived.extend(Library.rawSchema());
   }
 }

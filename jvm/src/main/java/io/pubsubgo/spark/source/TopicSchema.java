@@ -29,6 +29,9 @@ final class TopicSchema {
     if (opts.credentialsFile != null) {
       c.put("credentials_file", opts.credentialsFile);
     }
+    if (opts.credentialsJson != null) {
+      c.put("credentials_json", opts.credentialsJson);
+    }
     if (opts.impersonateServiceAccount != null) {
       c.put("impersonate_service_account", opts.impersonateServiceAccount);
     }
