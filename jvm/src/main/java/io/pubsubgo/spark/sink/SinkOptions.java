@@ -21,7 +21,8 @@ final class SinkOptions implements Serializable {
 
   /** The sink options this front end supports so far (docs/jvm.md, "Options"). */
   static final List<String> SUPPORTED = Arrays.asList("topicId", "projectId", "emulatorHost", "endpoint",
-      "credentials", "impersonateServiceAccount", "iamCredentialsEndpoint", "batchMaxMessages", "batchMaxBytes",
+      "credentials", "credentialsJson", "impersonateServiceAccount", "iamCredentialsEndpoint", "batchMaxMessages",
+      "batchMaxBytes",
       "lingerMs", "maxInFlightBytes", "enableMessageOrdering", "idAttribute", "retryTimeoutMs", "publishTimeoutMs",
       "timestampAttribute", "timestampColumn", "compression", "compressionBytesThreshold", "schemaFrom",
       "schemaRevision", "publisherIdleMs");
@@ -102,6 +103,7 @@ final class SinkOptions implements Serializable {
     putIf(c, "emulator_host", emu);
     putIf(c, "endpoint", t.string(o, "endpoint"));
     putIf(c, "credentials_file", t.string(o, "credentials"));
+    putIf(c, "credentials_json", t.credentialsJson(o)); // a secret: only in the library's config
     putIf(c, "impersonate_service_account", t.string(o, "impersonateServiceAccount"));
     putIf(c, "iam_credentials_endpoint", t.string(o, "iamCredentialsEndpoint"));
     c.put("max_batch_messages", t.number(o, "batchMaxMessages", 0));
