@@ -223,20 +223,25 @@ def measure_one(spark, df, scratch: str, warmup: float, window: float, loadserve
 # -- the JVM session, in a process of its own ---------------------------------
 
 class JvmSession:
-    """The child process holding the JVM source's Spark session."""
+    """The child process holding a Spark session with the jar: the JVM
+    source's (MODULE); a subclass names another child serving the same
+    protocol (serve_requests)."""
+
+    MODULE = "harness.jvm_e2e"
+    LOG = "jvm-session.log"
 
     def __init__(self, build: Build, jar: Path, scratch: str) -> None:
-        self.log = open(build.dir / "jvm-session.log", "ab")  # noqa: SIM115 - closed in stop()
+        self.log = open(build.dir / self.LOG, "ab")  # noqa: SIM115 - closed in stop()
         env = build.env()
         env["PYTHONPATH"] = os.pathsep.join([str(REPO / "bench"), env["PYTHONPATH"]])
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.jvm_e2e", "--serve", "--build-dir", str(build.dir),
+            [sys.executable, "-m", self.MODULE, "--serve", "--build-dir", str(build.dir),
              "--lib", str(build.lib), "--jar", str(jar), "--scratch", scratch],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env, cwd=REPO, text=True)
         self.pid = self.proc.pid
         hello = self._answer(timeout=300)
         if not hello.get("ready"):
-            raise RuntimeError(f"the JVM session did not start: {hello}")
+            raise RuntimeError(f"the Spark session of {self.MODULE} did not start: {hello}")
         self.spark_version = hello.get("spark")
 
     def _answer(self, timeout: float) -> dict:
@@ -268,33 +273,60 @@ class JvmSession:
         self.log.close()
 
 
-def serve(a: argparse.Namespace) -> int:
-    """The child: one SparkSession with the jar, one query per request."""
+def serve_requests(a: argparse.Namespace, measure, setup=None) -> int:
+    """A child's side of JvmSession's protocol: one SparkSession with the
+    jar (setup(spark) once), then measure(spark, request) per request line on
+    stdin, each answer (or its error) a JSON line on the original stdout."""
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # anything Spark or py4j prints goes to the log, not the answers
     build = Build(Path(a.build_dir), Path(), Path(), Path(), Path(a.lib))
     from .sparkrun import session
 
     spark = session(build, jar=a.jar)
+    if setup is not None:
+        setup(spark)
     proto.write(json.dumps({"ready": True, "spark": spark.version}) + "\n")
     try:
         for line in sys.stdin:
-            req = json.loads(line)
-            batchlog = tempfile.mkdtemp(prefix="batchlog-", dir=a.scratch)
             try:
-                from .spark_e2e import reader
-
-                df = reader(spark, "pubsub-go-defaults", req["host"], req["sub"], 1024, batchlog)
-                m = measure_one(spark, df, a.scratch, req["warmup"], req["window"], req["loadserver_pid"],
-                                os.getppid(), check_jvm=True, perf=req.get("perf"))
+                m = measure(spark, json.loads(line))
             except Exception as e:
                 m = {"error": f"{type(e).__name__}: {str(e)[:1500]}"}
-            finally:
-                shutil.rmtree(batchlog, ignore_errors=True)
             proto.write(json.dumps(m) + "\n")
     finally:
         spark.stop()
     return 0
+
+
+def serve(a: argparse.Namespace) -> int:
+    """The child: one SparkSession with the jar, one query per request."""
+
+    def one(spark, req: dict) -> dict:
+        from .spark_e2e import reader
+
+        batchlog = tempfile.mkdtemp(prefix="batchlog-", dir=a.scratch)
+        try:
+            df = reader(spark, "pubsub-go-defaults", req["host"], req["sub"], 1024, batchlog)
+            return measure_one(spark, df, a.scratch, req["warmup"], req["window"], req["loadserver_pid"],
+                               os.getppid(), check_jvm=True, perf=req.get("perf"))
+        finally:
+            shutil.rmtree(batchlog, ignore_errors=True)
+
+    return serve_requests(a, one)
+
+
+def child_main(serve, harness: str, tool: str) -> int:
+    """A session child's command line (JvmSession starts it with --serve)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--serve", action="store_true")
+    ap.add_argument("--build-dir")
+    ap.add_argument("--lib")
+    ap.add_argument("--jar")
+    ap.add_argument("--scratch")
+    a = ap.parse_args()
+    if not a.serve:
+        ap.error(f"run by {harness} (--serve); see {tool}")
+    return serve(a)
 
 
 # -- the rounds ----------------------------------------------------------------
@@ -390,16 +422,7 @@ def _round_up(x: float, step: int) -> int:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--serve", action="store_true")
-    ap.add_argument("--build-dir")
-    ap.add_argument("--lib")
-    ap.add_argument("--jar")
-    ap.add_argument("--scratch")
-    a = ap.parse_args()
-    if not a.serve:
-        ap.error("run by bench/harness/jvm_e2e.py (--serve); see bench/tools/jvm_e2e.py")
-    return serve(a)
+    return child_main(serve, "bench/harness/jvm_e2e.py", "bench/tools/jvm_e2e.py")
 
 
 if __name__ == "__main__":

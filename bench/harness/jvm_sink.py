@@ -16,17 +16,15 @@ idles (its CPU is counted apart, as "other").
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
-from .jvm_e2e import JvmSession, Probe, build_jar, jvm_tree_state
+from .jvm_e2e import JvmSession, Probe, build_jar, child_main, jvm_tree_state, serve_requests
 from .log import say
 from .plan import Plan
-from .procs import REPO, Build, LoadServer, create
+from .procs import Build, LoadServer, create
 
 SIZE = 1024
 TOPIC = "projects/bench/topics/jvm-write"
@@ -59,45 +57,23 @@ def measure_sink(spark, sink: str, host: str | None, scratch: str, warmup: float
 class SinkSession(JvmSession):
     """The child process holding the JVM sink's Spark session (JvmSession's protocol)."""
 
-    def __init__(self, build: Build, jar: Path, scratch: str) -> None:  # noqa: D107 - JvmSession's, another child
-        self.log = open(build.dir / "jvm-sink-session.log", "ab")  # noqa: SIM115 - closed in stop()
-        env = build.env()
-        env["PYTHONPATH"] = os.pathsep.join([str(REPO / "bench"), env["PYTHONPATH"]])
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.jvm_sink", "--serve", "--build-dir", str(build.dir),
-             "--lib", str(build.lib), "--jar", str(jar), "--scratch", scratch],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env, cwd=REPO, text=True)
-        self.pid = self.proc.pid
-        hello = self._answer(timeout=300)
-        if not hello.get("ready"):
-            raise RuntimeError(f"the JVM sink's session did not start: {hello}")
-        self.spark_version = hello.get("spark")
+    MODULE = "harness.jvm_sink"
+    LOG = "jvm-sink-session.log"
 
 
 def serve(a: argparse.Namespace) -> int:
-    """The child: one SparkSession with the jar, one sink run per request."""
-    proto = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)  # anything Spark or py4j prints goes to the log, not the answers
-    build = Build(Path(a.build_dir), Path(), Path(), Path(), Path(a.lib))
-    from arrow_source import ArrowMemorySource
+    """The child: one SparkSession with the jar and bench-arrow, one sink run per request."""
 
-    from .sparkrun import session
+    def setup(spark) -> None:
+        from arrow_source import ArrowMemorySource
 
-    spark = session(build, jar=a.jar)
-    spark.dataSource.register(ArrowMemorySource)
-    proto.write(json.dumps({"ready": True, "spark": spark.version}) + "\n")
-    try:
-        for line in sys.stdin:
-            req = json.loads(line)
-            try:
-                m = measure_sink(spark, "pubsub-go", req["host"], a.scratch, req["warmup"], req["window"],
-                                 req["loadserver_pid"], os.getppid())
-            except Exception as e:
-                m = {"error": f"{type(e).__name__}: {str(e)[:1500]}"}
-            proto.write(json.dumps(m) + "\n")
-    finally:
-        spark.stop()
-    return 0
+        spark.dataSource.register(ArrowMemorySource)
+
+    def one(spark, req: dict) -> dict:
+        return measure_sink(spark, "pubsub-go", req["host"], a.scratch, req["warmup"], req["window"],
+                            req["loadserver_pid"], os.getppid())
+
+    return serve_requests(a, one, setup)
 
 
 def run(spark, build: Build, plan: Plan, scratch: str, jar: str | None = None, rounds: int | None = None,
@@ -214,16 +190,7 @@ def report(res: dict) -> list[str]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--serve", action="store_true")
-    ap.add_argument("--build-dir")
-    ap.add_argument("--lib")
-    ap.add_argument("--jar")
-    ap.add_argument("--scratch")
-    a = ap.parse_args()
-    if not a.serve:
-        ap.error("run by bench/harness/jvm_sink.py (--serve); see bench/tools/jvm_sink.py")
-    return serve(a)
+    return child_main(serve, "bench/harness/jvm_sink.py", "bench/tools/jvm_sink.py")
 
 
 if __name__ == "__main__":
