@@ -58,7 +58,7 @@ func New(cfg sdk.Config) (sdk.Decoder, *arrowlite.Schema, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("avro decoder: %w", err)
 	}
-	if n.kind != aRecord {
+	if n.Kind != aRecord {
 		return nil, nil, fmt.Errorf("avro decoder: the top-level avro type must be a record, not %s", describe(n))
 	}
 	schema := cfg.Schema
@@ -212,15 +212,15 @@ func (r *reader) blockCount(itemMin int) (int, error) {
 }
 
 func (d *Decoder) fields(s *step, cols []*arrowlite.Builder) error {
-	for i, f := range s.n.fields {
+	for i, f := range s.n.Fields {
 		if s.target[i] < 0 {
-			if err := d.skip(f.typ); err != nil {
-				return fmt.Errorf("%s: %w", f.name, err)
+			if err := d.skip(f.Type); err != nil {
+				return fmt.Errorf("%s: %w", f.Name, err)
 			}
 			continue
 		}
-		if err := d.value(s.fields[i], cols[s.target[i]]); err != nil {
-			return fmt.Errorf("%s: %w", f.name, err)
+		if err := d.value(s.Fields[i], cols[s.target[i]]); err != nil {
+			return fmt.Errorf("%s: %w", f.Name, err)
 		}
 	}
 	for _, j := range s.missing {
@@ -250,7 +250,7 @@ func (d *Decoder) value(s *step, b *arrowlite.Builder) error {
 		}
 		return d.value(s.wrap, b.Children[s.member])
 	}
-	switch s.n.kind {
+	switch s.n.Kind {
 	case aNull:
 		b.AppendNull()
 	case aBool:
@@ -292,8 +292,8 @@ func (d *Decoder) value(s *step, b *arrowlite.Builder) error {
 	case aBytes, aString, aFixed:
 		var v []byte
 		var err error
-		if s.n.kind == aFixed {
-			v, err = r.fixed(s.n.size)
+		if s.n.Kind == aFixed {
+			v, err = r.fixed(s.n.Size)
 		} else {
 			v, err = r.bytes()
 		}
@@ -318,7 +318,7 @@ func (d *Decoder) value(s *step, b *arrowlite.Builder) error {
 			return fmt.Errorf("avro enum index %d out of range", i)
 		}
 		if s.syms[i] == "" {
-			return fmt.Errorf("avro enum symbol %q is not in the reader's enum, which has no default", s.n.symbols[i])
+			return fmt.Errorf("avro enum symbol %q is not in the reader's enum, which has no default", s.n.Symbols[i])
 		}
 		b.AppendString(s.syms[i])
 	case aRecord:
@@ -326,11 +326,11 @@ func (d *Decoder) value(s *step, b *arrowlite.Builder) error {
 		return d.fields(s, b.Children)
 	case aArray:
 		b.AppendList()
-		return d.blocks(s.n.items.minSize, func() error { return d.value(s.elem, b.Children[0]) })
+		return d.blocks(s.n.Items.MinSize, func() error { return d.value(s.elem, b.Children[0]) })
 	case aMap:
 		b.AppendList()
 		entries := b.Children[0]
-		return d.blocks(1+s.n.items.minSize, func() error {
+		return d.blocks(1+s.n.Items.MinSize, func() error {
 			k, err := r.bytes()
 			if err != nil {
 				return err
@@ -350,13 +350,13 @@ func (d *Decoder) value(s *step, b *arrowlite.Builder) error {
 		if err != nil {
 			return err
 		}
-		if i < 0 || i >= int64(len(s.branches)) {
+		if i < 0 || i >= int64(len(s.Branches)) {
 			return fmt.Errorf("avro union index %d out of range", i)
 		}
 		if s.bad != nil && s.bad[i] != nil {
 			return s.bad[i]
 		}
-		bs := s.branches[i]
+		bs := s.Branches[i]
 		if s.members == nil {
 			if bs == nil {
 				b.AppendNull()
@@ -399,7 +399,7 @@ func (d *Decoder) blocks(itemMin int, item func() error) error {
 func (d *Decoder) skip(n *node) error {
 	r := &d.r
 	var err error
-	switch n.kind {
+	switch n.Kind {
 	case aNull:
 	case aBool:
 		_, err = r.fixed(1)
@@ -410,31 +410,31 @@ func (d *Decoder) skip(n *node) error {
 	case aDouble:
 		_, err = r.fixed(8)
 	case aFixed:
-		_, err = r.fixed(n.size)
+		_, err = r.fixed(n.Size)
 	case aBytes, aString:
 		_, err = r.bytes()
 	case aRecord:
-		for _, f := range n.fields {
-			if err = d.skip(f.typ); err != nil {
+		for _, f := range n.Fields {
+			if err = d.skip(f.Type); err != nil {
 				return err
 			}
 		}
 	case aArray:
-		err = d.blocks(n.items.minSize, func() error { return d.skip(n.items) })
+		err = d.blocks(n.Items.MinSize, func() error { return d.skip(n.Items) })
 	case aMap:
-		err = d.blocks(1+n.items.minSize, func() error {
+		err = d.blocks(1+n.Items.MinSize, func() error {
 			if _, err := r.bytes(); err != nil {
 				return err
 			}
-			return d.skip(n.items)
+			return d.skip(n.Items)
 		})
 	case aUnion:
 		var i int64
 		if i, err = r.long(); err == nil {
-			if i < 0 || i >= int64(len(n.branches)) {
+			if i < 0 || i >= int64(len(n.Branches)) {
 				return fmt.Errorf("avro union index %d out of range", i)
 			}
-			err = d.skip(n.branches[i])
+			err = d.skip(n.Branches[i])
 		}
 	}
 	return err

@@ -9,18 +9,18 @@ import (
 // sqlType maps an Avro schema to the Arrow form of the Spark type that
 // SchemaConverters.toSqlType gives it, and whether it is nullable.
 func sqlType(n *node) (*arrowlite.DataType, bool, error) {
-	switch n.kind {
+	switch n.Kind {
 	case aNull:
 		return arrowlite.NullType(), true, nil
 	case aBool:
 		return arrowlite.BoolType(), false, nil
 	case aInt:
-		if n.logical == "date" {
+		if n.Logical == "date" {
 			return arrowlite.Date32Type(), false, nil
 		}
 		return arrowlite.IntType(32, true), false, nil
 	case aLong:
-		switch n.logical {
+		switch n.Logical {
 		case "timestamp-millis", "timestamp-micros", "timestamp-nanos":
 			return arrowlite.TimestampType(arrowlite.Microsecond, "UTC"), false, nil
 		case "local-timestamp-millis", "local-timestamp-micros", "local-timestamp-nanos":
@@ -32,11 +32,11 @@ func sqlType(n *node) (*arrowlite.DataType, bool, error) {
 	case aDouble:
 		return arrowlite.Float64Type(), false, nil
 	case aBytes, aFixed:
-		if n.logical == "decimal" {
-			if n.precision > 38 {
-				return nil, false, fmt.Errorf("decimal precision %d exceeds 38", n.precision)
+		if n.Logical == "decimal" {
+			if n.Precision > 38 {
+				return nil, false, fmt.Errorf("decimal precision %d exceeds 38", n.Precision)
 			}
-			return arrowlite.DecimalType(int32(n.precision), int32(n.scale)), false, nil
+			return arrowlite.DecimalType(int32(n.Precision), int32(n.Scale)), false, nil
 		}
 		return arrowlite.BinaryType(), false, nil
 	case aString, aEnum:
@@ -48,13 +48,13 @@ func sqlType(n *node) (*arrowlite.DataType, bool, error) {
 		}
 		return arrowlite.StructType(fields...), false, nil
 	case aArray:
-		t, null, err := sqlType(n.items)
+		t, null, err := sqlType(n.Items)
 		if err != nil {
 			return nil, false, err
 		}
 		return arrowlite.ListType(arrowlite.Field{Name: "element", Nullable: null, Type: t}), false, nil
 	case aMap:
-		t, null, err := sqlType(n.items)
+		t, null, err := sqlType(n.Items)
 		if err != nil {
 			return nil, false, err
 		}
@@ -87,12 +87,12 @@ func sqlType(n *node) (*arrowlite.DataType, bool, error) {
 
 func sqlFields(n *node) ([]arrowlite.Field, error) {
 	var out []arrowlite.Field
-	for _, f := range n.fields {
-		t, null, err := sqlType(f.typ)
+	for _, f := range n.Fields {
+		t, null, err := sqlType(f.Type)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f.name, err)
+			return nil, fmt.Errorf("%s: %w", f.Name, err)
 		}
-		out = append(out, arrowlite.Field{Name: f.name, Nullable: null, Type: t})
+		out = append(out, arrowlite.Field{Name: f.Name, Nullable: null, Type: t})
 	}
 	return out, nil
 }
@@ -101,8 +101,8 @@ func sqlFields(n *node) ([]arrowlite.Field, error) {
 func nonNull(u *node) ([]*node, bool) {
 	var rest []*node
 	hasNull := false
-	for _, b := range u.branches {
-		if b.kind == aNull {
+	for _, b := range u.Branches {
+		if b.Kind == aNull {
 			hasNull = true
 		} else {
 			rest = append(rest, b)
@@ -114,5 +114,5 @@ func nonNull(u *node) ([]*node, bool) {
 // kinds reports whether the two branches are exactly a and b in any order
 // (logical types aside, as in Spark).
 func kinds(bs []*node, a, b akind) bool {
-	return (bs[0].kind == a && bs[1].kind == b) || (bs[0].kind == b && bs[1].kind == a)
+	return (bs[0].Kind == a && bs[1].Kind == b) || (bs[0].Kind == b && bs[1].Kind == a)
 }

@@ -108,7 +108,7 @@ func encodeJSON(out []byte, n *node, v any, defaultForm bool) ([]byte, error) {
 	bad := func() error {
 		return fmt.Errorf("JSON value %s is not an avro %s", shortJSON(v), describe(n))
 	}
-	switch n.kind {
+	switch n.Kind {
 	case aNull:
 		if v != nil {
 			return nil, bad()
@@ -129,7 +129,7 @@ func encodeJSON(out []byte, n *node, v any, defaultForm bool) ([]byte, error) {
 			return nil, bad()
 		}
 		i, err := num.Int64()
-		if err != nil || (n.kind == aInt && (i < math.MinInt32 || i > math.MaxInt32)) {
+		if err != nil || (n.Kind == aInt && (i < math.MinInt32 || i > math.MaxInt32)) {
 			return nil, bad()
 		}
 		return appendZigzag(out, i), nil
@@ -138,7 +138,7 @@ func encodeJSON(out []byte, n *node, v any, defaultForm bool) ([]byte, error) {
 		if !ok {
 			return nil, bad()
 		}
-		if n.kind == aFloat {
+		if n.Kind == aFloat {
 			return binary.LittleEndian.AppendUint32(out, math.Float32bits(float32(f))), nil
 		}
 		return binary.LittleEndian.AppendUint64(out, math.Float64bits(f)), nil
@@ -157,9 +157,9 @@ func encodeJSON(out []byte, n *node, v any, defaultForm bool) ([]byte, error) {
 		if !ok {
 			return nil, fmt.Errorf("JSON string for avro %s has characters above U+00FF (bytes are encoded one per character)", describe(n))
 		}
-		if n.kind == aFixed {
-			if len(b) != n.size {
-				return nil, fmt.Errorf("avro %s needs %d bytes, the JSON string has %d", describe(n), n.size, len(b))
+		if n.Kind == aFixed {
+			if len(b) != n.Size {
+				return nil, fmt.Errorf("avro %s needs %d bytes, the JSON string has %d", describe(n), n.Size, len(b))
 			}
 			return append(out, b...), nil
 		}
@@ -169,7 +169,7 @@ func encodeJSON(out []byte, n *node, v any, defaultForm bool) ([]byte, error) {
 		if !ok {
 			return nil, bad()
 		}
-		for i, sym := range n.symbols {
+		for i, sym := range n.Symbols {
 			if sym == s {
 				return appendZigzag(out, int64(i)), nil
 			}
@@ -181,18 +181,18 @@ func encodeJSON(out []byte, n *node, v any, defaultForm bool) ([]byte, error) {
 			return nil, bad()
 		}
 		var err error
-		for _, f := range n.fields {
-			fv, present := get(f.name)
+		for _, f := range n.Fields {
+			fv, present := get(f.Name)
 			switch {
 			case present:
-				out, err = encodeJSON(out, f.typ, fv, false)
-			case f.hasDef:
-				out, err = encodeJSON(out, f.typ, f.def, true)
+				out, err = encodeJSON(out, f.Type, fv, false)
+			case f.HasDefault:
+				out, err = encodeJSON(out, f.Type, f.Default, true)
 			default:
 				err = errors.New("missing (and no default)")
 			}
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", f.name, err)
+				return nil, fmt.Errorf("%s: %w", f.Name, err)
 			}
 		}
 		return out, nil
@@ -205,7 +205,7 @@ func encodeJSON(out []byte, n *node, v any, defaultForm bool) ([]byte, error) {
 			out = appendZigzag(out, int64(len(list)))
 			var err error
 			for _, item := range list {
-				if out, err = encodeJSON(out, n.items, item, defaultForm); err != nil {
+				if out, err = encodeJSON(out, n.Items, item, defaultForm); err != nil {
 					return nil, err
 				}
 			}
@@ -221,7 +221,7 @@ func encodeJSON(out []byte, n *node, v any, defaultForm bool) ([]byte, error) {
 			var err error
 			for i, k := range keys {
 				out = append(appendZigzag(out, int64(len(k))), k...)
-				if out, err = encodeJSON(out, n.items, vals[i], defaultForm); err != nil {
+				if out, err = encodeJSON(out, n.Items, vals[i], defaultForm); err != nil {
 					return nil, fmt.Errorf("%s: %w", k, err)
 				}
 			}
@@ -229,27 +229,27 @@ func encodeJSON(out []byte, n *node, v any, defaultForm bool) ([]byte, error) {
 		return append(out, 0), nil
 	case aUnion:
 		if defaultForm {
-			return encodeJSON(appendZigzag(out, 0), n.branches[0], v, true)
+			return encodeJSON(appendZigzag(out, 0), n.Branches[0], v, true)
 		}
 		if v == nil {
-			for i, b := range n.branches {
-				if b.kind == aNull {
+			for i, b := range n.Branches {
+				if b.Kind == aNull {
 					return appendZigzag(out, int64(i)), nil
 				}
 			}
 			return nil, bad()
 		}
 		if keys, vals, ok := entries(v); ok && len(keys) == 1 {
-			for i, b := range n.branches {
-				if typeName(b) == keys[0] || (b.name != "" && shortName(b.name) == keys[0]) {
+			for i, b := range n.Branches {
+				if typeName(b) == keys[0] || (b.Name != "" && shortName(b.Name) == keys[0]) {
 					return encodeJSON(appendZigzag(out, int64(i)), b, vals[0], false)
 				}
 			}
 		}
 		// A bare value, as Pub/Sub's validation also accepts: the first
 		// branch it is a valid value of.
-		for i, b := range n.branches {
-			if b.kind == aNull {
+		for i, b := range n.Branches {
+			if b.Kind == aNull {
 				continue
 			}
 			if enc, err := encodeJSON(appendZigzag(out, int64(i)), b, v, false); err == nil {
@@ -265,19 +265,19 @@ func encodeJSON(out []byte, n *node, v any, defaultForm bool) ([]byte, error) {
 // typeName is how Avro's JSON encoding names a union branch: a primitive's
 // name (logical types aside), a named type's full name, "array" or "map".
 func typeName(n *node) string {
-	if n.name != "" {
-		return n.name
+	if n.Name != "" {
+		return n.Name
 	}
 	names := [...]string{"null", "boolean", "int", "long", "float", "double", "bytes", "string",
 		"record", "enum", "array", "map", "union", "fixed"}
-	return names[n.kind]
+	return names[n.Kind]
 }
 
 func shortName(full string) string { return full[strings.LastIndexByte(full, '.')+1:] }
 
 func branchNames(u *node) string {
 	var names []string
-	for _, b := range u.branches {
+	for _, b := range u.Branches {
 		names = append(names, typeName(b))
 	}
 	return "[" + strings.Join(names, ", ") + "]"

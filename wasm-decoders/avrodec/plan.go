@@ -14,7 +14,7 @@ type step struct {
 
 	// Record: for each Avro field, the target child index or -1 to skip;
 	// targets not fed by any Avro field become null.
-	fields  []*step
+	Fields  []*step
 	target  []int
 	missing []int
 
@@ -23,7 +23,7 @@ type step struct {
 	// Union: one step per branch (nil for null). With members set, the
 	// target is Spark's struct of member0..N and branch i writes member
 	// members[i].
-	branches []*step
+	Branches []*step
 	members  []int
 
 	// Long to timestamp: value * mul / div.
@@ -57,7 +57,7 @@ func plan(n *node, t *arrowlite.DataType) (*step, error) {
 	mismatch := func() error {
 		return fmt.Errorf("avro %s cannot be decoded into %s", describe(n), t)
 	}
-	switch n.kind {
+	switch n.Kind {
 	case aNull:
 		return s, nil
 	case aBool:
@@ -78,7 +78,7 @@ func plan(n *node, t *arrowlite.DataType) (*step, error) {
 			from, ok := map[string]int{
 				"timestamp-millis": 3, "timestamp-micros": 6, "timestamp-nanos": 9,
 				"local-timestamp-millis": 3, "local-timestamp-micros": 6, "local-timestamp-nanos": 9,
-			}[n.logical]
+			}[n.Logical]
 			if !ok {
 				return nil, mismatch()
 			}
@@ -101,7 +101,7 @@ func plan(n *node, t *arrowlite.DataType) (*step, error) {
 		switch t.ID {
 		case arrowlite.Binary, arrowlite.Utf8:
 		case arrowlite.Decimal:
-			if n.logical != "decimal" || int32(n.scale) != t.Scale {
+			if n.Logical != "decimal" || int32(n.Scale) != t.Scale {
 				return nil, mismatch()
 			}
 		default:
@@ -111,7 +111,7 @@ func plan(n *node, t *arrowlite.DataType) (*step, error) {
 		if t.ID != arrowlite.Utf8 {
 			return nil, mismatch()
 		}
-		s.syms = n.symbols
+		s.syms = n.Symbols
 	case aRecord:
 		if t.ID != arrowlite.Struct {
 			return nil, mismatch()
@@ -121,7 +121,7 @@ func plan(n *node, t *arrowlite.DataType) (*step, error) {
 		if t.ID != arrowlite.List {
 			return nil, mismatch()
 		}
-		e, err := plan(n.items, t.Children[0].Type)
+		e, err := plan(n.Items, t.Children[0].Type)
 		if err != nil {
 			return nil, fmt.Errorf("array items: %w", err)
 		}
@@ -130,7 +130,7 @@ func plan(n *node, t *arrowlite.DataType) (*step, error) {
 		if t.ID != arrowlite.Map || t.Children[0].Type.Children[0].Type.ID != arrowlite.Utf8 {
 			return nil, mismatch()
 		}
-		e, err := plan(n.items, t.Children[0].Type.Children[1].Type)
+		e, err := plan(n.Items, t.Children[0].Type.Children[1].Type)
 		if err != nil {
 			return nil, fmt.Errorf("map values: %w", err)
 		}
@@ -144,10 +144,10 @@ func plan(n *node, t *arrowlite.DataType) (*step, error) {
 // record maps Avro fields to target fields by name.
 func (s *step) record(targets []arrowlite.Field) error {
 	fed := make([]bool, len(targets))
-	for _, f := range s.n.fields {
+	for _, f := range s.n.Fields {
 		idx := -1
 		for j, tf := range targets {
-			if tf.Name == f.name && !fed[j] {
+			if tf.Name == f.Name && !fed[j] {
 				idx = j
 				break
 			}
@@ -155,12 +155,12 @@ func (s *step) record(targets []arrowlite.Field) error {
 		var fs *step
 		if idx >= 0 {
 			var err error
-			if fs, err = plan(f.typ, targets[idx].Type); err != nil {
-				return fmt.Errorf("%s: %w", f.name, err)
+			if fs, err = plan(f.Type, targets[idx].Type); err != nil {
+				return fmt.Errorf("%s: %w", f.Name, err)
 			}
 			fed[idx] = true
 		}
-		s.fields = append(s.fields, fs)
+		s.Fields = append(s.Fields, fs)
 		s.target = append(s.target, idx)
 	}
 	for j, ok := range fed {
@@ -180,16 +180,16 @@ func (s *step) union() error {
 		direct = true // e.g. [string, bytes] into binary: try each branch as is
 	}
 	if direct {
-		for _, b := range s.n.branches {
-			if b.kind == aNull {
-				s.branches = append(s.branches, nil)
+		for _, b := range s.n.Branches {
+			if b.Kind == aNull {
+				s.Branches = append(s.Branches, nil)
 				continue
 			}
 			bs, err := plan(b, s.t)
 			if err != nil {
 				return err
 			}
-			s.branches = append(s.branches, bs)
+			s.Branches = append(s.Branches, bs)
 		}
 		return nil
 	}
@@ -197,9 +197,9 @@ func (s *step) union() error {
 		return fmt.Errorf("avro union of %d non-null types needs a struct of %d members, got %s", len(rest), len(rest), s.t)
 	}
 	i := 0
-	for _, b := range s.n.branches {
-		if b.kind == aNull {
-			s.branches = append(s.branches, nil)
+	for _, b := range s.n.Branches {
+		if b.Kind == aNull {
+			s.Branches = append(s.Branches, nil)
 			s.members = append(s.members, -1)
 			continue
 		}
@@ -207,7 +207,7 @@ func (s *step) union() error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.t.Children[i].Name, err)
 		}
-		s.branches = append(s.branches, bs)
+		s.Branches = append(s.Branches, bs)
 		s.members = append(s.members, i)
 		i++
 	}
@@ -217,12 +217,12 @@ func (s *step) union() error {
 func describe(n *node) string {
 	names := [...]string{"null", "boolean", "int", "long", "float", "double", "bytes", "string",
 		"record", "enum", "array", "map", "union", "fixed"}
-	d := names[n.kind]
-	if n.logical != "" {
-		d += " (" + n.logical + ")"
+	d := names[n.Kind]
+	if n.Logical != "" {
+		d += " (" + n.Logical + ")"
 	}
-	if n.name != "" {
-		d += " " + n.name
+	if n.Name != "" {
+		d += " " + n.Name
 	}
 	return d
 }

@@ -16,48 +16,48 @@ import (
 // mismatch that only some data can hit (a union branch, an enum symbol)
 // fails that datum, not the plan.
 func resolve(w, r *node, t *arrowlite.DataType) (*step, error) {
-	if w.kind == aUnion {
+	if w.Kind == aUnion {
 		s := &step{n: w, t: t}
-		for _, b := range w.branches {
+		for _, b := range w.Branches {
 			var bs *step
 			var err error
-			if b.kind != aNull || !acceptsNull(r) {
+			if b.Kind != aNull || !acceptsNull(r) {
 				bs, err = resolve(b, r, t)
 			}
-			s.branches = append(s.branches, bs)
+			s.Branches = append(s.Branches, bs)
 			s.bad = append(s.bad, err)
 		}
 		return s, nil
 	}
-	if r.kind == aUnion {
+	if r.Kind == aUnion {
 		i := readerBranch(w, r)
 		if i < 0 {
 			return nil, fmt.Errorf("writer's avro %s matches no branch of the reader's union %s", describe(w), branchNames(r))
 		}
-		if w.kind == aNull {
+		if w.Kind == aNull {
 			return &step{n: w, t: t}, nil
 		}
 		rest, _ := nonNull(r)
 		if t.ID == arrowlite.Struct && memberStruct(r) {
 			m := 0
 			for _, b := range rest {
-				if b == r.branches[i] {
+				if b == r.Branches[i] {
 					break
 				}
 				m++
 			}
-			inner, err := resolve(w, r.branches[i], t.Children[m].Type)
+			inner, err := resolve(w, r.Branches[i], t.Children[m].Type)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", t.Children[m].Name, err)
 			}
 			return &step{n: w, t: t, wrap: inner, member: m}, nil
 		}
-		return resolve(w, r.branches[i], t)
+		return resolve(w, r.Branches[i], t)
 	}
 	if !matches(w, r) {
 		return nil, fmt.Errorf("writer's avro %s cannot be read as the reader's %s", describe(w), describe(r))
 	}
-	switch w.kind {
+	switch w.Kind {
 	case aRecord:
 		if t.ID != arrowlite.Struct {
 			return nil, fmt.Errorf("avro %s cannot be decoded into %s", describe(r), t)
@@ -68,12 +68,12 @@ func resolve(w, r *node, t *arrowlite.DataType) (*step, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.syms = make([]string, len(w.symbols))
-		for i, sym := range w.symbols {
-			if contains(r.symbols, sym) {
+		s.syms = make([]string, len(w.Symbols))
+		for i, sym := range w.Symbols {
+			if contains(r.Symbols, sym) {
 				s.syms[i] = sym
 			} else {
-				s.syms[i] = r.enumDef
+				s.syms[i] = r.EnumDefault
 			}
 		}
 		return s, nil
@@ -81,7 +81,7 @@ func resolve(w, r *node, t *arrowlite.DataType) (*step, error) {
 		if t.ID != arrowlite.List {
 			return nil, fmt.Errorf("avro %s cannot be decoded into %s", describe(r), t)
 		}
-		e, err := resolve(w.items, r.items, t.Children[0].Type)
+		e, err := resolve(w.Items, r.Items, t.Children[0].Type)
 		if err != nil {
 			return nil, fmt.Errorf("array items: %w", err)
 		}
@@ -90,7 +90,7 @@ func resolve(w, r *node, t *arrowlite.DataType) (*step, error) {
 		if t.ID != arrowlite.Map || t.Children[0].Type.Children[0].Type.ID != arrowlite.Utf8 {
 			return nil, fmt.Errorf("avro %s cannot be decoded into %s", describe(r), t)
 		}
-		e, err := resolve(w.items, r.items, t.Children[0].Type.Children[1].Type)
+		e, err := resolve(w.Items, r.Items, t.Children[0].Type.Children[1].Type)
 		if err != nil {
 			return nil, fmt.Errorf("map values: %w", err)
 		}
@@ -111,42 +111,42 @@ func resolveRecord(w, r *node, t *arrowlite.DataType) (*step, error) {
 		}
 		return -1
 	}
-	read := make([]bool, len(r.fields))
-	for _, f := range w.fields {
-		k := readerField(r, f.name)
+	read := make([]bool, len(r.Fields))
+	for _, f := range w.Fields {
+		k := readerField(r, f.Name)
 		idx := -1
 		var fs *step
 		if k >= 0 && !read[k] {
 			read[k] = true
-			if idx = target(r.fields[k].name); idx >= 0 {
+			if idx = target(r.Fields[k].Name); idx >= 0 {
 				var err error
-				if fs, err = resolve(f.typ, r.fields[k].typ, targets[idx].Type); err != nil {
-					return nil, fmt.Errorf("%s: %w", f.name, err)
+				if fs, err = resolve(f.Type, r.Fields[k].Type, targets[idx].Type); err != nil {
+					return nil, fmt.Errorf("%s: %w", f.Name, err)
 				}
 				fed[idx] = true
 			}
 		}
-		s.fields = append(s.fields, fs)
+		s.Fields = append(s.Fields, fs)
 		s.target = append(s.target, idx)
 	}
-	for k, rf := range r.fields {
+	for k, rf := range r.Fields {
 		if read[k] {
 			continue
 		}
-		if !rf.hasDef {
-			return nil, fmt.Errorf("the reader's field %s is not in the writer's %s and has no default", rf.name, describe(w))
+		if !rf.HasDefault {
+			return nil, fmt.Errorf("the reader's field %s is not in the writer's %s and has no default", rf.Name, describe(w))
 		}
-		idx := target(rf.name)
+		idx := target(rf.Name)
 		if idx < 0 {
 			continue
 		}
-		datum, err := encodeJSON(nil, rf.typ, rf.def, true)
+		datum, err := encodeJSON(nil, rf.Type, rf.Default, true)
 		if err != nil {
-			return nil, fmt.Errorf("%s: invalid default: %w", rf.name, err)
+			return nil, fmt.Errorf("%s: invalid default: %w", rf.Name, err)
 		}
-		st, err := plan(rf.typ, targets[idx].Type)
+		st, err := plan(rf.Type, targets[idx].Type)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", rf.name, err)
+			return nil, fmt.Errorf("%s: %w", rf.Name, err)
 		}
 		s.defaults = append(s.defaults, fieldDefault{col: idx, datum: datum, st: st})
 		fed[idx] = true
@@ -162,13 +162,13 @@ func resolveRecord(w, r *node, t *arrowlite.DataType) (*step, error) {
 // readerField finds the reader's field for a writer field name: by name,
 // else by one of the reader field's aliases.
 func readerField(r *node, name string) int {
-	for k, rf := range r.fields {
-		if rf.name == name {
+	for k, rf := range r.Fields {
+		if rf.Name == name {
 			return k
 		}
 	}
-	for k, rf := range r.fields {
-		if contains(rf.aliases, name) {
+	for k, rf := range r.Fields {
+		if contains(rf.Aliases, name) {
 			return k
 		}
 	}
@@ -178,12 +178,12 @@ func readerField(r *node, name string) int {
 // readerBranch picks the reader union's branch for a writer's value: the
 // first that matches its type exactly, else the first it promotes to.
 func readerBranch(w, r *node) int {
-	for i, b := range r.branches {
-		if b.kind == w.kind && matches(w, b) {
+	for i, b := range r.Branches {
+		if b.Kind == w.Kind && matches(w, b) {
 			return i
 		}
 	}
-	for i, b := range r.branches {
+	for i, b := range r.Branches {
 		if matches(w, b) {
 			return i
 		}
@@ -193,31 +193,31 @@ func readerBranch(w, r *node) int {
 
 // matches is the specification's "schemas match" for two non-union types.
 func matches(w, r *node) bool {
-	switch w.kind {
+	switch w.Kind {
 	case aRecord, aEnum, aFixed:
-		if r.kind != w.kind || !sameName(w, r) {
+		if r.Kind != w.Kind || !sameName(w, r) {
 			return false
 		}
-		return w.kind != aFixed || w.size == r.size
+		return w.Kind != aFixed || w.Size == r.Size
 	case aInt:
-		return r.kind == aInt || r.kind == aLong || r.kind == aFloat || r.kind == aDouble
+		return r.Kind == aInt || r.Kind == aLong || r.Kind == aFloat || r.Kind == aDouble
 	case aLong:
-		return r.kind == aLong || r.kind == aFloat || r.kind == aDouble
+		return r.Kind == aLong || r.Kind == aFloat || r.Kind == aDouble
 	case aFloat:
-		return r.kind == aFloat || r.kind == aDouble
+		return r.Kind == aFloat || r.Kind == aDouble
 	case aString, aBytes:
-		return r.kind == aString || r.kind == aBytes
+		return r.Kind == aString || r.Kind == aBytes
 	}
-	return w.kind == r.kind
+	return w.Kind == r.Kind
 }
 
 // sameName compares unqualified names, or the reader's aliases.
 func sameName(w, r *node) bool {
-	if shortName(w.name) == shortName(r.name) {
+	if shortName(w.Name) == shortName(r.Name) {
 		return true
 	}
-	for _, a := range r.aliases {
-		if a == w.name || shortName(a) == shortName(w.name) {
+	for _, a := range r.Aliases {
+		if a == w.Name || shortName(a) == shortName(w.Name) {
 			return true
 		}
 	}
@@ -225,11 +225,11 @@ func sameName(w, r *node) bool {
 }
 
 func acceptsNull(r *node) bool {
-	if r.kind == aNull {
+	if r.Kind == aNull {
 		return true
 	}
 	_, hasNull := nonNull(r)
-	return r.kind == aUnion && hasNull
+	return r.Kind == aUnion && hasNull
 }
 
 // memberStruct reports whether a union's Spark form is the struct of

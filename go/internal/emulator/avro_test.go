@@ -15,35 +15,6 @@ const userAvro = `{"type":"record","name":"User","namespace":"t","fields":[
  {"name":"tags","type":{"type":"array","items":"string"},"default":[]},
  {"name":"kind","type":{"type":"enum","name":"Kind","symbols":["A","B"]}}]}`
 
-func TestAvroJSONAndBinaryValidation(t *testing.T) {
-	s, err := parseAvro(userAvro)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ok := range []string{`{"id":1,"name":null,"kind":"A"}`, `{"id":2,"name":{"string":"x"},"tags":["a"],"kind":"B"}`} {
-		if err := s.validJSON([]byte(ok)); err != nil {
-			t.Errorf("%s: %v", ok, err)
-		}
-	}
-	for bad, why := range map[string]string{`{"id":"1","name":null,"kind":"A"}`: "long expected", `{"id":1,"name":"x","kind":"A"}`: "union",
-		`{"id":1,"name":null,"kind":"C"}`: "symbol", `{"name":null,"kind":"A"}`: "missing", `[1]`: "record"} {
-		if err := s.validJSON([]byte(bad)); err == nil || !strings.Contains(err.Error(), why) {
-			t.Errorf("%s: err %v, want %q", bad, err, why)
-		}
-	}
-	// id=3 (zigzag 6), name branch 1 "hi", tags: one block of 1 "a", end, kind 1.
-	good := []byte{6, 2, 4, 'h', 'i', 2, 2, 'a', 0, 2}
-	if err := s.validBinary(good); err != nil {
-		t.Errorf("binary: %v", err)
-	}
-	if err := s.validBinary(good[:5]); err == nil {
-		t.Error("truncated binary passed")
-	}
-	if err := s.validBinary(append(good, 0)); err == nil {
-		t.Error("binary with trailing bytes passed")
-	}
-}
-
 func TestTopicSchemaValidatesPublishesAndTagsMessages(t *testing.T) {
 	f := start(t)
 	conn := pubsubpb.NewSchemaServiceClient(f.conn)

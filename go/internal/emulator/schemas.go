@@ -14,13 +14,15 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/pubsub-go/pubsub-go/wasm-decoders/avroschema"
 )
 
 // schemaRevisions is a schema's revisions, newest last, with each Avro
 // revision parsed once.
 type schemaRevisions struct {
 	revs   []*pubsubpb.Schema
-	parsed map[string]*avroType                      // by revision id
+	parsed map[string]*avroschema.Node               // by revision id
 	protos map[string]protoreflect.MessageDescriptor // by revision id
 }
 
@@ -29,9 +31,9 @@ func (r *schemaRevisions) add(pb *pubsubpb.Schema) {
 	switch pb.Type { // definitions were checked by checkSchemaDefinition
 	case pubsubpb.Schema_AVRO:
 		if r.parsed == nil {
-			r.parsed = map[string]*avroType{}
+			r.parsed = map[string]*avroschema.Node{}
 		}
-		r.parsed[pb.RevisionId], _ = parseAvro(pb.Definition)
+		r.parsed[pb.RevisionId], _ = avroschema.ParseRecursive(pb.Definition)
 	case pubsubpb.Schema_PROTOCOL_BUFFER:
 		if r.protos == nil {
 			r.protos = map[string]protoreflect.MessageDescriptor{}
@@ -72,7 +74,7 @@ func checkSchemaDefinition(s *pubsubpb.Schema) error {
 		return status.Error(codes.InvalidArgument, "schema: a type (AVRO or PROTOCOL_BUFFER) and a definition are required")
 	}
 	if s.Type == pubsubpb.Schema_AVRO {
-		if _, err := parseAvro(s.Definition); err != nil {
+		if _, err := avroschema.ParseRecursive(s.Definition); err != nil {
 			return status.Errorf(codes.InvalidArgument, "invalid Avro schema: %v", err)
 		}
 	}
@@ -334,7 +336,7 @@ func (st *state) validateSchema(t *pubsubpb.Topic, msgs []*pubsubpb.PubsubMessag
 
 // checkMessages checks each message against one revision (its parsed
 // Avro schema or compiled protocol buffer message).
-func checkMessages(rev *pubsubpb.Schema, avro *avroType, md protoreflect.MessageDescriptor, enc pubsubpb.Encoding,
+func checkMessages(rev *pubsubpb.Schema, avro *avroschema.Node, md protoreflect.MessageDescriptor, enc pubsubpb.Encoding,
 	msgs []*pubsubpb.PubsubMessage) error {
 	binary := enc == pubsubpb.Encoding_BINARY
 	for i, m := range msgs {
@@ -342,9 +344,9 @@ func checkMessages(rev *pubsubpb.Schema, avro *avroType, md protoreflect.Message
 		kind := "Avro"
 		switch {
 		case avro != nil && binary:
-			err = avro.validBinary(m.Data)
+			err = avro.ValidateBinary(m.Data)
 		case avro != nil:
-			err = avro.validJSON(m.Data)
+			err = avro.ValidateJSON(m.Data)
 		case md != nil:
 			kind = "protocol buffer"
 			err = validProto(md, m.Data, binary)
@@ -377,11 +379,11 @@ func (s *schemaService) ValidateMessage(_ context.Context, req *pubsubpb.Validat
 	default:
 		return nil, status.Error(codes.InvalidArgument, "validate message: give a schema name or a schema")
 	}
-	var avro *avroType
+	var avro *avroschema.Node
 	var md protoreflect.MessageDescriptor
 	switch rev.Type {
 	case pubsubpb.Schema_AVRO:
-		avro, _ = parseAvro(rev.Definition)
+		avro, _ = avroschema.ParseRecursive(rev.Definition)
 	case pubsubpb.Schema_PROTOCOL_BUFFER:
 		md, _ = compileProtoSchema(rev.Definition)
 	}

@@ -6,6 +6,7 @@ package encode
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/big"
@@ -15,13 +16,15 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+
+	"github.com/pubsub-go/pubsub-go/wasm-decoders/avroschema"
 )
 
 // avroEnc encodes one Arrow array's values as one Avro type. It is planned
 // once per batch schema (planAvro), so a type mismatch is found before any
 // row is encoded and names the column.
 type avroEnc struct {
-	node   *avroNode
+	node   *avroschema.Node
 	path   string // column path, for errors
 	op     string // what the Arrow value is read as
 	branch int    // union: the branch a non-null value takes; -1 none
@@ -38,7 +41,7 @@ type mismatchError struct{ msg string }
 
 func (e *mismatchError) Error() string { return e.msg }
 
-func mismatch(path string, t arrow.DataType, n *avroNode, why string) error {
+func mismatch(path string, t arrow.DataType, n *avroschema.Node, why string) error {
 	msg := fmt.Sprintf("column %s has type %s, which does not fit the schema's %s", path, t, n)
 	if why != "" {
 		msg += ": " + why
@@ -47,17 +50,17 @@ func mismatch(path string, t arrow.DataType, n *avroNode, why string) error {
 }
 
 // planAvro matches an Arrow type against an Avro type.
-func planAvro(path string, t arrow.DataType, nullable bool, n *avroNode) (*avroEnc, error) {
+func planAvro(path string, t arrow.DataType, nullable bool, n *avroschema.Node) (*avroEnc, error) {
 	e := &avroEnc{node: n, path: path, branch: -1, null: -1}
-	if n.kind == "union" {
-		for i, b := range n.branches {
-			if b.kind == "null" {
+	if n.Kind == avroschema.Union {
+		for i, b := range n.Branches {
+			if b.Kind == avroschema.Null {
 				e.null = i
 			}
 		}
 		var firstErr error
-		for i, b := range n.branches {
-			if b.kind == "null" {
+		for i, b := range n.Branches {
+			if b.Kind == avroschema.Null {
 				continue
 			}
 			inner, err := planAvro(path, t, false, b)
@@ -80,18 +83,18 @@ func planAvro(path string, t arrow.DataType, nullable bool, n *avroNode) (*avroE
 	}
 	id := t.ID()
 	ok := false
-	switch n.kind {
-	case "null":
+	switch n.Kind {
+	case avroschema.Null:
 		ok = id == arrow.NULL
-	case "boolean":
+	case avroschema.Boolean:
 		ok = id == arrow.BOOL
-	case "int", "long":
+	case avroschema.Int, avroschema.Long:
 		switch {
-		case n.logical == "date" && id == arrow.DATE32:
+		case n.Logical == "date" && id == arrow.DATE32:
 			ok = true
-		case (n.logical == "timestamp-millis" || n.logical == "timestamp-micros" ||
-			n.logical == "local-timestamp-millis" || n.logical == "local-timestamp-micros") && id == arrow.TIMESTAMP:
-			want := map[bool]int64{true: 1000, false: 1_000_000}[n.logical == "timestamp-millis" || n.logical == "local-timestamp-millis"]
+		case (n.Logical == "timestamp-millis" || n.Logical == "timestamp-micros" ||
+			n.Logical == "local-timestamp-millis" || n.Logical == "local-timestamp-micros") && id == arrow.TIMESTAMP:
+			want := map[bool]int64{true: 1000, false: 1_000_000}[n.Logical == "timestamp-millis" || n.Logical == "local-timestamp-millis"]
 			per := map[arrow.TimeUnit]int64{arrow.Second: 1, arrow.Millisecond: 1000, arrow.Microsecond: 1_000_000, arrow.Nanosecond: 1_000_000_000}[t.(*arrow.TimestampType).Unit]
 			if per >= want {
 				e.unit = -(per / want)
@@ -101,32 +104,32 @@ func planAvro(path string, t arrow.DataType, nullable bool, n *avroNode) (*avroE
 			ok = true
 		case id == arrow.INT8 || id == arrow.INT16 || id == arrow.INT32 || id == arrow.UINT8 || id == arrow.UINT16:
 			ok = true
-		case (id == arrow.INT64 || id == arrow.UINT32) && n.kind == "long":
+		case (id == arrow.INT64 || id == arrow.UINT32) && n.Kind == avroschema.Long:
 			ok = true
 		}
-	case "float", "double":
-		ok = id == arrow.FLOAT32 || id == arrow.FLOAT64 && n.kind == "double" ||
+	case avroschema.Float, avroschema.Double:
+		ok = id == arrow.FLOAT32 || id == arrow.FLOAT64 && n.Kind == avroschema.Double ||
 			id == arrow.INT8 || id == arrow.INT16 || id == arrow.INT32 || id == arrow.INT64
-	case "string":
+	case avroschema.String:
 		ok = id == arrow.STRING || id == arrow.LARGE_STRING
-	case "bytes", "fixed":
-		if n.logical == "decimal" {
+	case avroschema.Bytes, avroschema.Fixed:
+		if n.Logical == "decimal" {
 			if d, isDec := t.(*arrow.Decimal128Type); isDec {
-				if int(d.Scale) != n.scale {
-					return nil, mismatch(path, t, n, fmt.Sprintf("the scales differ (%d, the schema's %d): cast the column to decimal(p,%d)", d.Scale, n.scale, n.scale))
+				if int(d.Scale) != n.Scale {
+					return nil, mismatch(path, t, n, fmt.Sprintf("the scales differ (%d, the schema's %d): cast the column to decimal(p,%d)", d.Scale, n.Scale, n.Scale))
 				}
 				ok = true
 			}
 		} else {
-			ok = id == arrow.BINARY || id == arrow.LARGE_BINARY || (n.kind == "bytes" && (id == arrow.STRING || id == arrow.LARGE_STRING))
+			ok = id == arrow.BINARY || id == arrow.LARGE_BINARY || (n.Kind == avroschema.Bytes && (id == arrow.STRING || id == arrow.LARGE_STRING))
 		}
-	case "enum":
+	case avroschema.Enum:
 		ok = id == arrow.STRING || id == arrow.LARGE_STRING
 		e.symIdx = map[string]int{}
-		for i, s := range n.symbols {
+		for i, s := range n.Symbols {
 			e.symIdx[s] = i
 		}
-	case "array":
+	case avroschema.Array:
 		var elem arrow.Field
 		switch lt := t.(type) {
 		case *arrow.ListType:
@@ -136,12 +139,12 @@ func planAvro(path string, t arrow.DataType, nullable bool, n *avroNode) (*avroE
 		default:
 			return nil, mismatch(path, t, n, "")
 		}
-		inner, err := planAvro(path+"[]", elem.Type, elem.Nullable, n.items)
+		inner, err := planAvro(path+"[]", elem.Type, elem.Nullable, n.Items)
 		if err != nil {
 			return nil, err
 		}
 		e.inner, ok = inner, true
-	case "map":
+	case avroschema.Map:
 		mt, isMap := t.(*arrow.MapType)
 		if !isMap {
 			return nil, mismatch(path, t, n, "")
@@ -149,12 +152,12 @@ func planAvro(path string, t arrow.DataType, nullable bool, n *avroNode) (*avroE
 		if k := mt.KeyType().ID(); k != arrow.STRING && k != arrow.LARGE_STRING {
 			return nil, mismatch(path, t, n, "Avro map keys are strings")
 		}
-		inner, err := planAvro(path+"{}", mt.ItemType(), mt.ItemField().Nullable, n.items)
+		inner, err := planAvro(path+"{}", mt.ItemType(), mt.ItemField().Nullable, n.Items)
 		if err != nil {
 			return nil, err
 		}
 		e.inner, ok = inner, true
-	case "record":
+	case avroschema.Record:
 		st, isStruct := t.(*arrow.StructType)
 		if !isStruct {
 			return nil, mismatch(path, t, n, "")
@@ -169,27 +172,27 @@ func planAvro(path string, t arrow.DataType, nullable bool, n *avroNode) (*avroE
 	if !ok {
 		return nil, mismatch(path, t, n, "")
 	}
-	e.op = n.kind
+	e.op = n.Kind.String()
 	return e, nil
 }
 
 // planRecord matches columns (a batch's or a struct's) to a record's
 // fields by name. A field without a column takes its default; a column
 // without a field is an error (it would be dropped silently).
-func planRecord(prefix string, cols []arrow.Field, n *avroNode) (*avroEnc, error) {
+func planRecord(prefix string, cols []arrow.Field, n *avroschema.Node) (*avroEnc, error) {
 	e := &avroEnc{node: n, op: "record", branch: -1, null: -1}
 	used := make([]bool, len(cols))
-	for _, f := range n.fields {
-		idx := slices.IndexFunc(cols, func(c arrow.Field) bool { return c.Name == f.name })
+	for _, f := range n.Fields {
+		idx := slices.IndexFunc(cols, func(c arrow.Field) bool { return c.Name == f.Name })
 		if idx < 0 {
-			if !f.hasDefault {
-				return nil, &mismatchError{fmt.Sprintf("no column %s%s for field %q of %s (type %s), which has no default", prefix, f.name, f.name, n.name, f.typ)}
+			if !f.HasDefault {
+				return nil, &mismatchError{fmt.Sprintf("no column %s%s for field %q of %s (type %s), which has no default", prefix, f.Name, f.Name, n.Name, f.Type)}
 			}
 			e.fields, e.cols = append(e.fields, nil), append(e.cols, -1)
 			continue
 		}
 		used[idx] = true
-		fe, err := planAvro(prefix+f.name, cols[idx].Type, cols[idx].Nullable, f.typ)
+		fe, err := planAvro(prefix+f.Name, cols[idx].Type, cols[idx].Nullable, f.Type)
 		if err != nil {
 			return nil, err
 		}
@@ -197,28 +200,28 @@ func planRecord(prefix string, cols []arrow.Field, n *avroNode) (*avroEnc, error
 	}
 	for i, c := range cols {
 		if !used[i] {
-			return nil, &mismatchError{fmt.Sprintf("column %s%s (%s) is not a field of %s; the fields are %s", prefix, c.Name, c.Type, n.name, fieldNames(n))}
+			return nil, &mismatchError{fmt.Sprintf("column %s%s (%s) is not a field of %s; the fields are %s", prefix, c.Name, c.Type, n.Name, fieldNames(n))}
 		}
 	}
 	return e, nil
 }
 
-func fieldNames(n *avroNode) string {
-	names := make([]string, len(n.fields))
-	for i, f := range n.fields {
-		names[i] = f.name
+func fieldNames(n *avroschema.Node) string {
+	names := make([]string, len(n.Fields))
+	for i, f := range n.Fields {
+		names[i] = f.Name
 	}
 	return fmt.Sprint(names)
 }
 
 // nullError is a null where the schema has no null: it names the column and row.
-func nullError(path string, n *avroNode, row int) error {
+func nullError(path string, n *avroschema.Node, row int) error {
 	return fmt.Errorf("row %d: column %s is null but the schema's %s is not nullable (make it a union with \"null\", or fill the nulls)", row, path, n)
 }
 
 // appendBin appends value i of a in Avro binary encoding.
 func (e *avroEnc) appendBin(b []byte, a arrow.Array, i, row int) ([]byte, error) {
-	if e.op != "union" && e.op != "record" && a.IsNull(i) && e.node.kind != "null" {
+	if e.op != "union" && e.op != "record" && a.IsNull(i) && e.node.Kind != avroschema.Null {
 		return b, nullError(e.path, e.node, row)
 	}
 	switch e.op {
@@ -247,8 +250,8 @@ func (e *avroEnc) appendBin(b []byte, a arrow.Array, i, row int) ([]byte, error)
 	case "string", "bytes", "fixed":
 		v := e.bytesOf(a, i)
 		if e.op == "fixed" {
-			if len(v) != e.node.size {
-				return b, fmt.Errorf("row %d: column %s has %d bytes; the schema's %s takes exactly %d", row, e.path, len(v), e.node, e.node.size)
+			if len(v) != e.node.Size {
+				return b, fmt.Errorf("row %d: column %s has %d bytes; the schema's %s takes exactly %d", row, e.path, len(v), e.node, e.node.Size)
 			}
 			return append(b, v...), nil
 		}
@@ -258,7 +261,7 @@ func (e *avroEnc) appendBin(b []byte, a arrow.Array, i, row int) ([]byte, error)
 		s := string(stringBytes(a, i))
 		idx, ok := e.symIdx[s]
 		if !ok {
-			return b, fmt.Errorf("row %d: column %s is %q, not a symbol of %s %v", row, e.path, s, e.node, e.node.symbols)
+			return b, fmt.Errorf("row %d: column %s is %q, not a symbol of %s %v", row, e.path, s, e.node, e.node.Symbols)
 		}
 		return binary.AppendVarint(b, int64(idx)), nil
 	case "array", "map":
@@ -290,7 +293,7 @@ func (e *avroEnc) appendBin(b []byte, a arrow.Array, i, row int) ([]byte, error)
 		for k, f := range e.fields {
 			var err error
 			if f == nil {
-				b, err = appendDefaultBin(b, e.node.fields[k].typ, e.node.fields[k].def)
+				b, err = appendDefaultBin(b, e.node.Fields[k].Type, e.node.Fields[k].Default)
 			} else {
 				b, err = f.appendBin(b, s.Field(e.cols[k]), i, row)
 			}
@@ -305,40 +308,54 @@ func (e *avroEnc) appendBin(b []byte, a arrow.Array, i, row int) ([]byte, error)
 
 // appendDefaultBin writes a field's default: the common defaults (null,
 // and scalars) of fields a batch leaves out.
-func appendDefaultBin(b []byte, n *avroNode, def any) ([]byte, error) {
-	if n.kind == "union" {
+func appendDefaultBin(b []byte, n *avroschema.Node, def any) ([]byte, error) {
+	if n.Kind == avroschema.Union {
 		// A union's default is of its first branch.
 		b = binary.AppendVarint(b, 0)
-		n = n.branches[0]
+		n = n.Branches[0]
 	}
-	switch n.kind {
-	case "null":
+	switch n.Kind {
+	case avroschema.Null:
 		return b, nil
-	case "boolean":
+	case avroschema.Boolean:
 		if def == true {
 			return append(b, 1), nil
 		}
 		return append(b, 0), nil
-	case "int", "long":
-		f, _ := def.(float64)
-		return binary.AppendVarint(b, int64(f)), nil
-	case "float":
-		f, _ := def.(float64)
-		return binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(f))), nil
-	case "double":
-		f, _ := def.(float64)
+	case avroschema.Int, avroschema.Long:
+		if n, ok := def.(json.Number); ok {
+			if i, err := n.Int64(); err == nil {
+				return binary.AppendVarint(b, i), nil
+			}
+		}
+		return binary.AppendVarint(b, int64(defaultFloat(def))), nil
+	case avroschema.Float:
+		return binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(defaultFloat(def)))), nil
+	case avroschema.Double:
+		f := defaultFloat(def)
 		return binary.LittleEndian.AppendUint64(b, math.Float64bits(f)), nil
-	case "string", "bytes":
+	case avroschema.String, avroschema.Bytes:
 		s, _ := def.(string)
 		b = binary.AppendVarint(b, int64(len(s)))
 		return append(b, s...), nil
-	case "enum":
+	case avroschema.Enum:
 		s, _ := def.(string)
-		return binary.AppendVarint(b, int64(max(0, slices.Index(n.symbols, s)))), nil
-	case "array", "map":
+		return binary.AppendVarint(b, int64(max(0, slices.Index(n.Symbols, s)))), nil
+	case avroschema.Array, avroschema.Map:
 		return append(b, 0), nil
 	}
 	return b, fmt.Errorf("a default of type %s is not supported: add the column", n)
+}
+
+// defaultFloat is a numeric default (the schema parser keeps numbers as
+// json.Number).
+func defaultFloat(def any) float64 {
+	if n, ok := def.(json.Number); ok {
+		f, _ := n.Float64()
+		return f
+	}
+	f, _ := def.(float64)
+	return f
 }
 
 func (e *avroEnc) integer(a arrow.Array, i int) int64 {
@@ -395,7 +412,7 @@ func floatOf(a arrow.Array, i int) float64 {
 // big-endian two's-complement unscaled value, sign-extended to a fixed's size).
 func (e *avroEnc) bytesOf(a arrow.Array, i int) []byte {
 	if d, ok := a.(*array.Decimal128); ok {
-		return decimalBytes(d.Value(i), e.node.size)
+		return decimalBytes(d.Value(i), e.node.Size)
 	}
 	return stringBytes(a, i)
 }
@@ -468,7 +485,7 @@ func listRange(a arrow.Array, i int) (arrow.Array, int, int) {
 // appendJSON appends value i of a in Avro's JSON encoding (unions as
 // {"branch": value}, bytes as one code point per byte).
 func (e *avroEnc) appendJSON(b []byte, a arrow.Array, i, row int) ([]byte, error) {
-	if e.op != "union" && e.op != "record" && a.IsNull(i) && e.node.kind != "null" {
+	if e.op != "union" && e.op != "record" && a.IsNull(i) && e.node.Kind != avroschema.Null {
 		return b, nullError(e.path, e.node, row)
 	}
 	switch e.op {
@@ -480,7 +497,7 @@ func (e *avroEnc) appendJSON(b []byte, a arrow.Array, i, row int) ([]byte, error
 			return append(b, "null"...), nil
 		}
 		b = append(b, '{')
-		b = appendJSONString(b, e.node.branches[e.branch].jsonName())
+		b = appendJSONString(b, e.node.Branches[e.branch].TypeName())
 		b = append(b, ':')
 		b, err := e.inner.appendJSON(b, a, i, row)
 		return append(b, '}'), err
@@ -504,8 +521,8 @@ func (e *avroEnc) appendJSON(b []byte, a arrow.Array, i, row int) ([]byte, error
 		return appendJSONString(b, string(stringBytes(a, i))), nil
 	case "bytes", "fixed":
 		v := e.bytesOf(a, i)
-		if e.op == "fixed" && len(v) != e.node.size {
-			return b, fmt.Errorf("row %d: column %s has %d bytes; the schema's %s takes exactly %d", row, e.path, len(v), e.node, e.node.size)
+		if e.op == "fixed" && len(v) != e.node.Size {
+			return b, fmt.Errorf("row %d: column %s has %d bytes; the schema's %s takes exactly %d", row, e.path, len(v), e.node, e.node.Size)
 		}
 		r := make([]rune, len(v))
 		for k, c := range v {
@@ -515,7 +532,7 @@ func (e *avroEnc) appendJSON(b []byte, a arrow.Array, i, row int) ([]byte, error
 	case "enum":
 		s := string(stringBytes(a, i))
 		if _, ok := e.symIdx[s]; !ok {
-			return b, fmt.Errorf("row %d: column %s is %q, not a symbol of %s %v", row, e.path, s, e.node, e.node.symbols)
+			return b, fmt.Errorf("row %d: column %s is %q, not a symbol of %s %v", row, e.path, s, e.node, e.node.Symbols)
 		}
 		return appendJSONString(b, s), nil
 	case "array", "map":
@@ -553,11 +570,11 @@ func (e *avroEnc) appendJSON(b []byte, a arrow.Array, i, row int) ([]byte, error
 			if k > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, e.node.fields[k].name)
+			b = appendJSONString(b, e.node.Fields[k].Name)
 			b = append(b, ':')
 			var err error
 			if f == nil {
-				b, err = appendDefaultJSON(b, e.node.fields[k].typ, e.node.fields[k].def)
+				b, err = appendDefaultJSON(b, e.node.Fields[k].Type, e.node.Fields[k].Default)
 			} else {
 				b, err = f.appendJSON(b, s.Field(e.cols[k]), i, row)
 			}
@@ -570,15 +587,15 @@ func (e *avroEnc) appendJSON(b []byte, a arrow.Array, i, row int) ([]byte, error
 	return b, fmt.Errorf("encode: unplanned op %q", e.op)
 }
 
-func appendDefaultJSON(b []byte, n *avroNode, def any) ([]byte, error) {
-	if n.kind == "union" {
-		if n.branches[0].kind == "null" {
+func appendDefaultJSON(b []byte, n *avroschema.Node, def any) ([]byte, error) {
+	if n.Kind == avroschema.Union {
+		if n.Branches[0].Kind == avroschema.Null {
 			return append(b, "null"...), nil
 		}
 		b = append(b, '{')
-		b = appendJSONString(b, n.branches[0].jsonName())
+		b = appendJSONString(b, n.Branches[0].TypeName())
 		b = append(b, ':')
-		b, err := appendDefaultJSON(b, n.branches[0], def)
+		b, err := appendDefaultJSON(b, n.Branches[0], def)
 		return append(b, '}'), err
 	}
 	v, err := jsonMarshal(def)

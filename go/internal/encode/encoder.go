@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/pubsub-go/pubsub-go/wasm-decoders/avroschema"
 )
 
 // SinkSchema is the topic's schema the sink encodes to (schemaFrom=topic):
@@ -27,7 +29,7 @@ type SinkSchema struct {
 // Encoder turns the record columns of a batch into one payload per row.
 type Encoder struct {
 	schema SinkSchema
-	avro   *avroNode
+	avro   *avroschema.Node
 	proto  protoreflect.MessageDescriptor
 	json   bool
 	// The plan of the last batch schema seen: Spark hands a task batches
@@ -50,11 +52,11 @@ func New(s SinkSchema) (*Encoder, error) {
 	}
 	switch s.Type {
 	case "AVRO":
-		n, err := parseAvro(s.Definition)
+		n, err := avroschema.Parse(s.Definition)
 		if err != nil {
 			return nil, fmt.Errorf("schema %s revision %s: %v", s.Name, s.Revision, err)
 		}
-		if n.kind != "record" {
+		if n.Kind != avroschema.Record {
 			return nil, fmt.Errorf("schema %s revision %s is an Avro %s; the sink writes rows to record schemas", s.Name, s.Revision, n)
 		}
 		e.avro = n
@@ -130,14 +132,14 @@ func (e *Encoder) Encode(rec arrow.RecordBatch, keep func(string) bool) (arrow.R
 				if k > 0 {
 					buf = append(buf, ',')
 				}
-				buf = appendJSONString(buf, e.avro.fields[k].name)
+				buf = appendJSONString(buf, e.avro.Fields[k].Name)
 				buf = append(buf, ':')
 			}
 			switch {
 			case f == nil && e.json:
-				buf, err = appendDefaultJSON(buf, e.avro.fields[k].typ, e.avro.fields[k].def)
+				buf, err = appendDefaultJSON(buf, e.avro.Fields[k].Type, e.avro.Fields[k].Default)
 			case f == nil:
-				buf, err = appendDefaultBin(buf, e.avro.fields[k].typ, e.avro.fields[k].def)
+				buf, err = appendDefaultBin(buf, e.avro.Fields[k].Type, e.avro.Fields[k].Default)
 			case e.json:
 				buf, err = f.appendJSON(buf, rec.Column(e.planCol[e.plan.cols[k]]), i, i)
 			default:
