@@ -8,6 +8,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/pubsub-go/pubsub-go/go/internal/protoschema"
 )
 
 const userAvro = `{"type":"record","name":"User","namespace":"t","fields":[
@@ -75,26 +77,26 @@ func TestPublishCodecReadsWhatProtoWrites(t *testing.T) {
 }
 
 func TestProtoSchemaValidatesBinaryAndJSON(t *testing.T) {
-	md, err := compileProtoSchema(`syntax = "proto3"; message Reading { int64 id = 1; string note = 2; }`)
+	md, err := compileProto(`syntax = "proto3"; message Reading { int64 id = 1; string note = 2; }`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := validProto(md, []byte(`{"id": "7", "note": "ok"}`), false); err != nil {
+	if err := protoschema.Validate(md, []byte(`{"id": "7", "note": "ok"}`), false); err != nil {
 		t.Errorf("JSON: %v", err)
 	}
-	if err := validProto(md, []byte(`{"id": "x"}`), false); err == nil {
+	if err := protoschema.Validate(md, []byte(`{"id": "x"}`), false); err == nil {
 		t.Error("JSON with a bad id passed")
 	}
-	if err := validProto(md, []byte{0x08, 0x07, 0x12, 0x02, 'o', 'k'}, true); err != nil {
+	if err := protoschema.Validate(md, []byte{0x08, 0x07, 0x12, 0x02, 'o', 'k'}, true); err != nil {
 		t.Errorf("binary: %v", err)
 	}
-	if err := validProto(md, []byte{0x12, 0x05, 'o'}, true); err == nil {
+	if err := protoschema.Validate(md, []byte{0x12, 0x05, 'o'}, true); err == nil {
 		t.Error("truncated binary passed")
 	}
-	if _, err := compileProtoSchema(`syntax = "proto3"; message A {} message B {}`); err == nil {
+	if _, err := compileProto(`syntax = "proto3"; message A {} message B {}`); err == nil {
 		t.Error("two top-level messages compiled")
 	}
-	if _, err := compileProtoSchema(`syntax = "proto3"; message A { nope x = 1; }`); err == nil {
+	if _, err := compileProto(`syntax = "proto3"; message A { nope x = 1; }`); err == nil {
 		t.Error("an unknown type compiled")
 	}
 }

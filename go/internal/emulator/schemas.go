@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/pubsub-go/pubsub-go/go/internal/protoschema"
 	"github.com/pubsub-go/pubsub-go/wasm-decoders/avroschema"
 )
 
@@ -38,7 +39,7 @@ func (r *schemaRevisions) add(pb *pubsubpb.Schema) {
 		if r.protos == nil {
 			r.protos = map[string]protoreflect.MessageDescriptor{}
 		}
-		r.protos[pb.RevisionId], _ = compileProtoSchema(pb.Definition)
+		r.protos[pb.RevisionId], _ = compileProto(pb.Definition)
 	}
 }
 
@@ -67,6 +68,20 @@ func (st *state) newRevision(in *pubsubpb.Schema, name string, r *schemaRevision
 	return pb
 }
 
+// compileProto compiles a protocol buffer schema definition and returns its
+// message type: the service takes exactly one top-level message (others
+// may be nested in it).
+func compileProto(def string) (protoreflect.MessageDescriptor, error) {
+	s, err := protoschema.Compile(def)
+	if err != nil {
+		return nil, err
+	}
+	if n := s.File.Messages().Len(); n != 1 {
+		return nil, fmt.Errorf("a protocol buffer schema defines exactly one top-level message, this one %d", n)
+	}
+	return s.Message()
+}
+
 // checkSchemaDefinition checks a schema: Avro definitions parse, protocol
 // buffer ones compile.
 func checkSchemaDefinition(s *pubsubpb.Schema) error {
@@ -79,7 +94,7 @@ func checkSchemaDefinition(s *pubsubpb.Schema) error {
 		}
 	}
 	if s.Type == pubsubpb.Schema_PROTOCOL_BUFFER {
-		if _, err := compileProtoSchema(s.Definition); err != nil {
+		if _, err := compileProto(s.Definition); err != nil {
 			return status.Errorf(codes.InvalidArgument, "invalid protocol buffer schema: %v", err)
 		}
 	}
@@ -349,7 +364,7 @@ func checkMessages(rev *pubsubpb.Schema, avro *avroschema.Node, md protoreflect.
 			err = avro.ValidateJSON(m.Data)
 		case md != nil:
 			kind = "protocol buffer"
-			err = validProto(md, m.Data, binary)
+			err = protoschema.Validate(md, m.Data, binary)
 		}
 		if err != nil {
 			return fmt.Errorf("message %d is not %s-encoded %s of revision %s: %v", i, enc, kind, rev.RevisionId, err)
@@ -385,7 +400,7 @@ func (s *schemaService) ValidateMessage(_ context.Context, req *pubsubpb.Validat
 	case pubsubpb.Schema_AVRO:
 		avro, _ = avroschema.ParseRecursive(rev.Definition)
 	case pubsubpb.Schema_PROTOCOL_BUFFER:
-		md, _ = compileProtoSchema(rev.Definition)
+		md, _ = compileProto(rev.Definition)
 	}
 	if err := checkMessages(rev, avro, md, req.Encoding, []*pubsubpb.PubsubMessage{{Data: req.Message}}); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "Invalid data in message: %v", err)

@@ -8,38 +8,20 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
 
-	"github.com/pubsub-go/pubsub-go/go/internal/decode"
+	"github.com/pubsub-go/pubsub-go/go/internal/protoschema"
 )
 
 // protoMessage is the message type a PROTOCOL_BUFFER schema's rows are
 // encoded to: the first message its source defines, as Pub/Sub takes it.
 func protoMessage(source string) (protoreflect.MessageDescriptor, error) {
-	set, _, err := decode.CompileProtoSource(source)
+	s, err := protoschema.Compile(source)
 	if err != nil {
 		return nil, err
 	}
-	fds := &descriptorpb.FileDescriptorSet{}
-	if err := proto.Unmarshal(set, fds); err != nil {
-		return nil, err
-	}
-	files, err := protodesc.NewFiles(fds)
-	if err != nil {
-		return nil, err
-	}
-	last := fds.File[len(fds.File)-1] // the source itself: its imports come first
-	fd, err := files.FindFileByPath(last.GetName())
-	if err != nil {
-		return nil, err
-	}
-	if fd.Messages().Len() == 0 {
-		return nil, fmt.Errorf("the .proto source defines no message")
-	}
-	return fd.Messages().Get(0), nil
+	return s.Message()
 }
 
 // protoEnc sets one field of a message from one Arrow array.
