@@ -15,12 +15,13 @@ func TestAvroJSONAndBinaryValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ok := range []string{`{"id":1,"name":null,"kind":"A"}`, `{"id":2,"name":{"string":"x"},"tags":["a"],"kind":"B"}`} {
+	for _, ok := range []string{`{"id":1,"name":null,"kind":"A"}`, `{"id":2,"name":{"string":"x"},"tags":["a"],"kind":"B"}`,
+		`{"id":3,"name":"bare","kind":"A"}`} {
 		if err := s.ValidateJSON([]byte(ok)); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
-	for bad, why := range map[string]string{`{"id":"1","name":null,"kind":"A"}`: "long expected", `{"id":1,"name":"x","kind":"A"}`: "union",
+	for bad, why := range map[string]string{`{"id":"1","name":null,"kind":"A"}`: "long expected", `{"id":1,"name":5,"kind":"A"}`: "union",
 		`{"id":1,"name":null,"kind":"C"}`: "symbol", `{"name":null,"kind":"A"}`: "missing", `[1]`: "record"} {
 		if err := s.ValidateJSON([]byte(bad)); err == nil || !strings.Contains(err.Error(), why) {
 			t.Errorf("%s: err %v, want %q", bad, err, why)

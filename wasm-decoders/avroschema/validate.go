@@ -105,18 +105,23 @@ func (t *Node) checkJSON(v any, path string) error {
 			}
 			return bad()
 		}
-		m, ok := v.(map[string]any)
-		if !ok || len(m) != 1 {
-			return fmt.Errorf("%s: a union value is null or {\"<type>\": value}, got %s", path, jsonKind(v))
-		}
-		for k, x := range m {
-			for _, b := range t.Branches {
-				if b.TypeName() == k || (b.Name != "" && b.Name[strings.LastIndexByte(b.Name, '.')+1:] == k) {
-					return b.checkJSON(x, path+"."+k)
+		if m, ok := v.(map[string]any); ok && len(m) == 1 {
+			for k, x := range m {
+				for _, b := range t.Branches {
+					if b.TypeName() == k || (b.Name != "" && b.Name[strings.LastIndexByte(b.Name, '.')+1:] == k) {
+						return b.checkJSON(x, path+"."+k)
+					}
 				}
 			}
-			return fmt.Errorf("%s: %q is not a branch of the union", path, k)
 		}
+		// A bare value, which the service (and the decoder) accept: valid
+		// when some branch takes it.
+		for _, b := range t.Branches {
+			if b.Kind != Null && b.checkJSON(v, path) == nil {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s: %s matches no branch of the union %s (as {\"<type>\": value} or bare)", path, jsonKind(v), t)
 	}
 	return nil
 }
