@@ -1,4 +1,4 @@
-"""Admission control, complete (spark/read/admission.py): with both
+"""Admission control, complete (spark/read/options/admission.py): with both
 maxRecordsPerTrigger and maxBytesPerTrigger the stricter bounds every
 micro-batch, and minRecordsPerTrigger makes a micro-batch wait for its
 rows, no longer than maxTriggerDelay. One Spark session and the session's
@@ -12,7 +12,7 @@ import time
 import pytest
 
 from pubsub_go.spark.optparse import OptionError
-from pubsub_go.spark.read.options import SourceOptions
+from pubsub_go.spark.read.options.source import SourceOptions
 
 BASE = {"subscriptionId": "projects/p/subscriptions/s", "emulatorHost": "127.0.0.1:1",
         "batchLogLocation": "/tmp/pubsub-go-admission-test", "numPartitions": "2"}

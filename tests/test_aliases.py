@@ -17,7 +17,7 @@ import pytest
 from authpeers import ServiceAccount
 from pubsub_go.spark.aliases import DATABRICKS_CREDENTIALS, SINK_ALIASES, SOURCE_ALIASES
 from pubsub_go.spark.optparse import OptionError
-from pubsub_go.spark.read.options import SourceOptions
+from pubsub_go.spark.read.options.source import SourceOptions
 from pubsub_go.spark.write.options import SinkOptions
 
 BASE = {"subscriptionId": "projects/p/subscriptions/s", "emulatorHost": "127.0.0.1:1",

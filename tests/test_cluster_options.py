@@ -10,7 +10,7 @@ import pytest
 
 import pubsub_go
 from pubsub_go.spark.optparse import OptionError
-from pubsub_go.spark.read.options import SPARK_MASTER_ENV, SourceOptions
+from pubsub_go.spark.read.options.source import SPARK_MASTER_ENV, SourceOptions
 from sparkutil import StandaloneCluster, spark_session, stop_spark
 
 SUB = "projects/p/subscriptions/s"

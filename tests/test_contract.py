@@ -164,7 +164,7 @@ def test_code_names_come_from_go():
 
 def test_raw_schema_and_error_column_equal_pythons():
     from pubsub_go.schema import DECODE_ERROR_COLUMN, RAW_SCHEMA
-    from pubsub_go.spark.read.schema_plan import RAW_SPARK_SCHEMA
+    from pubsub_go.spark.read.options.schema_plan import RAW_SPARK_SCHEMA
 
     go = pa.ipc.read_schema(pa.py_buffer(contract.raw_schema_ipc()))
     assert [(f.name, f.type, f.nullable) for f in go] == [(f.name, f.type, f.nullable) for f in RAW_SCHEMA]
@@ -175,7 +175,7 @@ def test_raw_schema_and_error_column_equal_pythons():
 
 
 def test_source_options_take_the_library_defaults_and_ranges():
-    from pubsub_go.spark.read.options import DEFAULT_BATCH_SIZE, MAX_WAIT_MS, OptionError, SourceOptions
+    from pubsub_go.spark.read.options.source import DEFAULT_BATCH_SIZE, MAX_WAIT_MS, OptionError, SourceOptions
 
     base = {"subscriptionId": "projects/p/subscriptions/s", "emulatorHost": "127.0.0.1:1",
             "batchLogLocation": "/tmp/pubsub-go-contract-test"}
@@ -220,7 +220,7 @@ def test_sink_options_take_the_library_defaults_and_ranges():
 
 def test_reading_the_contract_does_not_load_the_library():
     code = ("import pubsub_go._native as n\n"
-            "from pubsub_go.spark.read.options import SourceOptions\n"
+            "from pubsub_go.spark.read.options.source import SourceOptions\n"
             "from pubsub_go.spark.write.options import SinkOptions\n"
             "SourceOptions.parse({'subscriptionId': 'projects/p/subscriptions/s', 'emulatorHost': '127.0.0.1:1',"
             " 'batchLogLocation': '/tmp/x', 'format': 'json'})\n"
@@ -267,7 +267,7 @@ def test_stats_cross_as_the_c_struct(emulator, google):
 
 
 def test_worker_memory_budget_sizes_the_flow_control():
-    from pubsub_go.spark.read.options import (
+    from pubsub_go.spark.read.options.source import (
         DEFAULT_WORKER_MEMORY,
         FLOW_CONTROL_SHARE,
         MIN_WORKER_MEMORY,

@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 from pubsub_go.spark.optparse import OptionError
-from pubsub_go.spark.read.options import SourceOptions
+from pubsub_go.spark.read.options.source import SourceOptions
 from pubsub_go.spark.read.subscription_lifecycle import DEFAULT_RETENTION_S, ensure_subscription
 
 

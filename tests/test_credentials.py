@@ -17,7 +17,7 @@ import pytest
 
 from authpeers import TARGET, AuthProxy, ServiceAccount, TokenServer
 from pubsub_go.spark.optparse import OptionError
-from pubsub_go.spark.read.options import SourceOptions
+from pubsub_go.spark.read.options.source import SourceOptions
 from pubsub_go.spark.write.options import SinkOptions
 
 CLIENT = r"""

@@ -17,8 +17,8 @@ import pytest
 from pubsub_go.spark.aliases import DATABRICKS_CREDENTIALS, SINK_ALIASES, SOURCE_ALIASES
 from pubsub_go.spark.durations import UNITS, parse_duration
 from pubsub_go.spark.optparse import OptionError
-from pubsub_go.spark.read.options import DOCUMENTED as SOURCE_OPTIONS
-from pubsub_go.spark.read.options import SourceOptions
+from pubsub_go.spark.read.options.source import DOCUMENTED as SOURCE_OPTIONS
+from pubsub_go.spark.read.options.source import SourceOptions
 from pubsub_go.spark.write.options import DOCUMENTED as SINK_OPTIONS
 from pubsub_go.spark.write.options import SinkOptions
 

@@ -20,7 +20,7 @@ import pubsub_go
 from cutproxy import CutProxy
 from emulators import LoadServer
 from pubsub_go.spark.optparse import OptionError
-from pubsub_go.spark.read.options import SourceOptions
+from pubsub_go.spark.read.options.source import SourceOptions
 from sparkutil import spark_session
 
 pytestmark = pytest.mark.spark

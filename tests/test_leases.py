@@ -88,7 +88,7 @@ def test_the_driver_takes_over_only_the_leases_a_task_did_not_hand_over(tmp_path
     from pubsub_go.client import Emulator
     from pubsub_go.spark.read.batchlog import BatchLog
     from pubsub_go.spark.read.driver import DriverState
-    from pubsub_go.spark.read.options import SourceOptions
+    from pubsub_go.spark.read.options.source import SourceOptions
     from pubsub_go.spark.read.partition import PubSubPartition
     from pubsub_go.spark.read.task import _pull_and_record
 

@@ -13,7 +13,7 @@ from google.api_core.exceptions import NotFound
 
 import pubsub_go
 from pubsub_go.spark.optparse import OptionError
-from pubsub_go.spark.read.options import SourceOptions
+from pubsub_go.spark.read.options.source import SourceOptions
 from sparkutil import run_until, spark_session
 
 pytestmark = pytest.mark.spark

@@ -20,7 +20,7 @@ from pubsub_go import contract, decode_api, schema
 from pubsub_go.spark import aliases, option_table
 from pubsub_go.spark.durations import parse_duration
 from pubsub_go.spark.option_table import SINK, SOURCE, table
-from pubsub_go.spark.read import options as source_options
+from pubsub_go.spark.read.options import source as source_options
 from pubsub_go.spark.write import options as sink_options
 
 REPO = Path(__file__).resolve().parent.parent

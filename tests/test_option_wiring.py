@@ -2,7 +2,7 @@
 boundary and in the task and driver code Spark calls. Each library config
 option is set to a value of its own (no two alike, none the default), and
 the config the Python front end hands the library carries it in the field
-the option table names, so a swap of two options in spark/read/options.py,
+the option table names, so a swap of two options in spark/read/options/source.py,
 spark/write/options.py or subscriber_config.py fails here. Where the
 effect shows outside the library, a server sees it: bench/loadserver counts
 the Publish RPCs and StreamingPull streams a client makes, holds what a
@@ -21,7 +21,7 @@ import pytest
 
 from pubsub_go.client import Publisher, Subscriber
 from pubsub_go.spark.option_table import SINK, SOURCE, table
-from pubsub_go.spark.read.options import FLOW_CONTROL_SHARE, SourceOptions
+from pubsub_go.spark.read.options.source import FLOW_CONTROL_SHARE, SourceOptions
 from pubsub_go.spark.read.subscriber_config import subscriber_config
 from pubsub_go.spark.write.options import SinkOptions
 
@@ -445,7 +445,7 @@ def _decoder(options: dict[str, str], schema=None):
     source options: the schema given, or derived on the driver as a query
     without .schema() derives it."""
     from pubsub_go.decode_api import NativeDecoder
-    from pubsub_go.spark.read.schema_plan import SchemaPlan, derive_schema
+    from pubsub_go.spark.read.options.schema_plan import SchemaPlan, derive_schema
 
     opts = SourceOptions.parse({"subscriptionId": SUB, "emulatorHost": "127.0.0.1:1", "batchLogLocation": "/tmp/x",
                                 **options})
@@ -509,7 +509,7 @@ def test_protobuf_recursive_depth_is_how_deep_the_derived_columns_recur():
     columns the driver derives (Spark's recursive.fields.max.depth)."""
     from pyspark.sql.types import StructType
 
-    from pubsub_go.spark.read.schema_plan import derive_schema
+    from pubsub_go.spark.read.options.schema_plan import derive_schema
 
     def levels(depth: int) -> int:
         opts = SourceOptions.parse({"subscriptionId": SUB, "emulatorHost": "127.0.0.1:1", "batchLogLocation": "/x",
@@ -531,7 +531,7 @@ def test_decoder_engine_picks_what_runs_the_module(tmp_path):
     from pyspark.sql.types import StringType, StructField, StructType
 
     from pubsub_go import wasmtime_library
-    from pubsub_go.spark.read.schema_plan import SchemaPlan
+    from pubsub_go.spark.read.options.schema_plan import SchemaPlan
 
     assert wasmtime_library.find(), "the wasmtime package is part of the test environment"
     module = tmp_path / "d.wasm"
@@ -573,7 +573,7 @@ def test_num_partitions_and_max_records_plan_the_tasks_of_a_micro_batch(google, 
     import os
 
     from pubsub_go.spark.read.offsets import BatchOffset
-    from pubsub_go.spark.read.schema_plan import RAW_SPARK_SCHEMA
+    from pubsub_go.spark.read.options.schema_plan import RAW_SPARK_SCHEMA
     from pubsub_go.spark.read.stream import PubSubStreamReader
 
     _, sub = google.topic()
@@ -679,7 +679,7 @@ def test_schema_revision_pins_the_columns_of_a_topic_schema(google):
     from google.cloud.pubsub import SchemaServiceClient
     from google.pubsub_v1.types import Schema
 
-    from pubsub_go.spark.read.schema_plan import derive_schema
+    from pubsub_go.spark.read.options.schema_plan import derive_schema
     from pubsub_go.spark.read.topic_schema import fetch_topic_schema
 
     schemas = SchemaServiceClient()  # on Google's emulator: the google fixture set PUBSUB_EMULATOR_HOST

@@ -21,7 +21,7 @@ from google.protobuf import json_format
 import pubsub_go
 from protobuf_vectors import DESCRIPTOR_SET, Event, events, expected, normalize
 from pubsub_go.spark.optparse import OptionError
-from pubsub_go.spark.read.protobuf_options import parse_protobuf
+from pubsub_go.spark.read.options.protobuf_options import parse_protobuf
 
 # An unknown enum number (in a field and a packed run after an unpacked
 # item), a proto3 zero written explicitly, -0.0, a map entry without its

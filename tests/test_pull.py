@@ -13,7 +13,7 @@ import pytest
 import pubsub_go.spark.read.pull as pull_module
 from pubsub_go.errors import PubSubError
 from pubsub_go.spark.read.batchlog import BatchLog
-from pubsub_go.spark.read.options import SourceOptions
+from pubsub_go.spark.read.options.source import SourceOptions
 from pubsub_go.spark.read.partition import PubSubPartition
 from pubsub_go.spark.read.pull import PULL_BYTES_SHARE
 from pubsub_go.spark.read.subscriber_config import subscriber_config

@@ -13,8 +13,8 @@ import pyarrow as pa
 import pytest
 
 from pubsub_go.spark.optparse import OptionError
-from pubsub_go.spark.read.attribute_columns import parse_event_times
-from pubsub_go.spark.read.options import SourceOptions
+from pubsub_go.spark.read.options.attribute_columns import parse_event_times
+from pubsub_go.spark.read.options.source import SourceOptions
 
 BASE = {"subscriptionId": "projects/p/subscriptions/s", "emulatorHost": "127.0.0.1:1"}
 UTC = timezone.utc

@@ -32,7 +32,7 @@ sys.path[:0] = [str(BENCH), str(BENCH / "peers"), str(BENCH.parent / "python")]
 
 from harness.procs import Build, LoadServer, create, run_peer  # noqa: E402
 from harness.sparkrun import measure, session  # noqa: E402
-from pubsub_go.spark.read.options import DEFAULT_WORKER_MEMORY  # noqa: E402
+from pubsub_go.spark.read.options.source import DEFAULT_WORKER_MEMORY  # noqa: E402
 
 MiB = 1 << 20
 

@@ -65,7 +65,7 @@ def register(spark: SparkSession) -> None:
     check_installed_pyspark()
     from .spark.compat import is_connect_session
     from .spark.provider import PubSubDataSource
-    from .spark.read.options import SPARK_MASTER_ENV
+    from .spark.read.options.source import SPARK_MASTER_ENV
 
     if not is_connect_session(spark):
         # The source's Python processes cannot see the master; they get it in

@@ -35,8 +35,8 @@ class PubSubDataSource(DataSource):
     def schema(self) -> str | StructType:
         # Called at load() without a .schema(); with one, PySpark skips it
         # and streamReader validates at query start, still before any task.
-        from .read.options import SourceOptions
-        from .read.schema_plan import RAW_SPARK_SCHEMA, derive_schema
+        from .read.options.schema_plan import RAW_SPARK_SCHEMA, derive_schema
+        from .read.options.source import SourceOptions
 
         if _schema_for_writing(self.options):
             return RAW_SPARK_SCHEMA

@@ -19,7 +19,7 @@ from . import fault_points
 from .driver_thread import DriverThread
 from .figures import Figures
 from .logged_batches import LoggedBatches
-from .options import SourceOptions
+from .options.source import SourceOptions
 
 log = logging.getLogger("pubsub_go.source")
 

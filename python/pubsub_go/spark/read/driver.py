@@ -16,7 +16,7 @@ from .figures import BatchSummary, Figures
 from .leases import LeaseKeeper
 from .logged_batches import LoggedBatches
 from .offsets import BatchOffset
-from .options import SourceOptions
+from .options.source import SourceOptions
 from .subscriber_config import subscriber_config
 
 log = logging.getLogger("pubsub_go.source")

@@ -25,7 +25,7 @@ import pyarrow as pa
 from ...client import Subscriber
 from .driver_thread import DriverThread
 from .figures import Figures
-from .options import SourceOptions
+from .options.source import SourceOptions
 
 log = logging.getLogger("pubsub_go.source")
 

@@ -37,9 +37,9 @@ from ...errors import PubSubError
 from .batchlog import RecordedIds
 from .id_window import IdFilter
 from .on_decode_error import DeadLetters, handle_decode_errors
-from .options import SourceOptions
+from .options.schema_plan import SchemaPlan, limit_hint
+from .options.source import SourceOptions
 from .partition import PubSubPartition
-from .schema_plan import SchemaPlan, limit_hint
 
 log = logging.getLogger("pubsub_go.source")
 

@@ -30,14 +30,14 @@ from ..compat import (
     SupportsTriggerAvailableNow,
 )
 from ..optparse import OptionError
-from .admission import share
-from .decode_options import FORMATS
 from .driver import DriverState
 from .offsets import BatchOffset
-from .options import SourceOptions
+from .options.admission import share
+from .options.decode_options import FORMATS
+from .options.schema_plan import RAW_SPARK_SCHEMA, SchemaPlan
+from .options.source import SourceOptions
 from .partition import PubSubInputPartition, PubSubPartition
 from .runner_signals import stop_on_sigterm
-from .schema_plan import RAW_SPARK_SCHEMA, SchemaPlan
 from .start_position import seek_on_first_start
 from .subscription_lifecycle import delete_subscription, ensure_subscription
 from .task import read_partition

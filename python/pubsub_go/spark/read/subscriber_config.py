@@ -4,9 +4,9 @@ tasks' pulling subscribers and the driver's acker are all built here."""
 from __future__ import annotations
 
 from ...client import SubscriberConfig
-from .options import SourceOptions
+from .options.schema_plan import SchemaPlan
+from .options.source import SourceOptions
 from .partition import PubSubPartition
-from .schema_plan import SchemaPlan
 
 
 def subscriber_config(opts: SourceOptions, pull: bool = True, plan: SchemaPlan | None = None,

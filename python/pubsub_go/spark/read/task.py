@@ -23,10 +23,10 @@ from . import fault_points
 from .batchlog import BatchLog
 from .id_window import IdFilter
 from .on_decode_error import DeadLetters
-from .options import SourceOptions
+from .options.schema_plan import SchemaPlan
+from .options.source import SourceOptions
 from .partition import PubSubPartition
 from .pull import PULL_BYTES_SHARE, Tally, pull
-from .schema_plan import SchemaPlan
 from .subscriber_config import subscriber_config
 from .subscriber_pool import LATE_RETURN_S, POOL
 

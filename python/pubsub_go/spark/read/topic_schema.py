@@ -13,7 +13,7 @@ from typing import Any
 from ...configs import TopicSchema
 from ...errors import PubSubError
 from ..optparse import OptionError
-from .options import SourceOptions
+from .options.source import SourceOptions
 
 
 def fetch_topic_schema(opts: SourceOptions) -> TopicSchema:

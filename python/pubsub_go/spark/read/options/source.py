@@ -8,11 +8,12 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ...client import subscription_path
-from .. import aliases
-from ..option_table import SOURCE, table
-from ..optparse import ConnectionOptions, OptionError, connection_options, resource_path
-from . import attribute_columns, id_window, start_position, subscription_lifecycle
+from ....client import subscription_path
+from ... import aliases
+from ...option_table import SOURCE, table
+from ...optparse import ConnectionOptions, OptionError, connection_options, resource_path
+from .. import id_window, start_position, subscription_lifecycle
+from . import attribute_columns
 from .admission import TriggerLimits
 from .decode_options import DecodeOptions, parse_decode
 
@@ -260,7 +261,7 @@ class SourceOptions:
 
 
 def _parse_derived(opts: Mapping[str, str]) -> attribute_columns.AttributeColumns | None:
-    from ...schema import RAW_SCHEMA
+    from ....schema import RAW_SCHEMA
 
     derived = attribute_columns.AttributeColumns.parse(opts, RAW_SCHEMA.names)
     if derived is not None and ("format" in opts or "decoder" in opts):

@@ -9,8 +9,8 @@ import base64
 import binascii
 from collections.abc import Mapping
 
-from ..option_table import SOURCE, table
-from ..optparse import OptionError
+from ...option_table import SOURCE, table
+from ...optparse import OptionError
 
 # The message definition: exactly one of these.
 DEFINITIONS = ("protobufDescriptorFile", "protobufDescriptorSet", "protobufSource")

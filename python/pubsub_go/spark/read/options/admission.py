@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..option_table import SOURCE, table
-from ..optparse import OptionError
+from ...option_table import SOURCE, table
+from ...optparse import OptionError
 
 _OPTIONS = table(SOURCE)
 # Kafka's default for maxTriggerDelay.

@@ -9,10 +9,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ... import contract
-from ...client import topic_path
-from ..option_table import SOURCE, table
-from ..optparse import OptionError
+from .... import contract
+from ....client import topic_path
+from ...option_table import SOURCE, table
+from ...optparse import OptionError
 from .protobuf_options import parse_protobuf
 
 _OPTIONS = table(SOURCE)
@@ -173,7 +173,7 @@ def _engine(opts: Mapping[str, str], module: str | None) -> str:
         raise OptionError("option decoderEngine applies to a decoder module (option decoder); the built-in "
                           "formats run natively")
     if engine == "wasmtime":
-        from ... import wasmtime_library
+        from .... import wasmtime_library
 
         if wasmtime_library.find() is None:
             raise OptionError("option decoderEngine=wasmtime needs the wasmtime package on the driver and every "

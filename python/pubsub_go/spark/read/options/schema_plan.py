@@ -20,15 +20,15 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
-from ...configs import DecoderConfig, TopicSchema
-from ...decode_api import decoder_config
-from ...errors import PubSubError
-from ...schema import DECODE_ERROR_COLUMN, RAW_SCHEMA
-from ..optparse import OptionError
-from .options import DecodeOptions
+from ....configs import DecoderConfig, TopicSchema
+from ....decode_api import decoder_config
+from ....errors import PubSubError
+from ....schema import DECODE_ERROR_COLUMN, RAW_SCHEMA
+from ...optparse import OptionError
+from .decode_options import DecodeOptions
 
 if TYPE_CHECKING:
-    from ...decode_api import NativeDecoder
+    from ....decode_api import NativeDecoder
 
 # The raw schema as Spark sees it: the source's schema without schema mode.
 RAW_SPARK_SCHEMA: StructType = from_arrow_schema(RAW_SCHEMA)
@@ -39,7 +39,7 @@ DERIVED_METADATA = ("message_id", "publish_time", "attributes")
 
 
 def _arrow(schema: StructType) -> pa.Schema:
-    from ..._spark_version import spark_to_arrow_schema
+    from ...._spark_version import spark_to_arrow_schema
 
     # Exactly what PySpark expects of a Python data source's Arrow batches.
     return spark_to_arrow_schema(schema)
@@ -116,7 +116,7 @@ def _decoder_config(dec: DecodeOptions, target: pa.Schema | None, topic: TopicSc
 
 
 def _open_on_driver(dec: DecodeOptions, target: pa.Schema | None, topic: TopicSchema | None = None) -> NativeDecoder:
-    from ...decode_api import NativeDecoder
+    from ....decode_api import NativeDecoder
 
     return NativeDecoder(_decoder_config(dec, target, topic))
 

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
-from ..option_table import SOURCE, table
-from ..optparse import OptionError
+from ...option_table import SOURCE, table
+from ...optparse import OptionError
 
 if TYPE_CHECKING:
     import pyarrow as pa
