@@ -108,8 +108,8 @@ def test_attempt_that_loses_the_race_fails_and_hands_its_messages_back(tmp_path)
     from emulators import topic_with_messages
     from pubsub_go.client import Emulator, Subscriber
     from pubsub_go.spark.read.options.source import SourceOptions
-    from pubsub_go.spark.read.partition import PubSubPartition
-    from pubsub_go.spark.read.task import LostRaceError, _pull_and_record
+    from pubsub_go.spark.read.task.partition import PubSubPartition
+    from pubsub_go.spark.read.task.run import LostRaceError, _pull_and_record
 
     with Emulator() as emu:
         sub = topic_with_messages(emu.host_port, "r", [b"m%d" % i for i in range(5)], ack_deadline_seconds=600)

@@ -274,7 +274,7 @@ def test_worker_memory_budget_sizes_the_flow_control():
         OptionError,
         SourceOptions,
     )
-    from pubsub_go.spark.read.subscriber_config import subscriber_config
+    from pubsub_go.spark.read.task.subscriber_config import subscriber_config
 
     base = {"subscriptionId": "projects/p/subscriptions/s", "emulatorHost": "127.0.0.1:1",
             "batchLogLocation": "/tmp/pubsub-go-contract-test"}

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", ROOT / "RATIONALE.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 # Where the docs name files by a shorter path: the Python package
-# (`spark/read/task.py`, `pubsub_go/schema.py`), the decoders' module
+# (`spark/read/task/run.py`, `pubsub_go/schema.py`), the decoders' module
 # (`examples/vpcflow/...`), a Go package (`codec.go` next to its package).
 BASES = ["", "python/", "python/pubsub_go/", "wasm-decoders/", "jvm/src/main/java/io/pubsubgo/spark/"]
 # Build outputs the docs name, which a clean checkout does not hold (.gitignore).
@@ -88,7 +88,7 @@ def _exists(path: str) -> bool:
 def test_the_docs_name_paths_at_all():
     # Guards the extraction itself: an empty list would pass everything.
     named = {t for _, t in _mentioned_paths()}
-    assert {"go/internal/wire", "spark/read/task.py", "go/include/pubsubgo.h", "scripts/test.sh"} <= named
+    assert {"go/internal/wire", "spark/read/task/run.py", "go/include/pubsubgo.h", "scripts/test.sh"} <= named
 
 
 @pytest.mark.parametrize("doc,path", _mentioned_paths())

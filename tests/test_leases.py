@@ -89,8 +89,8 @@ def test_the_driver_takes_over_only_the_leases_a_task_did_not_hand_over(tmp_path
     from pubsub_go.spark.read.batchlog import BatchLog
     from pubsub_go.spark.read.driver import DriverState
     from pubsub_go.spark.read.options.source import SourceOptions
-    from pubsub_go.spark.read.partition import PubSubPartition
-    from pubsub_go.spark.read.task import _pull_and_record
+    from pubsub_go.spark.read.task.partition import PubSubPartition
+    from pubsub_go.spark.read.task.run import _pull_and_record
 
     with Emulator() as emu:
         sub = topic_with_messages(emu.host_port, "l", [b"m%d" % i for i in range(6)])

@@ -22,7 +22,7 @@ import pytest
 from pubsub_go.client import Publisher, Subscriber
 from pubsub_go.spark.option_table import SINK, SOURCE, table
 from pubsub_go.spark.read.options.source import FLOW_CONTROL_SHARE, SourceOptions
-from pubsub_go.spark.read.subscriber_config import subscriber_config
+from pubsub_go.spark.read.task.subscriber_config import subscriber_config
 from pubsub_go.spark.write.options import SinkOptions
 
 SUB = "projects/p/subscriptions/s"
@@ -383,8 +383,8 @@ BACKLOG = 50
 def _run_task(server, tmp_path, **options: str) -> tuple:
     """One task of a micro-batch taking the whole backlog, as a Spark
     executor runs it (its batch log where batchLogLocation says)."""
-    from pubsub_go.spark.read.partition import PubSubPartition
-    from pubsub_go.spark.read.task import read_partition
+    from pubsub_go.spark.read.task.partition import PubSubPartition
+    from pubsub_go.spark.read.task.run import read_partition
 
     # subscriberIdleMs=0: the subscriber closes with the task, so nothing but the task's own calls touch the leases.
     opts = SourceOptions.parse({"subscriptionId": SUB, "emulatorHost": server.host_port,
@@ -406,7 +406,7 @@ def test_the_batch_log_is_where_batch_log_location_says(backlog_server, tmp_path
 @pytest.mark.parametrize("idle_ms, kept", [("0", False), ("600000", True)])
 def test_subscriber_idle_ms_is_how_long_a_worker_keeps_a_tasks_subscriber(backlog_server, tmp_path, idle_ms, kept):
     """0 closes it with the task; the streaming default (2 s) and longer keep it for the next task."""
-    from pubsub_go.spark.read.subscriber_pool import POOL
+    from pubsub_go.spark.read.task.subscriber_pool import POOL
 
     opts, part = _run_task(backlog_server, tmp_path, subscriberIdleMs=idle_ms)
     config = subscriber_config(opts, part=part)
@@ -553,8 +553,8 @@ def test_quiet_period_is_how_long_an_empty_backlog_must_stay_quiet(google, tmp_p
     subscriber has been quiet for quietPeriodMs: 8 s here, longer than the
     5 s default, and the quiet time it ended on says so."""
     from pubsub_go.spark.read.batchlog import BatchLog
-    from pubsub_go.spark.read.partition import PubSubPartition
-    from pubsub_go.spark.read.task import read_partition
+    from pubsub_go.spark.read.task.partition import PubSubPartition
+    from pubsub_go.spark.read.task.run import read_partition
 
     _, sub = google.topic()
     opts = SourceOptions.parse({"subscriptionId": sub, "emulatorHost": google.host_port, "subscriberIdleMs": "0",
@@ -617,7 +617,7 @@ def test_id_attribute_window_is_how_long_a_delivered_id_is_remembered(tmp_path):
     default (600), as one delivered 30 s ago is with 60."""
     import os
 
-    from pubsub_go.spark.read.id_window import DIR, IdFilter
+    from pubsub_go.spark.read.task.id_window import DIR, IdFilter
 
     def window(**options: str):
         opts = SourceOptions.parse({"subscriptionId": SUB, "emulatorHost": "127.0.0.1:1", "batchLogLocation": "/x",
@@ -649,8 +649,8 @@ def test_max_batch_duration_is_how_long_a_task_reads_on(tmp_path):
     from emulators import LoadServer
     from pubsub_go.client import admin
     from pubsub_go.spark.read.batchlog import BatchLog
-    from pubsub_go.spark.read.partition import PubSubPartition
-    from pubsub_go.spark.read.task import read_partition
+    from pubsub_go.spark.read.task.partition import PubSubPartition
+    from pubsub_go.spark.read.task.run import read_partition
 
     server = LoadServer("--payload-bytes", "100", "--rate", "50")
     try:
@@ -711,8 +711,8 @@ def test_max_wait_time_is_how_long_a_streaming_task_waits_for_more(backlog_serve
     """A streaming task that took the whole backlog ends at the first wait
     for more that runs out: maxWaitTimeMs=3000 makes that at least 3 s (by
     default 20 ms)."""
-    from pubsub_go.spark.read.partition import PubSubPartition
-    from pubsub_go.spark.read.task import read_partition
+    from pubsub_go.spark.read.task.partition import PubSubPartition
+    from pubsub_go.spark.read.task.run import read_partition
 
     opts = SourceOptions.parse({"subscriptionId": SUB, "emulatorHost": backlog_server.host_port,
                                 "batchLogLocation": str(tmp_path), "subscriberIdleMs": "0", "maxWaitTimeMs": "3000"})

@@ -1,4 +1,4 @@
-"""The task's pull loop (spark/read/pull.py) against Google's emulator."""
+"""The task's pull loop (spark/read/task/pull.py) against Google's emulator."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ import time
 import pyarrow as pa
 import pytest
 
-import pubsub_go.spark.read.pull as pull_module
+import pubsub_go.spark.read.task.pull as pull_module
 from pubsub_go.errors import PubSubError
 from pubsub_go.spark.read.batchlog import BatchLog
 from pubsub_go.spark.read.options.source import SourceOptions
-from pubsub_go.spark.read.partition import PubSubPartition
-from pubsub_go.spark.read.pull import PULL_BYTES_SHARE
-from pubsub_go.spark.read.subscriber_config import subscriber_config
-from pubsub_go.spark.read.subscriber_pool import POOL
-from pubsub_go.spark.read.task import _pull_and_record
+from pubsub_go.spark.read.task.partition import PubSubPartition
+from pubsub_go.spark.read.task.pull import PULL_BYTES_SHARE
+from pubsub_go.spark.read.task.run import _pull_and_record
+from pubsub_go.spark.read.task.subscriber_config import subscriber_config
+from pubsub_go.spark.read.task.subscriber_pool import POOL
 
 
 def test_large_payloads_are_pulled_in_batches_of_bounded_bytes(google, emulator, tmp_path):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 from pubsub_go.client import Subscriber, SubscriberConfig
-from pubsub_go.spark.read.subscriber_pool import SubscriberPool
+from pubsub_go.spark.read.task.subscriber_pool import SubscriberPool
 
 
 def _open(sub: Subscriber) -> bool:
@@ -69,7 +69,7 @@ def test_idle_counts_from_the_querys_last_activity():
     is active (a micro-batch lasts as long as its slowest task; closing it
     meanwhile nacked its whole prefetch), and idle_s counts from that
     activity; never longer than idle_s + max_wait_s."""
-    from pubsub_go.spark.read.subscriber_pool import _Idle
+    from pubsub_go.spark.read.task.subscriber_pool import _Idle
 
     last: list[float | None] = [None]
 
@@ -98,7 +98,7 @@ def test_a_stopped_query_closes_what_its_tasks_kept():
     still finished), is closed at the reaper's next look, not idle_s later.
     A stop long before its return (a mark an earlier run left) does not
     count."""
-    from pubsub_go.spark.read.subscriber_pool import LATE_RETURN_S, _Idle
+    from pubsub_go.spark.read.task.subscriber_pool import LATE_RETURN_S, _Idle
 
     stopped: list[float | None] = [None]
 
@@ -156,7 +156,7 @@ def test_a_new_querys_first_task_closes_a_stopped_querys_subscriber_first(google
     own, so the worker never holds both prefetches, and the old prefetch
     goes back to the server at once (the reaper alone would look up to
     REAP_PERIOD_S later)."""
-    from pubsub_go.spark.read import subscriber_pool
+    from pubsub_go.spark.read.task import subscriber_pool
 
     monkeypatch.setattr(subscriber_pool, "REAP_PERIOD_S", 3600.0)  # only the new task can close it
     topic_a, sub_a = google.topic(ack_deadline=60)
@@ -198,8 +198,8 @@ def test_an_unused_subscriber_pauses_and_its_next_task_resumes_it(google, emulat
     within PAUSE_AFTER_S + REAP_PERIOD_S of its return, by construction:
     the looks are made here, at chosen times, not raced against the
     clock); the next task resumes it and receives what came meanwhile."""
-    from pubsub_go.spark.read import subscriber_pool
-    from pubsub_go.spark.read.subscriber_pool import PAUSE_AFTER_S
+    from pubsub_go.spark.read.task import subscriber_pool
+    from pubsub_go.spark.read.task.subscriber_pool import PAUSE_AFTER_S
 
     monkeypatch.setattr(subscriber_pool, "REAP_PERIOD_S", 3600.0)  # only the looks below pause it
     topic, sub_path = google.topic(ack_deadline=60)
@@ -230,7 +230,7 @@ def test_an_unused_subscriber_pauses_and_its_next_task_resumes_it(google, emulat
 _KILLED_WORKER = """
 import sys, time
 from pubsub_go.client import SubscriberConfig
-from pubsub_go.spark.read.subscriber_pool import SubscriberPool
+from pubsub_go.spark.read.task.subscriber_pool import SubscriberPool
 pool = SubscriberPool()
 config = SubscriberConfig(subscription=sys.argv[1], emulator_host=sys.argv[2])
 with pool.lease(config, idle_s=600.0):

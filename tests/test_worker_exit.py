@@ -20,7 +20,7 @@ def test_os_exit_of_a_worker_that_kept_a_subscriber_leaves_no_stream_behind(goog
     worker = textwrap.dedent(f"""
         import os
         from pubsub_go.client import SubscriberConfig
-        from pubsub_go.spark.read.subscriber_pool import POOL
+        from pubsub_go.spark.read.task.subscriber_pool import POOL
 
         config = SubscriberConfig(subscription="{sub}", emulator_host="{emulator.host_port}", streams=2)
         with POOL.lease(config, idle_s=600) as s:  # kept ten minutes: only the exit can close it

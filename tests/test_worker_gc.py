@@ -60,7 +60,7 @@ def _sink_task() -> None:
 def _source_task() -> None:
     from types import SimpleNamespace
 
-    from pubsub_go.spark.read import task
+    from pubsub_go.spark.read.task import run as task
 
     class Stop(Exception):
         pass

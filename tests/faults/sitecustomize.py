@@ -1,4 +1,4 @@
-"""Arms pubsub-go's fault points (pubsub_go/spark/read/fault_points.py) in
+"""Arms pubsub-go's fault points (pubsub_go/spark/read/task/fault_points.py) in
 every Python process started with this directory on PYTHONPATH: a test's
 job process and the Spark Python workers it starts, which inherit its
 PYTHONPATH. Test-only: the product never reads these variables.
@@ -29,7 +29,7 @@ def _parse(spec: str, points: tuple[str, ...]) -> dict[str, int]:
 
 
 def _arm(spec: str) -> None:
-    from pubsub_go.spark.read import fault_points
+    from pubsub_go.spark.read.task import fault_points
 
     left = _parse(spec, fault_points.POINTS)
     lock = threading.Lock()

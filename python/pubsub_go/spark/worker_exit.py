@@ -18,7 +18,7 @@ there: the driver and planning workers never lease) to run the closers,
 bounded by CLOSE_BOUND_S, before the process ends. ``atexit`` covers the
 non-forking worker mode. A SIGKILL still skips all of it; the source keeps
 its tasks from being killed mid-pull by ending them when their query stops
-(spark/read/pull.py).
+(spark/read/task/pull.py).
 """
 
 from __future__ import annotations

@@ -15,11 +15,11 @@ import threading
 import pyarrow as pa
 
 from ...client import Subscriber
-from . import fault_points
 from .driver_thread import DriverThread
 from .figures import Figures
 from .logged_batches import LoggedBatches
 from .options.source import SourceOptions
+from .task import fault_points
 
 log = logging.getLogger("pubsub_go.source")
 

@@ -17,7 +17,7 @@ from .leases import LeaseKeeper
 from .logged_batches import LoggedBatches
 from .offsets import BatchOffset
 from .options.source import SourceOptions
-from .subscriber_config import subscriber_config
+from .task.subscriber_config import subscriber_config
 
 log = logging.getLogger("pubsub_go.source")
 

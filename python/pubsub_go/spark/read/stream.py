@@ -36,11 +36,11 @@ from .options.admission import share
 from .options.decode_options import FORMATS
 from .options.schema_plan import RAW_SPARK_SCHEMA, SchemaPlan
 from .options.source import SourceOptions
-from .partition import PubSubInputPartition, PubSubPartition
 from .runner_signals import stop_on_sigterm
 from .start_position import seek_on_first_start
 from .subscription_lifecycle import delete_subscription, ensure_subscription
-from .task import read_partition
+from .task.partition import PubSubInputPartition, PubSubPartition
+from .task.run import read_partition
 from .topic_schema import fetch_topic_schema
 
 

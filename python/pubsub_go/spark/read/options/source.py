@@ -12,7 +12,8 @@ from ....client import subscription_path
 from ... import aliases
 from ...option_table import SOURCE, table
 from ...optparse import ConnectionOptions, OptionError, connection_options, resource_path
-from .. import id_window, start_position, subscription_lifecycle
+from .. import start_position, subscription_lifecycle
+from ..task import id_window
 from . import attribute_columns
 from .admission import TriggerLimits
 from .decode_options import DecodeOptions, parse_decode

@@ -3,9 +3,9 @@ tasks' pulling subscribers and the driver's acker are all built here."""
 
 from __future__ import annotations
 
-from ...client import SubscriberConfig
-from .options.schema_plan import SchemaPlan
-from .options.source import SourceOptions
+from ....client import SubscriberConfig
+from ..options.schema_plan import SchemaPlan
+from ..options.source import SourceOptions
 from .partition import PubSubPartition
 
 

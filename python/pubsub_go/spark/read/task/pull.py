@@ -31,14 +31,14 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ... import contract
-from ...client import Subscriber
-from ...errors import PubSubError
-from .batchlog import RecordedIds
+from .... import contract
+from ....client import Subscriber
+from ....errors import PubSubError
+from ..batchlog import RecordedIds
+from ..options.schema_plan import SchemaPlan, limit_hint
+from ..options.source import SourceOptions
 from .id_window import IdFilter
 from .on_decode_error import DeadLetters, handle_decode_errors
-from .options.schema_plan import SchemaPlan, limit_hint
-from .options.source import SourceOptions
 from .partition import PubSubPartition
 
 log = logging.getLogger("pubsub_go.source")

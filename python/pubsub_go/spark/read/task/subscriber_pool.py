@@ -60,8 +60,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from ...client import Subscriber, SubscriberConfig
-from .. import worker_exit
+from ....client import Subscriber, SubscriberConfig
+from ... import worker_exit
 
 # Different queries in one worker each keep one; beyond this the least
 # recently used is closed.

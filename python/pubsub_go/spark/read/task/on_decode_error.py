@@ -8,10 +8,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...client import Publisher, PublisherConfig, Subscriber
-from ...schema import DECODE_ERROR_COLUMN
-from .options.schema_plan import SchemaPlan
-from .options.source import SourceOptions
+from ....client import Publisher, PublisherConfig, Subscriber
+from ....schema import DECODE_ERROR_COLUMN
+from ..options.schema_plan import SchemaPlan
+from ..options.source import SourceOptions
 
 DEAD_LETTER_ERROR_ATTRIBUTE = "pubsub_go_decode_error"
 _ATTRIBUTE_MAX = 1024  # Pub/Sub's limit on an attribute value, in bytes

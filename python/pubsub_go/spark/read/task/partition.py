@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from pyspark.sql.datasource import InputPartition
 
-from ...configs import TopicSchema
+from ....configs import TopicSchema
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..option_table import SOURCE, table
-from ..optparse import OptionError
+from ...option_table import SOURCE, table
+from ...optparse import OptionError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -68,7 +68,7 @@ class IdFilter:
     the ones it delivers."""
 
     def __init__(self, opts: IdWindowOptions, location: str) -> None:
-        from .batchlog import _open_fs
+        from ..batchlog import _open_fs
 
         self.opts = opts
         self.fs, root = _open_fs(location)

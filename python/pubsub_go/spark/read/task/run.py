@@ -16,15 +16,15 @@ from collections.abc import Callable, Iterator
 
 import pyarrow as pa
 
-from ...client import Subscriber
-from ...errors import PubSubError
-from ..worker_gc import freeze_long_lived
+from ....client import Subscriber
+from ....errors import PubSubError
+from ...worker_gc import freeze_long_lived
+from ..batchlog import BatchLog
+from ..options.schema_plan import SchemaPlan
+from ..options.source import SourceOptions
 from . import fault_points
-from .batchlog import BatchLog
 from .id_window import IdFilter
 from .on_decode_error import DeadLetters
-from .options.schema_plan import SchemaPlan
-from .options.source import SourceOptions
 from .partition import PubSubPartition
 from .pull import PULL_BYTES_SHARE, Tally, pull
 from .subscriber_config import subscriber_config
