@@ -14,8 +14,9 @@ peer. One Spark application per version runs every scenario below in turn
   connectors' names taking effect, inline credentials shown nowhere,
   attribute columns, topicId's subscription with its settings, the start
   positions (first start only) and deletion on stop;
-- on 4.3, a Spark Connect client reading and writing through the
-  application's Connect server, whose only pubsub-go is the jar."""
+- a Spark Connect client reading and writing through the application's
+  Connect server (on 3.5 with Spark's spark-connect_2.12 jar), whose only
+  pubsub-go is the jar."""
 
 from __future__ import annotations
 
@@ -99,17 +100,18 @@ def run(request, google, tmp_path_factory) -> Run:
     ]
     steps += sink_steps(google, names)
     steps += source_steps(google, names, tmp)
-    conf: dict = {}
-    if line == "4.3":  # Spark Connect's server ships with PySpark 4's jars (3.5's is a separate package)
-        names["connect_read_topic"], names["connect_read_sub"] = google.topic()
-        google.publish(names["connect_read_topic"], payloads(0, 2000))
-        port = free_port()
-        conf = {"spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
-                "spark.connect.grpc.binding.address": "127.0.0.1", "spark.connect.grpc.binding.port": str(port)}
-        steps.append({"kind": "connect", "port": port, "topic": names["connect_topic"], "n": 500,
-                      "subscription": names["connect_read_sub"], "out": str(tmp / "c-out"),
-                      "checkpoint": str(tmp / "c-ck")})
-    job = Job(line, {"jar": jvm_front_end.jar(), "emulator": host, "subscription": names["avail_sub"],
+    # The application is also a Spark Connect server (its plugin; on 3.5 Spark's spark-connect jar beside ours)
+    names["connect_read_topic"], names["connect_read_sub"] = google.topic()
+    google.publish(names["connect_read_topic"], payloads(0, 2000))
+    port = free_port()
+    jar = jvm_front_end.jar()
+    conf = {"spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
+            "spark.jars": ",".join([jar, *jvm_front_end.connect_server_jars(line)]),
+            "spark.connect.grpc.binding.address": "127.0.0.1", "spark.connect.grpc.binding.port": str(port)}
+    steps.append({"kind": "connect", "port": port, "topic": names["connect_topic"], "n": 500,
+                  "subscription": names["connect_read_sub"], "out": str(tmp / "c-out"),
+                  "checkpoint": str(tmp / "c-ck")})
+    job = Job(line, {"jar": jar, "emulator": host, "subscription": names["avail_sub"],
                      "out": str(tmp / "a-out"), "checkpoint": str(tmp / "a-ck"), "steps": steps, "conf": conf})
     job.wait_step("available_now")
     names["avail_ids"] += google.publish(names["avail_topic"], payloads(20_000, 10_000))
@@ -189,7 +191,6 @@ def test_bad_options_fail_at_start_naming_the_option_and_what_is_right(run):
             assert w.lower() in err.lower(), (w, err[:1500])
 
 
-@pytest.mark.parametrize("run", ["4.3"], indirect=True)
 def test_a_spark_connect_client_reads_and_writes_through_a_server_with_the_jar(run, google):
     r = run.result["connect"]
     assert r["description"].startswith("pubsub-go["), r  # the JVM source (the Python one names itself otherwise)
