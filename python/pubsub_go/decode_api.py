@@ -7,10 +7,9 @@ files, network or environment). Usable in ``mapInArrow`` to decode a
 column of payloads read from files, Kafka or the ``pubsub-go`` source's raw
 mode (docs/decode.md). The library loads on first use, as everywhere.
 
-``pubsub_go.wasm_authoring`` (wasmtime, no native library) is the decoder
-author's tool to try a module on sample payloads. (Not named decode.py: a
-submodule of that name would replace the function ``pubsub_go.decode``
-once imported.)
+``pubsub_go.wasm_authoring`` (wasmtime, no native library) is the decoder author's
+tool to try a module on sample payloads. (Not named decode.py: a submodule of that
+name would replace the function ``pubsub_go.decode`` once imported.)
 """
 
 from __future__ import annotations
