@@ -354,7 +354,7 @@ def test_the_drivers_mapped_reads_match_copied_reads_and_outlive_the_file(tmp_pa
     at the commit). It must see what a copying read sees, and the ack ids
     it keeps must stay valid after the entry is removed and its file reused
     by a later task."""
-    from pubsub_go.spark.read.logged_batches import LoggedBatches
+    from pubsub_go.spark.read.driver.logged_batches import LoggedBatches
 
     log = BatchLog(str(tmp_path))
     b, a = entry("m-", 3000)

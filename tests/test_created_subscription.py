@@ -11,8 +11,8 @@ import uuid
 import pytest
 
 from pubsub_go.spark.optparse import OptionError
+from pubsub_go.spark.read.driver.subscription_lifecycle import DEFAULT_RETENTION_S, ensure_subscription
 from pubsub_go.spark.read.options.source import SourceOptions
-from pubsub_go.spark.read.subscription_lifecycle import DEFAULT_RETENTION_S, ensure_subscription
 
 
 def _create(google, **options: str):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pubsub_go.spark.read.figures import Figures
-from pubsub_go.spark.read.logged_batches import EntryInfo
-from pubsub_go.spark.read.offsets import BatchOffset
+from pubsub_go.spark.read.driver.figures import Figures
+from pubsub_go.spark.read.driver.logged_batches import EntryInfo
+from pubsub_go.spark.read.driver.offsets import BatchOffset
 
 
 def test_stall_figures_sum_per_task_and_take_the_longest_current_stall():

@@ -1,4 +1,4 @@
-"""The driver's lease keeper (spark/read/leases.py): a finished batch's
+"""The driver's lease keeper (spark/read/driver/leases.py): a finished batch's
 leases are taken over on its thread, so latestOffset never waits for the
 ModifyAckDeadline requests. The acker is a stand-in that records calls and
 takes its time or fails on demand: the slowness and the failure are the
@@ -13,8 +13,8 @@ from types import SimpleNamespace
 
 import pyarrow as pa
 
-from pubsub_go.spark.read.figures import Figures
-from pubsub_go.spark.read.leases import LeaseKeeper
+from pubsub_go.spark.read.driver.figures import Figures
+from pubsub_go.spark.read.driver.leases import LeaseKeeper
 
 
 class SlowAcker:
@@ -87,7 +87,7 @@ def test_the_driver_takes_over_only_the_leases_a_task_did_not_hand_over(tmp_path
     from emulators import topic_with_messages
     from pubsub_go.client import Emulator
     from pubsub_go.spark.read.batchlog import BatchLog
-    from pubsub_go.spark.read.driver import DriverState
+    from pubsub_go.spark.read.driver.state import DriverState
     from pubsub_go.spark.read.options.source import SourceOptions
     from pubsub_go.spark.read.task.partition import PubSubPartition
     from pubsub_go.spark.read.task.run import _pull_and_record

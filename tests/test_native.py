@@ -202,7 +202,7 @@ def test_the_release_library_and_header_carry_no_test_hooks():
 def test_import_does_not_load_the_go_runtime():
     code = (
         "import pubsub_go, pyspark_pubsub_go, pubsub_go.client\n"
-        "import pubsub_go.spark.read.stream, pubsub_go.spark.write.writer\n"
+        "import pubsub_go.spark.read.driver.stream, pubsub_go.spark.write.writer\n"
         "maps = open('/proc/self/maps').read()\n"
         "assert 'libpubsubgo' not in maps, 'import loaded the Go runtime'\n"
         "print('ok')\n"

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from pubsub_go.spark.read.offsets import BatchOffset
+from pubsub_go.spark.read.driver.offsets import BatchOffset
 
 # Offsets as the source wrote them before BatchOffset (dicts built key by key).
 WRITTEN = [

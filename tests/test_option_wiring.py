@@ -572,9 +572,9 @@ def test_num_partitions_and_max_records_plan_the_tasks_of_a_micro_batch(google, 
     to maxRecordsPerPartition rows."""
     import os
 
-    from pubsub_go.spark.read.offsets import BatchOffset
+    from pubsub_go.spark.read.driver.offsets import BatchOffset
+    from pubsub_go.spark.read.driver.stream import PubSubStreamReader
     from pubsub_go.spark.read.options.schema_plan import RAW_SPARK_SCHEMA
-    from pubsub_go.spark.read.stream import PubSubStreamReader
 
     _, sub = google.topic()
     reader = PubSubStreamReader({"subscriptionId": sub, "emulatorHost": google.host_port,
@@ -679,8 +679,8 @@ def test_schema_revision_pins_the_columns_of_a_topic_schema(google):
     from google.cloud.pubsub import SchemaServiceClient
     from google.pubsub_v1.types import Schema
 
+    from pubsub_go.spark.read.driver.topic_schema import fetch_topic_schema
     from pubsub_go.spark.read.options.schema_plan import derive_schema
-    from pubsub_go.spark.read.topic_schema import fetch_topic_schema
 
     schemas = SchemaServiceClient()  # on Google's emulator: the google fixture set PUBSUB_EMULATOR_HOST
     v1 = {"type": "record", "name": "Item", "fields": [{"name": "id", "type": "long"}]}

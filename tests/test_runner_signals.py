@@ -11,7 +11,7 @@ import time
 
 RUNNER = r"""
 import sys, time
-from pubsub_go.spark.read.runner_signals import stop_on_sigterm
+from pubsub_go.spark.read.driver.runner_signals import stop_on_sigterm
 stop_on_sigterm()
 try:
     print("ready", flush=True)

@@ -251,7 +251,7 @@ def test_driver_killed_between_micro_batches_then_restarted_is_exactly_once(spar
     process group) right after a micro-batch, well before the next trigger;
     restart on the checkpoint: every message exactly once in the file sink.
     On 4.0/4.1 the restarted run learns nothing of its start from Spark and
-    begins a new generation of batch numbers (read/stream.py)."""
+    begins a new generation of batch numbers (read/driver/stream.py)."""
     topic, sub = google.topic(ack_deadline=20)
     ids = set(google.publish(topic, [b"k%d" % i for i in range(900)]))
     out, ckpt, blog = tmp_path / "out", tmp_path / "ckpt", tmp_path / "batchlog"

@@ -7,7 +7,7 @@ by version strings), for one wheel on PySpark 4.0 to 4.3:
   with no arguments and never tells the source its trigger: the source
   tracks its own start, enforces maxRecordsPerTrigger/maxBytesPerTrigger
   itself, and reads "the backlog, then stop" with option drainBacklog
-  (read/stream.py, docs/source.md).
+  (read/driver/stream.py, docs/source.md).
 - `DataSourceStreamArrowWriter` (4.1+): the streaming sink gets Arrow
   batches. Without it (4.0) a row-based stream writer gathers rows into
   Arrow batches for the same Go publisher (write/writer.py).

@@ -13,7 +13,7 @@ from pyspark.sql.types import StructType
 from .optparse import OptionError
 
 if TYPE_CHECKING:
-    from .read.stream import PubSubStreamReader
+    from .read.driver.stream import PubSubStreamReader
 
 
 def _schema_for_writing(options: dict[str, str]) -> bool:
@@ -43,7 +43,7 @@ class PubSubDataSource(DataSource):
         parsed = SourceOptions.parse(self.options)
         if parsed.decode is not None:
             if parsed.decode.schema_from_topic:
-                from .read.topic_schema import fetch_topic_schema
+                from .read.driver.topic_schema import fetch_topic_schema
 
                 return derive_schema(parsed.decode, fetch_topic_schema(parsed))
             return derive_schema(parsed.decode)
@@ -52,7 +52,7 @@ class PubSubDataSource(DataSource):
         return RAW_SPARK_SCHEMA
 
     def streamReader(self, schema: StructType) -> PubSubStreamReader:
-        from .read.stream import PubSubStreamReader
+        from .read.driver.stream import PubSubStreamReader
 
         return PubSubStreamReader(dict(self.options), schema)
 

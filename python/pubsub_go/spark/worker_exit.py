@@ -8,9 +8,9 @@ JVM still wrote its output), when the task fails, or at shutdown. That skips
 tasks would die with its StreamingPull streams open: cut, not half-closed.
 Pub/Sub then redelivers what those streams held only after its ack deadline,
 and Google's emulator never forgets such a stream: it keeps leasing new
-messages to it, which nobody receives until the emulator restarts (issue 36:
-a query restarted in the same application read a fraction of its backlog,
-then nothing).
+messages to it, which nobody receives until the emulator restarts (so a
+query restarted in the same application would read a fraction of its
+backlog, then nothing).
 
 So the first pool that keeps something native in a worker registers a
 closer here, and this module wraps ``os._exit`` in that process (only

@@ -12,7 +12,7 @@ from ....client import subscription_path
 from ... import aliases
 from ...option_table import SOURCE, table
 from ...optparse import ConnectionOptions, OptionError, connection_options, resource_path
-from .. import start_position, subscription_lifecycle
+from ..driver import start_position, subscription_lifecycle
 from ..task import id_window
 from . import attribute_columns
 from .admission import TriggerLimits
@@ -42,23 +42,21 @@ ALIAS_NAMES = aliases.alias_names(ALIASES)
 
 # maxRecordsPerPartition: rows per task; it bounds memory (a task's
 # messages keep their bookkeeping until the task ends). Every micro-batch
-# costs Spark a fixed amount whatever its size, so larger tasks are faster:
-# at 1 KB, 200,000 rows ran 13-19% more rows/s than 100,000 (456k vs 391k,
-# medians of 3 alternating rounds, bench/tools/spark_ab.py), within the memory
-# bound (bench/tools/spark_memory.py). It was held at 100,000 while such queries
-# nacked their prefetch as they ran (bench/tools/latency.py, nacks_before_stop):
-# a pooled subscriber was closed as idle while its query's other task still
-# ran; the pool now counts idle time from the query's activity
-# (subscriber_pool.py).
+# costs Spark a fixed amount whatever its size, so larger tasks are faster,
+# up to the memory bound (bench/tools/spark_ab.py measures the rows/s,
+# bench/tools/spark_memory.py the bound). Long tasks rely on the subscriber
+# pool counting idle time from the query's activity (task/subscriber_pool.py):
+# else a pooled subscriber would be closed as idle, nacking its prefetch, while
+# its query's other task still runs.
 MAX_RECORDS_PER_PARTITION = OPTIONS.default("maxRecordsPerPartition")
 
 
 # maxWaitTimeMs: a streaming task that has rows ends when a wait for more
 # runs out, so the wait is latency the rows pay, not a way to fill batches:
-# at 10k msg/s of 1 KB the library's 100 ms (made for callers that want
-# full batches) put p50/p99 at 217-327 / 474-994 ms, 20 ms at 172-195 /
-# 365-573 ms, with the same rows/s at full load (bench/tools/latency.py for the
-# latency, bench/tools/spark_cpu.py --option maxWaitTimeMs=... for the rows/s).
+# shorter than the library's default (made for callers that want full
+# batches), it lowers latency at no cost in rows/s at full load, since a
+# loaded subscriber rarely waits (bench/tools/latency.py measures the latency,
+# bench/tools/spark_cpu.py --option maxWaitTimeMs=... the rows/s).
 MAX_WAIT_MS = OPTIONS.default("maxWaitTimeMs")
 
 
@@ -66,23 +64,20 @@ MAX_WAIT_MS = OPTIONS.default("maxWaitTimeMs")
 # StreamingPull streams while what arrives is older than the library's
 # catch_up_lag_ms (go/internal/subscriber/catchup.go says why it starts
 # small). A server may pace each stream, so a backlog is read at the pace of
-# the streams reading it; 8 read a backlog on Google's emulator faster than 4
-# (bench/results/emulator_results.md, "Catching up"). Live traffic never grows.
+# the streams reading it (bench/results/emulator_results.md, "Catching up").
+# Live traffic never grows.
 CATCH_UP_STREAMS = OPTIONS.default("catchUpStreamsPerPartition")
 
 
 # batchSize: rows per pull, so per Arrow batch handed to Spark. Every batch
 # costs the worker a fixed amount (PySpark's checks and socket write, our
 # pull loop, a batch-log write), so larger ones are cheaper per row, up to
-# a point: at 1 KB, 4,000 rows ran 1.09-1.33x the rows/s of the library's
-# 1,000, 2,000 1.10-1.15x, and 8,000 no faster than 4,000 (1.05-1.14x; 3
-# alternating rounds; bench/tools/spark_ab.py). Tasks of any size get whole
-# batches: a task's last, shorter pull does not shrink the subscriber's next
-# batches (when it did, 4,000-row batches with 50,000-row tasks ran 0.37x;
-# tests/test_pull.py keeps it so). Large
-# payloads are cut by bytes anyway (pull.py, PULL_BYTES_SHARE); a streaming
-# task's wait is MAX_WAIT_MS whatever the size, so latency at low rates is
-# unchanged.
+# a point past which they cost memory and gain nothing (bench/tools/spark_ab.py
+# compares sizes). Tasks of any size get whole batches: a task's last, shorter
+# pull must not shrink the subscriber's next batches, which would make every
+# later pull small (tests/test_pull.py keeps it so). Large payloads are cut
+# by bytes anyway (task/pull.py, PULL_BYTES_SHARE); a streaming task's wait
+# is MAX_WAIT_MS whatever the size, so latency at low rates is unchanged.
 DEFAULT_BATCH_SIZE = OPTIONS.default("batchSize")
 
 

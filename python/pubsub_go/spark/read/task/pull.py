@@ -215,7 +215,7 @@ def _fresh(tally: Tally) -> bool:
 # A pull takes at most maxBytesPerPartition / this many bytes (16 MiB by
 # default), whatever batchSize says. Each pulled batch is alive three times
 # over while the streams refill flow control behind it: in Spark's hands, in
-# the batch log's write queue (task.py sizes it by this share too), and
+# the batch log's write queue (run.py sizes it by this share too), and
 # freed but not yet returned by the allocator. At 100 KB, 1,000-row batches (100 MB, cut only
 # by flow control's 64 MiB) put a worker's peak at 418-484 MiB against the
 # 470 MiB bound (bench/tools/spark_memory.py); at 1 KB and 10 KB a 1,000-row batch

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...client import topic_path
-from ..option_table import SOURCE, table
-from ..optparse import ConnectionOptions, OptionError
+from ....client import topic_path
+from ...option_table import SOURCE, table
+from ...optparse import ConnectionOptions, OptionError
 
 log = logging.getLogger("pubsub_go.lifecycle")
 
@@ -83,8 +83,8 @@ class SubscriptionSetup:
 def ensure_subscription(subscription: str, setup: SubscriptionSetup | None, conn: ConnectionOptions) -> bool:
     """Creates the subscription on setup.topic if it does not exist; returns
     whether it was created. An existing one must be on the same topic."""
-    from ...client import admin
-    from ...errors import AlreadyExistsError, NotFoundError
+    from ....client import admin
+    from ....errors import AlreadyExistsError, NotFoundError
 
     if setup is None or setup.topic is None:
         return False
@@ -119,8 +119,8 @@ def ensure_subscription(subscription: str, setup: SubscriptionSetup | None, conn
 
 def delete_subscription(subscription: str, setup: SubscriptionSetup | None, conn: ConnectionOptions) -> None:
     """deleteSubscriptionOnStreamStop: best effort, once the query stopped."""
-    from ...client import admin
-    from ...errors import NotFoundError
+    from ....client import admin
+    from ....errors import NotFoundError
 
     if setup is None or not setup.delete_on_stop:
         return

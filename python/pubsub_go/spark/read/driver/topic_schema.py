@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...configs import TopicSchema
-from ...errors import PubSubError
-from ..optparse import OptionError
-from .options.source import SourceOptions
+from ....configs import TopicSchema
+from ....errors import PubSubError
+from ...optparse import OptionError
+from ..options.source import SourceOptions
 
 
 def fetch_topic_schema(opts: SourceOptions) -> TopicSchema:
     """The topic's schema: the pinned revision (schemaRevision) or the
     newest the topic accepts, and every revision's definition known now."""
-    from ...client import admin
+    from ....client import admin
 
     assert opts.decode is not None and opts.decode.schema_from_topic
     where: dict[str, Any] = {"subscription": opts.subscription}

@@ -1,6 +1,6 @@
 """The source's stream reader, on the driver: offsets, planning a
 micro-batch into tasks (admission control), and handing commits to the
-driver's state (driver.py). Tasks read on executors (task.py).
+driver's state (state.py). Tasks read on executors (task/run.py).
 
 One class for every supported PySpark (spark/compat.py). On 4.2+ Spark
 passes latestOffset its start and read limit and calls reportLatestOffset
@@ -20,8 +20,8 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
-from ...configs import TopicSchema
-from ..compat import (
+from ....configs import TopicSchema
+from ...compat import (
     ADMISSION_CONTROL,
     ReadAllAvailable,
     ReadLimit,
@@ -29,18 +29,18 @@ from ..compat import (
     ReadMaxRows,
     SupportsTriggerAvailableNow,
 )
-from ..optparse import OptionError
-from .driver import DriverState
+from ...optparse import OptionError
+from ..options.admission import share
+from ..options.decode_options import FORMATS
+from ..options.schema_plan import RAW_SPARK_SCHEMA, SchemaPlan
+from ..options.source import SourceOptions
+from ..task.partition import PubSubInputPartition, PubSubPartition
+from ..task.run import read_partition
 from .offsets import BatchOffset
-from .options.admission import share
-from .options.decode_options import FORMATS
-from .options.schema_plan import RAW_SPARK_SCHEMA, SchemaPlan
-from .options.source import SourceOptions
 from .runner_signals import stop_on_sigterm
 from .start_position import seek_on_first_start
+from .state import DriverState
 from .subscription_lifecycle import delete_subscription, ensure_subscription
-from .task.partition import PubSubInputPartition, PubSubPartition
-from .task.run import read_partition
 from .topic_schema import fetch_topic_schema
 
 

@@ -14,12 +14,12 @@ import threading
 
 import pyarrow as pa
 
-from ...client import Subscriber
-from .driver_thread import DriverThread
+from ....client import Subscriber
+from ..options.source import SourceOptions
+from ..task import fault_points
 from .figures import Figures
 from .logged_batches import LoggedBatches
-from .options.source import SourceOptions
-from .task import fault_points
+from .thread import DriverThread
 
 log = logging.getLogger("pubsub_go.source")
 

@@ -9,15 +9,15 @@ import threading
 import uuid
 from typing import Any
 
-from ...client import Subscriber
-from .batchlog import BatchLog
+from ....client import Subscriber
+from ..batchlog import BatchLog
+from ..options.source import SourceOptions
+from ..task.subscriber_config import subscriber_config
 from .committer import Committer
 from .figures import BatchSummary, Figures
 from .leases import LeaseKeeper
 from .logged_batches import LoggedBatches
 from .offsets import BatchOffset
-from .options.source import SourceOptions
-from .task.subscriber_config import subscriber_config
 
 log = logging.getLogger("pubsub_go.source")
 

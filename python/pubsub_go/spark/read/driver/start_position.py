@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ...client import _full_name
-from ..optparse import ConnectionOptions, OptionError
+from ....client import _full_name
+from ...optparse import ConnectionOptions, OptionError
 
 log = logging.getLogger("pubsub_go.start_position")
 
@@ -73,7 +73,7 @@ class StartPosition:
 def seek_on_first_start(subscription: str, start: StartPosition, conn: ConnectionOptions) -> None:
     """Seeks the subscription; called from initialOffset() only, which Spark
     calls when the query has no committed offsets."""
-    from ...client import admin
+    from ....client import admin
 
     if not start.given:
         return

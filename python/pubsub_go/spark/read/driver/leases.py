@@ -22,10 +22,10 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
-from ...client import Subscriber
-from .driver_thread import DriverThread
+from ....client import Subscriber
+from ..options.source import SourceOptions
 from .figures import Figures
-from .options.source import SourceOptions
+from .thread import DriverThread
 
 log = logging.getLogger("pubsub_go.source")
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .batchlog import BatchLog, detached
+from ..batchlog import BatchLog, detached
 
 
 @dataclass(frozen=True)
