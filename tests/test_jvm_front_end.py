@@ -77,7 +77,7 @@ def run(request, google, tmp_path_factory) -> Run:
     steps = [
         {"kind": "available_now", "key": "avail"},
         {"kind": "wait_file", "path": str(more)},
-        {"kind": "available_now", "key": "avail", "options": {"maxRecordsPerTrigger": 3000}},
+        {"kind": "available_now", "key": "avail", "options": {"maxRecordsPerTrigger": 2999}},
         {"kind": "ids", "key": "avail_out"},
         {"kind": "streaming", "key": "stream", "subscription": names["stream_sub"], "out": str(tmp / "s-out"),
          "checkpoint": str(tmp / "s-ck"), "stop_at": 2000, "options": {"maxRecordsPerTrigger": 1000}},
@@ -137,7 +137,8 @@ def test_available_now_twice_on_one_checkpoint_reads_each_message_once(run, goog
 def test_admission_control_and_the_figures_in_the_progress(run):
     first, second = run.result["avail"]
     sizes = [p["numInputRows"] for p in batches(second)]
-    assert max(sizes) <= 3000 and len(sizes) >= 4, sizes  # maxRecordsPerTrigger bounds every micro-batch
+    # an odd limit over two tasks: each task's share rounded up would read 3000
+    assert max(sizes) <= 2999 and len(sizes) >= 4, sizes  # maxRecordsPerTrigger bounds every micro-batch
     for p in batches(first) + batches(second):
         m = p["sources"][0]["metrics"]
         assert int(m["rows"]) == p["numInputRows"], (m, p["numInputRows"])

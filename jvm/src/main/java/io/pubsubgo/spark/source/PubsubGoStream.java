@@ -99,13 +99,12 @@ final class PubsubGoStream implements MicroBatchStream, SupportsAdmissionControl
     if (cutoffUs > 0 && plannedThisRun == start.batch && backlogRead(start.batch)) {
       return start; // AvailableNow: every task of the last batch found the backlog empty
     }
-    long perPartition = opts.maxRecordsPerPartition;
-    if (limit instanceof ReadMaxRows) {
-      long max = ((ReadMaxRows) limit).maxRows();
-      perPartition = Math.max(1, Math.min(perPartition, (max + partitions - 1) / partitions));
-    }
     plannedThisRun = start.batch + 1;
-    return new PubsubGoOffset(start.batch + 1, partitions, perPartition);
+    if (limit instanceof ReadMaxRows) {
+      return PubsubGoOffset.limited(start.batch + 1, partitions, opts.maxRecordsPerPartition,
+          ((ReadMaxRows) limit).maxRows());
+    }
+    return new PubsubGoOffset(start.batch + 1, partitions, opts.maxRecordsPerPartition);
   }
 
   /** True when every entry of the batch reports the backlog drained; keeps its figures. */
@@ -134,7 +133,7 @@ final class PubsubGoStream implements MicroBatchStream, SupportsAdmissionControl
     }
     InputPartition[] out = new InputPartition[e.partitions];
     for (int i = 0; i < e.partitions; i++) {
-      out[i] = new PubsubGoPartition(e.batch, i, cfg, logDir, conf, e.rowsPerPartition, opts.batchSize,
+      out[i] = new PubsubGoPartition(e.batch, i, cfg, logDir, conf, e.rowsOf(i), opts.batchSize,
           opts.maxBatchDurationMs, opts.maxWaitTimeMs, opts.quietPeriodMs, cutoffUs > 0, opts.commitLeaseSeconds);
       ((PubsubGoPartition) out[i]).schemaMode = mode;
       ((PubsubGoPartition) out[i]).derived = opts.derived;
