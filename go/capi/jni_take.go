@@ -12,10 +12,8 @@ import "C"
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"strings"
-	"time"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -59,10 +57,7 @@ func Java_io_pubsubgo_spark_bridge_Native_subscriberTake(env, cls unsafe.Pointer
 		if batch == 0 || acksOut == 0 || acksLenOut == 0 {
 			return rpc.Errorf(codes.InvalidArgument, "subscriberTake: the batch and ack id outputs must not be NULL")
 		}
-		wait := time.Duration(waitMs) * time.Millisecond
-		ctx, cancel := context.WithTimeout(context.Background(), wait+nextSafetyMargin)
-		defer cancel()
-		b, out, err := s.NextWait(ctx, int(maxRows), wait)
+		b, out, err := nextWait(s, maxRows, waitMs)
 		if err != nil {
 			return err
 		}

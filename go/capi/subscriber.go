@@ -41,6 +41,15 @@ func pg_subscriber_open(config *C.char, handleOut *C.uint64_t, errOut *C.struct_
 	})
 }
 
+// nextWait is NextWait for a C call: up to maxRows messages within waitMs
+// (out: the wait ran out), bounded by nextSafetyMargin beyond it.
+func nextWait(s *subscriber.Subscriber, maxRows, waitMs C.int64_t) (*subscriber.Batch, bool, error) {
+	wait := time.Duration(waitMs) * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), wait+nextSafetyMargin)
+	defer cancel()
+	return s.NextWait(ctx, int(maxRows), wait)
+}
+
 //export pg_subscriber_next
 func pg_subscriber_next(h C.uint64_t, maxRows C.int64_t, waitMs C.int64_t,
 	outBatch *C.struct_ArrowArray, outSchema *C.struct_ArrowSchema,
@@ -53,10 +62,7 @@ func pg_subscriber_next(h C.uint64_t, maxRows C.int64_t, waitMs C.int64_t,
 		if outBatch == nil || outAckIDs == nil {
 			return rpc.Errorf(codes.InvalidArgument, "pg_subscriber_next: the output ArrowArray pointers must not be NULL")
 		}
-		wait := time.Duration(waitMs) * time.Millisecond
-		ctx, cancel := context.WithTimeout(context.Background(), wait+nextSafetyMargin)
-		defer cancel()
-		b, out, err := s.NextWait(ctx, int(maxRows), wait)
+		b, out, err := nextWait(s, maxRows, waitMs)
 		if err != nil {
 			return err
 		}
