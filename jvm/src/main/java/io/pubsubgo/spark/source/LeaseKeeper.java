@@ -2,7 +2,8 @@ package io.pubsubgo.spark.source;
 
 import io.pubsubgo.spark.bridge.Subscriber;
 import java.io.IOException;
-import java.util.List;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -21,6 +22,8 @@ final class LeaseKeeper implements AutoCloseable {
   private final int leaseSeconds;
   private final ScheduledExecutorService timer;
   private volatile long committed = -1;
+  // A published entry never changes: its ack ids are read from the log once.
+  private final Map<Path, byte[]> ackIds = new HashMap<>();
 
   LeaseKeeper(BatchLog log, String ackerConfig, int leaseSeconds) {
     this.log = log;
@@ -40,7 +43,7 @@ final class LeaseKeeper implements AutoCloseable {
       for (long b : log.batches()) {
         if (b > committed) {
           for (Path e : log.entries(b)) {
-            byte[] ids = log.acks(e).lines.toByteArray();
+            byte[] ids = ackIds(e);
             acker.ackIds(Subscriber.MODACK, ids, 0, ids.length, leaseSeconds);
           }
         }
@@ -58,12 +61,22 @@ final class LeaseKeeper implements AutoCloseable {
         break;
       }
       for (Path e : log.entries(b)) {
-        byte[] ids = log.acks(e).lines.toByteArray();
+        byte[] ids = ackIds(e);
         acker.ackIds(Subscriber.ACK, ids, 0, ids.length, 0);
+        ackIds.remove(e);
       }
       log.remove(b);
     }
     committed = end;
+  }
+
+  private byte[] ackIds(Path entry) throws IOException {
+    byte[] ids = ackIds.get(entry);
+    if (ids == null) {
+      ids = log.acks(entry).lines.toByteArray();
+      ackIds.put(entry, ids);
+    }
+    return ids;
   }
 
   @Override
