@@ -34,7 +34,7 @@ def _demo(args: argparse.Namespace) -> int:
     if args.messages < 1:
         print(f"--messages must be at least 1, got {args.messages}", file=sys.stderr)
         return 2
-    return run(messages=args.messages, spark=args.spark)
+    return run(messages=args.messages, spark=args.spark, jvm=args.jvm)
 
 
 def _version(args: argparse.Namespace) -> int:
@@ -80,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="how many messages to publish and read back (default: %(default)s)")
     d.add_argument("--spark", action=argparse.BooleanOptionalAction, default=True,
                    help="also read the messages back through spark.readStream.format('pubsub-go')")
+    d.add_argument("--jvm", action="store_true",
+                   help="read through the JVM front end: the jar on the session, as pubsub_go.configure_spark "
+                        "puts it (docs/jvm.md); without it, the Python data source on PySpark 4")
     d.set_defaults(fn=_demo)
     v = sub.add_parser("version", help="package, library, Go, arrow-go, wazero and C ABI versions")
     v.add_argument("--json", action="store_true", help="print the library's build information as JSON")
