@@ -38,7 +38,7 @@ def test_limits_parse_with_kafka_defaults(monkeypatch):
     lim = SourceOptions.parse({**BASE, "minRecordsPerTrigger": "10", "maxTriggerDelay": "2 minutes"}).limits
     assert lim.max_delay_ms == 120_000
     lim = SourceOptions.parse({**BASE, "minBytesPerTrigger": "1000", "maxTriggerDelay": "3s"}).limits
-    assert (lim.min_bytes, lim.min_rows, lim.max_delay_ms) == (1000, 0, 3000)
+    assert (lim.min_bytes, lim.min_rows, lim.max_delay_ms) == (1000, None, 3000)  # None: no minimum
 
 
 @pytest.fixture(scope="module")

@@ -118,7 +118,7 @@ def test_attempt_that_loses_the_race_fails_and_hands_its_messages_back(tmp_path)
         log = BatchLog(str(tmp_path))
         b, a = entry("winner-", 2)
         assert write_once(log, "g", 1, 0, b, a, SCHEMA, {"rows": 2})
-        part = PubSubPartition(gen="g", batch=1, index=0, max_rows=5, max_bytes=0, cutoff_us=0)
+        part = PubSubPartition(gen="g", batch=1, index=0, max_rows=5)
         yielded = []
         with pytest.raises(LostRaceError):
             for batch in _pull_and_record(opts, part, log, None):

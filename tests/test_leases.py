@@ -97,7 +97,7 @@ def test_the_driver_takes_over_only_the_leases_a_task_did_not_hand_over(tmp_path
         opts = SourceOptions.parse({"subscriptionId": sub, "emulatorHost": emu.host_port,
                                     "batchLogLocation": str(tmp_path), "subscriberIdleMs": "0"})
         log = BatchLog(str(tmp_path))
-        handed = PubSubPartition(gen="g", batch=1, index=0, max_rows=6, max_bytes=0, cutoff_us=0)
+        handed = PubSubPartition(gen="g", batch=1, index=0, max_rows=6)
         rows = sum(b.num_rows for b in _pull_and_record(opts, handed, log, None))
         assert rows >= 1
         assert log.handed_over(log.entry_path("g", 1, 0)), "the task did not mark its hand-over"

@@ -389,7 +389,7 @@ def _run_task(server, tmp_path, **options: str) -> tuple:
     # subscriberIdleMs=0: the subscriber closes with the task, so nothing but the task's own calls touch the leases.
     opts = SourceOptions.parse({"subscriptionId": SUB, "emulatorHost": server.host_port,
                                 "batchLogLocation": str(tmp_path), "subscriberIdleMs": "0", **options})
-    part = PubSubPartition(gen="g", batch=0, index=0, max_rows=BACKLOG, max_bytes=0, cutoff_us=0)
+    part = PubSubPartition(gen="g", batch=0, index=0, max_rows=BACKLOG)
     assert sum(b.num_rows for b in read_partition(opts, part)) == BACKLOG
     return opts, part
 
@@ -560,7 +560,7 @@ def test_quiet_period_is_how_long_an_empty_backlog_must_stay_quiet(google, tmp_p
     opts = SourceOptions.parse({"subscriptionId": sub, "emulatorHost": google.host_port, "subscriberIdleMs": "0",
                                 "batchLogLocation": str(tmp_path), "quietPeriodMs": "8000",
                                 "maxBatchDurationMs": "60000"})
-    part = PubSubPartition(gen="g", batch=0, index=0, max_rows=100, max_bytes=0, cutoff_us=time.time_ns() // 1000)
+    part = PubSubPartition(gen="g", batch=0, index=0, max_rows=100, cutoff_us=time.time_ns() // 1000)
     assert sum(b.num_rows for b in read_partition(opts, part)) == 0
     stats = BatchLog(str(tmp_path)).read("g", 0, 0).stats
     assert stats["drained"] and stats["quiet_ms"] >= 8000, stats
@@ -659,7 +659,7 @@ def test_max_batch_duration_is_how_long_a_task_reads_on(tmp_path):
         opts = SourceOptions.parse({"subscriptionId": SUB, "emulatorHost": server.host_port, "subscriberIdleMs": "0",
                                     "batchLogLocation": str(tmp_path), "maxBatchDurationMs": "12000"})
         # The cut-off an hour ahead: every message arriving counts, none is late.
-        part = PubSubPartition(gen="g", batch=0, index=0, max_rows=1_000_000, max_bytes=0,
+        part = PubSubPartition(gen="g", batch=0, index=0, max_rows=1_000_000,
                                cutoff_us=time.time_ns() // 1000 + 3600 * 10**6)
         start = time.monotonic()
         rows = sum(b.num_rows for b in read_partition(opts, part))
@@ -716,7 +716,7 @@ def test_max_wait_time_is_how_long_a_streaming_task_waits_for_more(backlog_serve
 
     opts = SourceOptions.parse({"subscriptionId": SUB, "emulatorHost": backlog_server.host_port,
                                 "batchLogLocation": str(tmp_path), "subscriberIdleMs": "0", "maxWaitTimeMs": "3000"})
-    part = PubSubPartition(gen="g", batch=0, index=0, max_rows=10 * BACKLOG, max_bytes=0, cutoff_us=0)
+    part = PubSubPartition(gen="g", batch=0, index=0, max_rows=10 * BACKLOG)
     start = time.monotonic()
     assert sum(b.num_rows for b in read_partition(opts, part)) == BACKLOG
     took = time.monotonic() - start

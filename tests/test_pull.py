@@ -36,7 +36,7 @@ def test_large_payloads_are_pulled_in_batches_of_bounded_bytes(google, emulator,
     log = BatchLog(str(tmp_path))
 
     def task(batch: int, rows: int) -> list[pa.RecordBatch]:
-        part = PubSubPartition(gen="g", batch=batch, index=0, max_rows=rows, max_bytes=0, cutoff_us=0)
+        part = PubSubPartition(gen="g", batch=batch, index=0, max_rows=rows)
         return list(_pull_and_record(opts, part, log, None))
 
     # The first task's subscriber has seen no message when it asks; the
@@ -66,7 +66,7 @@ def test_an_available_now_task_gets_only_what_was_published_before_its_cutoff(go
     opts = SourceOptions.parse({"subscriptionId": sub, "emulatorHost": emulator.host_port,
                                 "batchLogLocation": str(tmp_path), "quietPeriodMs": "2000"})
     log = BatchLog(str(tmp_path))
-    part = PubSubPartition(gen="g", batch=0, index=0, max_rows=1000, max_bytes=0, cutoff_us=cutoff_us)
+    part = PubSubPartition(gen="g", batch=0, index=0, max_rows=1000, cutoff_us=cutoff_us)
     seen: list[bytes] = []
     real_pull = pull_module.Subscriber.pull
 
@@ -96,7 +96,7 @@ def test_a_tasks_shorter_last_pull_does_not_shrink_the_next_tasks_batches(google
     log = BatchLog(str(tmp_path))
 
     def part(batch: int) -> PubSubPartition:
-        return PubSubPartition(gen="g", batch=batch, index=0, max_rows=12, max_bytes=0, cutoff_us=0)
+        return PubSubPartition(gen="g", batch=batch, index=0, max_rows=12)
 
     def task(batch: int) -> list[int]:
         return [b.num_rows for b in _pull_and_record(opts, part(batch), log, None)]
@@ -140,7 +140,7 @@ def test_a_task_ends_when_its_query_stops_and_its_subscriber_is_closed_not_kept(
         return at
 
     log.stopped_at = stopped_at  # type: ignore[method-assign]
-    part = PubSubPartition(gen="g", batch=0, index=0, max_rows=100, max_bytes=0, cutoff_us=0)
+    part = PubSubPartition(gen="g", batch=0, index=0, max_rows=100)
     done: list[float] = []
 
     def task() -> None:
@@ -204,7 +204,7 @@ def test_a_subscriber_unable_to_receive_is_reported_and_replaced(google, emulato
     log = BatchLog(str(tmp_path))
 
     def part(batch: int) -> PubSubPartition:
-        return PubSubPartition(gen="g", batch=batch, index=0, max_rows=10, max_bytes=0, cutoff_us=0)
+        return PubSubPartition(gen="g", batch=batch, index=0, max_rows=10)
 
     with POOL.lease(subscriber_config(opts, part=part(0)), 600) as stuck:
         taken = 0

@@ -5,8 +5,8 @@ soon as the driver sees the batch.
 
 The take-over runs on the same thread, not in the caller: the caller is
 latestOffset, on Spark's critical path between two micro-batches, and a
-batch of 100,000 messages is 40 ModifyAckDeadline requests (15-25 ms of
-every trigger at 1 KB; bench/tools/spark_cpu.py prints each trigger's
+batch of 100,000 messages is 40 ModifyAckDeadline requests, milliseconds
+every trigger would wait (bench/tools/spark_cpu.py prints each trigger's
 latestOffset). The tasks already set these leases to commitLeaseSeconds
 when they handed their messages over, and mark the entries whose hand-over
 succeeded (BatchLog.handed_over): the take-over only covers the others, so

@@ -26,7 +26,7 @@ class DriverState:
     def __init__(self, opts: SourceOptions) -> None:
         self.opts = opts
         self.acker = Subscriber(subscriber_config(opts, pull=False))  # verifies the subscription
-        self.cutoff_us = 0  # AvailableNow: when the query started
+        self.cutoff_us: int | None = None  # AvailableNow, drainBacklog: when the query started
         # Identifies this run of the query (offsets carry it): the
         # end-of-backlog decision only trusts batches of its own run.
         self.run_id = uuid.uuid4().hex[:12]

@@ -94,9 +94,9 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # One ReadLimit is all Spark takes from a Python source; with both
         # caps set the source applies the other one itself (_caps).
         lim = self.opts.limits
-        if lim.max_rows:
+        if lim.max_rows is not None:
             return ReadMaxRows(lim.max_rows)
-        if lim.max_bytes:
+        if lim.max_bytes is not None:
             return ReadMaxBytes(lim.max_bytes)
         return ReadAllAvailable()
 
@@ -105,9 +105,9 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         together (the stricter wins per task), unless Spark overrides the
         default limit with ReadAllAvailable (Trigger.Once)."""
         lim = self.opts.limits
-        if ADMISSION_CONTROL and isinstance(limit, ReadAllAvailable) and (lim.max_rows or lim.max_bytes):
+        if ADMISSION_CONTROL and isinstance(limit, ReadAllAvailable):
             return None, None
-        return lim.max_rows or None, lim.max_bytes or None
+        return lim.max_rows, lim.max_bytes
 
     def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
         """PySpark 4.2+ passes start and limit; 4.0/4.1 pass neither (see
@@ -129,7 +129,7 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # backlog now: after a restart, the previous run's last batch says
         # nothing (messages may have been published since).
         prev = st.batch_summary(begin.gen, begin.batch) if begin.run == st.run_id else None
-        if st.cutoff_us and prev is not None and prev.drained:
+        if st.cutoff_us is not None and prev is not None and prev.drained:
             return None  # AvailableNow/drainBacklog: nothing published before the start is left
         empty = prev is not None and prev.rows == 0 and prev.drained
         if empty and st.idle_reported != begin.batch:
@@ -139,11 +139,12 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             st.idle_reported = begin.batch
             return None
         lim = self.opts.limits
-        wait = bool(lim.min_rows or lim.min_bytes) and not st.cutoff_us  # AvailableNow/drainBacklog: what is there
+        # AvailableNow/drainBacklog read what is there: no minimum to wait for.
+        wait = (lim.min_rows is not None or lim.min_bytes is not None) and st.cutoff_us is None
         end = BatchOffset(
             gen=begin.gen, batch=begin.batch + 1, run=st.run_id, max_rows=max_rows, max_bytes=max_bytes,
-            cutoff_us=st.cutoff_us or None, min_rows=lim.min_rows if wait and lim.min_rows else None,
-            min_bytes=lim.min_bytes if wait and lim.min_bytes else None,
+            cutoff_us=st.cutoff_us, min_rows=lim.min_rows if wait else None,
+            min_bytes=lim.min_bytes if wait else None,
             wait_until_ms=time.time_ns() // 1_000_000 + lim.max_delay_ms if wait else None,
         )
         st.latest = end
@@ -186,7 +187,6 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if (first.gen, first.batch) == (last.gen, last.batch):
             return []
         n = self.opts.num_partitions
-        max_bytes = last.max_bytes or 0
         parts = []
         for i in range(n):
             if last.max_rows is not None:
@@ -197,10 +197,11 @@ class PubSubStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 rows = self.opts.max_records_per_partition
             parts.append(PubSubInputPartition(PubSubPartition(
                 gen=last.gen, batch=last.batch, index=i, max_rows=rows,
-                max_bytes=(max_bytes // n or 1) if max_bytes else 0, cutoff_us=last.cutoff_us or 0,
-                min_rows=min(rows, share(last.min_rows, n, i)) if last.min_rows else 0,
-                min_bytes=share(last.min_bytes, n, i) if last.min_bytes else 0,
-                wait_until_ms=last.wait_until_ms or 0, topic_schema=self._topic_schema,
+                max_bytes=max(1, last.max_bytes // n) if last.max_bytes is not None else None,
+                cutoff_us=last.cutoff_us,
+                min_rows=min(rows, share(last.min_rows, n, i)) if last.min_rows is not None else None,
+                min_bytes=share(last.min_bytes, n, i) if last.min_bytes is not None else None,
+                wait_until_ms=last.wait_until_ms, topic_schema=self._topic_schema,
             )))
         return parts
 

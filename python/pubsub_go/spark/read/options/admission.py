@@ -32,33 +32,36 @@ DEFAULT_MAX_TRIGGER_DELAY_MS = _OPTIONS.default("maxTriggerDelay")
 
 @dataclass(frozen=True)
 class TriggerLimits:
-    max_rows: int = 0  # maxRecordsPerTrigger; 0: no limit
-    max_bytes: int = 0  # maxBytesPerTrigger; 0: no limit
-    min_rows: int = 0  # minRecordsPerTrigger; 0: none
-    min_bytes: int = 0  # minBytesPerTrigger, its twin in bytes; 0: none
+    """None: no limit (no minimum), as the option table's default says and
+    as the offsets carry it; the tasks never see a 0 for "none" either."""
+
+    max_rows: int | None = None  # maxRecordsPerTrigger
+    max_bytes: int | None = None  # maxBytesPerTrigger
+    min_rows: int | None = None  # minRecordsPerTrigger
+    min_bytes: int | None = None  # minBytesPerTrigger, its twin in bytes
     max_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS  # maxTriggerDelay
 
     @staticmethod
     def parse(opts: Mapping[str, str], num_partitions: int, rows_per_partition: int) -> TriggerLimits:
-        # Not set (None in the table): no limit, 0 here.
         lim = TriggerLimits(
-            max_rows=_OPTIONS.value(opts, "maxRecordsPerTrigger") or 0,
-            max_bytes=_OPTIONS.value(opts, "maxBytesPerTrigger") or 0,
-            min_rows=_OPTIONS.value(opts, "minRecordsPerTrigger") or 0,
-            min_bytes=_OPTIONS.value(opts, "minBytesPerTrigger") or 0,
+            max_rows=_OPTIONS.value(opts, "maxRecordsPerTrigger"),
+            max_bytes=_OPTIONS.value(opts, "maxBytesPerTrigger"),
+            min_rows=_OPTIONS.value(opts, "minRecordsPerTrigger"),
+            min_bytes=_OPTIONS.value(opts, "minBytesPerTrigger"),
             max_delay_ms=_OPTIONS.value(opts, "maxTriggerDelay"),
         )
-        if "maxtriggerdelay" in opts and not (lim.min_rows or lim.min_bytes):
+        if "maxtriggerdelay" in opts and lim.min_rows is None and lim.min_bytes is None:
             raise OptionError("option maxTriggerDelay only applies with minRecordsPerTrigger (alias "
                               "minOffsetsPerTrigger) or minBytesPerTrigger: how long a micro-batch may wait "
                               "for that much data")
-        if lim.min_bytes and lim.max_bytes and lim.min_bytes > lim.max_bytes:
+        if lim.min_bytes is not None and lim.max_bytes is not None and lim.min_bytes > lim.max_bytes:
             raise OptionError(f"option minBytesPerTrigger={lim.min_bytes} exceeds maxBytesPerTrigger="
                               f"{lim.max_bytes}; expected at most that")
-        if lim.min_rows and lim.max_rows and lim.min_rows > lim.max_rows:
+        if lim.min_rows is not None and lim.max_rows is not None and lim.min_rows > lim.max_rows:
             raise OptionError(f"option minRecordsPerTrigger={lim.min_rows} exceeds maxRecordsPerTrigger="
                               f"{lim.max_rows}; expected at most that")
-        if lim.min_rows and not lim.max_rows and share(lim.min_rows, num_partitions, 0) > rows_per_partition:
+        if (lim.min_rows is not None and lim.max_rows is None
+                and share(lim.min_rows, num_partitions, 0) > rows_per_partition):
             raise OptionError(f"option minRecordsPerTrigger={lim.min_rows} over {num_partitions} tasks exceeds "
                               f"maxRecordsPerPartition={rows_per_partition} per task; raise that or set "
                               "maxRecordsPerTrigger")

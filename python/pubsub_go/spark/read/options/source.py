@@ -137,7 +137,7 @@ class SourceOptions:
     batch_log_path: str  # see batch_log_location
     streams_per_partition: int
     catch_up_streams_per_partition: int
-    max_outstanding_messages: int
+    max_outstanding_messages: int | None  # None: sized to what a task may hand out (task/subscriber_config.py)
     max_bytes_per_partition: int
     ack_deadline_seconds: int
     commit_lease_seconds: int
@@ -238,8 +238,8 @@ class SourceOptions:
             batch_log_default_host=None if opts.get("batchloglocation") else socket.gethostname(),
             streams_per_partition=OPTIONS.value(opts, "streamsPerPartition"),
             catch_up_streams_per_partition=OPTIONS.value(opts, "catchUpStreamsPerPartition"),
-            # 0 (or not set): sized to what a task may hand out (subscriber_config._flow_control_messages).
-            max_outstanding_messages=OPTIONS.value(opts, "maxOutstandingMessages") or 0,
+            # A 0 (the library's "not set", which the option accepts) is not set either.
+            max_outstanding_messages=OPTIONS.value(opts, "maxOutstandingMessages") or None,
             max_bytes_per_partition=_max_bytes_per_partition(opts),
             ack_deadline_seconds=ack_deadline,
             commit_lease_seconds=OPTIONS.value(opts, "commitLeaseSeconds"),

@@ -95,12 +95,16 @@ def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sche
     quietPeriodMs with nothing arriving (or the time budget runs out)."""
     nbytes = 0
     deadline = time.monotonic() + opts.max_batch_duration_ms / 1000
-    if part.min_rows or part.min_bytes:  # min...PerTrigger: may wait past the budget, up to maxTriggerDelay
-        deadline = max(deadline, time.monotonic() + (part.wait_until_ms - time.time() * 1000) / 1000)
+    wait_until_ms = part.wait_until_ms
+    if wait_until_ms is not None:  # min...PerTrigger: may wait past the budget, up to maxTriggerDelay
+        deadline = max(deadline, time.monotonic() + (wait_until_ms - time.time() * 1000) / 1000)
 
     def short() -> bool:
-        """Still waiting for minRecordsPerTrigger's or minBytesPerTrigger's share (admission.py)."""
-        return (tally.rows < part.min_rows or nbytes < part.min_bytes) and time.time() * 1000 < part.wait_until_ms
+        """Still waiting for minRecordsPerTrigger's or minBytesPerTrigger's share (options/admission.py)."""
+        if wait_until_ms is None or time.time() * 1000 >= wait_until_ms:
+            return False
+        return ((part.min_rows is not None and tally.rows < part.min_rows)
+                or (part.min_bytes is not None and nbytes < part.min_bytes))
 
     max_pull_bytes = max(1, opts.max_bytes_per_partition // PULL_BYTES_SHARE)
     row_bytes = _row_bytes_so_far(sub)
@@ -112,7 +116,7 @@ def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sche
             return
         if row_bytes:
             want = min(want, max(1, max_pull_bytes // row_bytes))
-            if part.max_bytes:  # maxBytesPerTrigger's share: do not overshoot it by a whole pull
+            if part.max_bytes is not None:  # maxBytesPerTrigger's share: do not overshoot it by a whole pull
                 want = min(want, max(1, (part.max_bytes - nbytes) // row_bytes))
         try:
             got = sub.pull(max_rows=want, wait_ms=opts.max_wait_ms)
@@ -163,7 +167,7 @@ def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sche
                 if stopped():
                     tally.stopped = True
                     return
-            if tally.rows and not part.cutoff_us and not short() and not _catching_up(tally, st, last_rows_at):
+            if tally.rows and part.cutoff_us is None and not short() and not _catching_up(tally, st, last_rows_at):
                 # Streaming: hand over what there is (latency); the next batch
                 # waits for more. AvailableNow reads on until the backlog is
                 # drained or the task's budget is spent (throughput: a bursty
@@ -171,7 +175,7 @@ def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sche
                 # and so does a streaming task that is catching up.
                 tally.live = _fresh(tally)
                 return
-        if time.monotonic() >= deadline or (part.max_bytes and nbytes >= part.max_bytes):
+        if time.monotonic() >= deadline or (part.max_bytes is not None and nbytes >= part.max_bytes):
             return
 
 
@@ -216,10 +220,10 @@ def _fresh(tally: Tally) -> bool:
 # default), whatever batchSize says. Each pulled batch is alive three times
 # over while the streams refill flow control behind it: in Spark's hands, in
 # the batch log's write queue (run.py sizes it by this share too), and
-# freed but not yet returned by the allocator. At 100 KB, 1,000-row batches (100 MB, cut only
-# by flow control's 64 MiB) put a worker's peak at 418-484 MiB against the
-# 470 MiB bound (bench/tools/spark_memory.py); at 1 KB and 10 KB a 1,000-row batch
-# is under the cap anyway.
+# freed but not yet returned by the allocator. Cut by rows alone, large
+# payloads (a 1,000-row batch of 100 KB messages is 100 MB) would take a
+# worker past maxWorkerMemoryBytes' bound (bench/tools/spark_memory.py
+# measures it); small ones are under the cap anyway.
 PULL_BYTES_SHARE = 4
 
 

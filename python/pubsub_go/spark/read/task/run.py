@@ -76,7 +76,7 @@ def _pull_and_record(opts: SourceOptions, part: PubSubPartition, batch_log: Batc
     tally = Tally()
     # Idle counts from the query's last activity too (subscriber_pool); a
     # task runs at most maxBatchDurationMs, which bounds the extra wait.
-    with POOL.lease(config, opts.idle_ms(available_now=part.cutoff_us > 0) / 1000,
+    with POOL.lease(config, opts.idle_ms(available_now=part.cutoff_us is not None) / 1000,
                     activity=lambda: batch_log.last_activity(part.gen),
                     max_wait_s=opts.max_batch_duration_ms / 1000,
                     stopped=lambda: batch_log.stopped_at(part.gen)) as sub:

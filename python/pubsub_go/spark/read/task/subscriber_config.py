@@ -1,5 +1,6 @@
 """Source options -> the Go subscriber's configuration, in one place: the
-tasks' pulling subscribers and the driver's acker are all built here."""
+tasks' pulling subscribers and the driver's acker are all built here. The
+only place where the source's "none" (None) becomes the library's 0."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def subscriber_config(opts: SourceOptions, pull: bool = True, plan: SchemaPlan |
         batch_size=opts.batch_size,
         max_wait_ms=opts.max_wait_ms,
         ack_deadline_seconds=opts.ack_deadline_seconds,
-        arrival_cutoff_us=part.cutoff_us if part else 0,
+        arrival_cutoff_us=(part.cutoff_us or 0) if part else 0,
         no_pull=not pull,
         decoder=plan.decoder_config(part.topic_schema if part else None) if pull and plan is not None else None,
     )
@@ -30,7 +31,7 @@ def subscriber_config(opts: SourceOptions, pull: bool = True, plan: SchemaPlan |
 def _flow_control_messages(opts: SourceOptions, part: PubSubPartition | None) -> int:
     """Handed-out messages stay outstanding until the task ends, so flow
     control is sized to what the task may hand out, plus one batch ahead."""
-    if opts.max_outstanding_messages:
+    if opts.max_outstanding_messages is not None:
         return opts.max_outstanding_messages
     if part is None:
         return max(2 * opts.batch_size, 1000)

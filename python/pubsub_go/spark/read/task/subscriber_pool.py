@@ -14,10 +14,9 @@ worker's task ended. The next micro-batch starts only after the slowest
 task of this one, and under a steady flow one task runs to its row cap
 while a sibling that met a pause ended at once; Spark also hands tasks to
 its idle Python workers in turn, so a worker may sit out a micro-batch.
-Counting from its own task's end closed such a subscriber while the query
-was busy and nacked its whole prefetch (50,702 messages at 200k msg/s with
-200,000-row tasks; bench/tools/latency.py counts nacks before the stop). The task
-passes ``activity``: when the query last did something in the batch log (a
+Counting from its own task's end would close such a subscriber while the
+query is busy and nack its whole prefetch (bench/tools/latency.py counts
+nacks before the stop). The task passes ``activity``: when the query last did something in the batch log (a
 task writing its entry, the driver removing a committed batch). Once the
 query is quiet (its tasks wait with no rows), idle_s runs out as before:
 the end-of-backlog decision counts on a pooled subscriber's prefetch coming
@@ -83,13 +82,11 @@ PAUSE_AFTER_S = 0.5
 # is still the stopped run's, so it is closed too (a later run removes the
 # mark before its first task, DriverState.resume, so no later run's task
 # returns while it is there; the bound only limits what a mark left by a
-# failed removal can close). Without it, a stopped query's subscriber kept
-# its prefetch (up to maxBytesPerPartition) for subscriberIdleMs in a
-# worker the next query then used: a worker that had run the tuned options
-# (256 MiB, 10 s) peaked at ~600 MB under the next query's defaults
-# (bench/tools/spark_ab.py, the tuned options before the defaults, prints each
-# run's peak worker RSS). Seconds; the executor's clock against the
-# driver's, so generous.
+# failed removal can close). Without it, a stopped query's subscriber would
+# keep its prefetch (up to maxBytesPerPartition) for subscriberIdleMs in a
+# worker the next query then uses, on top of that query's own budget
+# (bench/tools/spark_ab.py prints each run's peak worker RSS). Seconds; the
+# executor's clock against the driver's, so generous.
 LATE_RETURN_S = 60.0
 
 
