@@ -40,14 +40,13 @@ func cBytes(b []byte, out, outLen C.int64_t) {
 // Java_io_pubsubgo_spark_bridge_Native_subscriberTake is pg_subscriber_next
 // for the JVM: the batch (and its schema when schema != 0) exported for
 // Spark, its ack ids as text, one per line (malloc'd, at *acksOut, length
-// *acksLenOut), and for the batch log the batch as an Arrow IPC stream,
-// serialized here from the Go record so the JVM needs no Arrow IPC writer
-// of its own: appended as a chunk to the local entry logFile when it is
-// not 0, else when logOut != 0 malloc'd at *logOut (length *logLenOut).
+// *acksLenOut), and when logOut != 0 the batch as an Arrow IPC stream
+// (malloc'd) for the batch log, serialized here from the Go record so the
+// JVM needs no Arrow IPC writer of its own.
 //
 //export Java_io_pubsubgo_spark_bridge_Native_subscriberTake
 func Java_io_pubsubgo_spark_bridge_Native_subscriberTake(env, cls unsafe.Pointer, h, maxRows, waitMs,
-	batch, schema, acksOut, acksLenOut, logFile, logOut, logLenOut, waitedOut, errAddr C.int64_t) C.int {
+	batch, schema, acksOut, acksLenOut, logOut, logLenOut, waitedOut, errAddr C.int64_t) C.int {
 	return guard(errp(errAddr), func() error {
 		s, err := subscribers.get(C.uint64_t(h))
 		if err != nil {
@@ -69,15 +68,7 @@ func Java_io_pubsubgo_spark_bridge_Native_subscriberTake(env, cls unsafe.Pointer
 				*(*C.int32_t)(ptr(waitedOut)) = 1
 			}
 		}
-		if logFile != 0 && b.Record.NumRows() > 0 {
-			l, err := logFiles.get(C.uint64_t(logFile))
-			if err != nil {
-				return err
-			}
-			if err := l.record(logChunkBatch, b.Record); err != nil {
-				return err
-			}
-		} else if logOut != 0 {
+		if logOut != 0 {
 			w := newCWriter(ipcSize(b.Record))
 			iw := ipc.NewWriter(w, ipc.WithSchema(b.Record.Schema()))
 			err := iw.Write(b.Record)

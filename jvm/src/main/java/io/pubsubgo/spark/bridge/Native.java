@@ -90,7 +90,7 @@ public final class Native {
   static native int subscriberOpen(long config, long handleOut, long err);
 
   static native int subscriberTake(long handle, long maxRows, long waitMs, long batch, long schema,
-      long acksOut, long acksLenOut, long logFile, long logOut, long logLenOut, long waitedOut, long err);
+      long acksOut, long acksLenOut, long logOut, long logLenOut, long waitedOut, long err);
 
   /** op: 0 ack, 1 nack, 2 modack (to deadline seconds), 3 release. */
   static native int subscriberAckIds(long handle, int op, long data, long len, int deadline, long err);
@@ -104,13 +104,6 @@ public final class Native {
   static native int rawSchema(long schema, long err);
 
   static native int ipcImport(long data, long len, long batch, long schema, long err);
-
-  // Batch-log entry on a local disk (source/BatchLog.java) -----------------
-  static native int logFileOpen(long path, long handleOut, long err);
-
-  static native int logFileChunk(long handle, int kind, long data, long len, long err);
-
-  static native int logFileClose(long handle, int sync, long err);
 
   // Publisher ------------------------------------------------------------
   static native int publisherOpen(long config, long handleOut, long err);

@@ -55,19 +55,6 @@ public final class Subscriber implements AutoCloseable {
    * withLog also serializes the batch for the batch log.
    */
   public Take take(long maxRows, long waitMs, boolean withLog) {
-    return take(maxRows, waitMs, withLog, 0);
-  }
-
-  /**
-   * Waits up to waitMs for up to maxRows messages; the library appends the
-   * batch, if it has rows, to the local batch-log entry file as a chunk
-   * (BatchLog.BATCH) before handing it out. The Take has no log bytes.
-   */
-  public Take take(long maxRows, long waitMs, LogFile file) {
-    return take(maxRows, waitMs, false, file.handle());
-  }
-
-  private Take take(long maxRows, long waitMs, boolean withLog, long logFile) {
     long array = OffHeap.calloc(CBatch.ARRAY_SIZE);
     boolean first = schema == 0;
     if (first) {
@@ -75,7 +62,7 @@ public final class Subscriber implements AutoCloseable {
     }
     try (Calls c = new Calls()) {
       int rc = Native.subscriberTake(handle(), maxRows, waitMs, array, first ? schema : 0,
-          c.slot(0), c.slot(1), logFile, withLog ? c.slot(2) : 0, c.slot(3), c.slot(4), c.err);
+          c.slot(0), c.slot(1), withLog ? c.slot(2) : 0, c.slot(3), c.slot(4), c.err);
       if (rc != 0) {
         OffHeap.free(array);
         if (first) {
@@ -125,11 +112,6 @@ public final class Subscriber implements AutoCloseable {
         out.write(scratch, 0, n);
         done += n;
       }
-    }
-
-    /** Appends the bytes to a local batch-log entry as a chunk of kind, from where they lie. */
-    public void writeTo(LogFile f, byte kind) {
-      f.chunk(kind, live(), length);
     }
 
     private long live() {

@@ -1,7 +1,5 @@
 package io.pubsubgo.spark.source;
 
-import io.pubsubgo.spark.bridge.LogFile;
-import io.pubsubgo.spark.bridge.Subscriber;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
@@ -18,7 +16,6 @@ import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.Path;
-import org.apache.hadoop.fs.RawLocalFileSystem;
 
 /**
  * The JVM source's batch log, on any Hadoop FileSystem (local, gs://,
@@ -62,73 +59,43 @@ final class BatchLog {
     return fs.exists(p);
   }
 
-  /**
-   * A task's entry being written: on a local disk by the library, straight
-   * from C memory (bridge/LogFile.java); elsewhere through Hadoop's stream.
-   */
+  /** A task's entry being written. */
   final class Writer implements AutoCloseable {
     private final Path target;
     private final Path tmp;
-    private final LogFile local;         // a local log; else null
-    private final FSDataOutputStream out; // any other file system; else null
+    private final FSDataOutputStream out;
     private final DataOutputStream data;
-    private final byte[] scratch;
 
     Writer(long batch, int partition) throws IOException {
       target = entry(batch, partition);
       tmp = new Path(target.getParent(), "." + target.getName() + "." + UUID.randomUUID() + ".tmp");
-      if (fs instanceof RawLocalFileSystem) {
-        fs.mkdirs(tmp.getParent());
-        local = LogFile.create(((RawLocalFileSystem) fs).pathToFile(tmp).getPath());
-        out = null;
-        data = null;
-        scratch = null;
-      } else {
-        local = null;
-        out = fs.create(tmp, false);
-        data = new DataOutputStream(out);
-        scratch = new byte[1 << 20];
-      }
-    }
-
-    /** The local entry file, which the library can append to itself; null on other file systems. */
-    LogFile local() {
-      return local;
+      out = fs.create(tmp, false);
+      data = new DataOutputStream(out);
     }
 
     void chunk(byte kind, byte[] b) throws IOException {
-      if (local != null) {
-        local.chunk(kind, b);
-        return;
-      }
       data.writeByte(kind);
       data.writeInt(b.length);
       data.write(b);
     }
 
     /** A chunk straight from the library's C memory (a batch's IPC bytes). */
-    void chunk(byte kind, Subscriber.Log log) throws IOException {
+    void chunk(byte kind, io.pubsubgo.spark.bridge.Subscriber.Log log) throws IOException {
       if (log.length > Integer.MAX_VALUE) {
         throw new IOException("pubsub-go: a batch of " + log.length + " bytes is over a log chunk's 2 GiB");
-      }
-      if (local != null) {
-        log.writeTo(local, kind);
-        return;
       }
       data.writeByte(kind);
       data.writeInt((int) log.length);
       log.writeTo(data, scratch);
     }
 
+    private final byte[] scratch = new byte[1 << 20];
+
     /** Publishes the entry; false when another attempt published it first. */
     boolean publish() throws IOException {
-      if (local != null) {
-        local.finish();
-      } else {
-        data.flush();
-        out.hsync();
-        data.close();
-      }
+      data.flush();
+      out.hsync();
+      data.close();
       if (fs.exists(target) || !fs.rename(tmp, target)) {
         fs.delete(tmp, false);
         return false;
@@ -139,12 +106,8 @@ final class BatchLog {
     @Override
     public void close() {
       try {
-        if (local != null) {
-          local.close();
-        } else {
-          data.close();
-        }
-      } catch (IOException | RuntimeException ignored) {
+        data.close();
+      } catch (IOException ignored) {
         // The entry is abandoned; what follows deletes it.
       }
       try {

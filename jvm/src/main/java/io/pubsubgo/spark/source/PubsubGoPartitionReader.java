@@ -100,21 +100,12 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
       }
       long n = Math.min(left, part.batchSize);
       long wait = Math.min(part.waitMs, budget);
-      Subscriber.Take t;
-      if (decode != null) {
-        t = decode.take(sub, n, wait); // the log gets the batch as onDecodeError leaves it
-      } else if (writer.local() != null) {
-        t = sub.take(n, wait, writer.local()); // the library logs the batch itself
-      } else {
-        t = sub.take(n, wait, true);
-      }
+      Subscriber.Take t = decode == null ? sub.take(n, wait, true) : decode.take(sub, n, wait);
       if (t.batch.numRows() > 0) {
-        if (t.log != null) {
-          try {
-            writer.chunk(BatchLog.BATCH, t.log);
-          } finally {
-            t.log.close();
-          }
+        try {
+          writer.chunk(BatchLog.BATCH, t.log);
+        } finally {
+          t.log.close();
         }
         writer.chunk(BatchLog.ACKS, t.ackLines);
         acks.write(t.ackLines, 0, t.ackLines.length);
@@ -123,9 +114,7 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
         return true;
       }
       t.batch.close();
-      if (t.log != null) {
-        t.log.close();
-      }
+      t.log.close();
       if (rows > 0 && t.waitedOut && !part.untilQuiet) {
         finish(); // streaming: a task with rows ends when a wait runs out
       } else if (quietFor() >= part.quietMs) {

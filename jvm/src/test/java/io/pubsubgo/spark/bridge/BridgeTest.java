@@ -112,64 +112,8 @@ class BridgeTest {
     assertEquals(n, payloads.stream().distinct().count());
   }
 
-  @Test
-  void aBatchTakenIntoALocalLogFileReplaysTheSameRows() throws Exception {
-    Library.admin("{\"op\":\"create_topic\",\"emulator_host\":\"" + host + "\",\"topic\":\"projects/proj/topics/lf\"}");
-    Library.admin("{\"op\":\"create_subscription\",\"emulator_host\":\"" + host
-        + "\",\"topic\":\"projects/proj/topics/lf\",\"subscription\":\"projects/proj/subscriptions/lf\"}");
-    publish(300, "projects/proj/topics/lf");
-    java.io.File f = java.io.File.createTempFile("entry", ".log");
-    assertTrue(f.delete()); // LogFile creates it
-    List<String> ids = new ArrayList<>();
-    try (Subscriber sub = Subscriber.open("{\"subscription\": \"projects/proj/subscriptions/lf\", "
-        + "\"emulator_host\": \"" + host + "\"}")) {
-      try (LogFile log = LogFile.create(f.getPath())) {
-        long deadline = System.currentTimeMillis() + 30_000;
-        while (ids.size() < 300 && System.currentTimeMillis() < deadline) {
-          Subscriber.Take t = sub.take(1000, 200, log);
-          assertEquals(null, t.log);
-          try (CBatch b = t.batch) {
-            for (int r = 0; r < b.numRows(); r++) {
-              ids.add(b.columnar().column(0).getUTF8String(r).toString());
-            }
-            log.chunk((byte) 'A', t.ackLines);
-            sub.ackIds(Subscriber.ACK, t.ackLines, 0, t.ackLines.length, 0);
-          }
-        }
-        log.finish();
-        assertThrows(IllegalStateException.class, () -> log.chunk((byte) 'S', "late"));
-      }
-    }
-    assertEquals(300, ids.size());
-    List<String> replayed = new ArrayList<>();
-    int batches = 0;
-    try (java.io.DataInputStream in = new java.io.DataInputStream(new java.io.FileInputStream(f))) {
-      while (in.available() > 0) {
-        byte kind = in.readByte();
-        byte[] b = new byte[in.readInt()];
-        in.readFully(b);
-        if (kind == 'B') {
-          batches++;
-          try (CBatch replay = Subscriber.importIpc(b, 0, b.length)) {
-            for (int r = 0; r < replay.numRows(); r++) {
-              replayed.add(replay.columnar().column(0).getUTF8String(r).toString());
-            }
-          }
-        }
-      }
-    } finally {
-      f.delete();
-    }
-    assertTrue(batches > 0);
-    assertEquals(ids, replayed); // every batch handed out is in the file, in order, and nothing else
-  }
-
+  /** n messages p0.. with attribute k=v<payload>, through the Go publisher. */
   private static void publish(int n) {
-    publish(n, "projects/proj/topics/rt");
-  }
-
-  /** n messages p0.. with attribute k=v<payload> to topic, through the Go publisher. */
-  private static void publish(int n, String topic) {
     // The column layout of go/capi/jni_publish.go, filled by hand: payload (binary) and attributes.
     long rows = n;
     long payOff = OffHeap.calloc(4 * (rows + 1));
@@ -205,7 +149,7 @@ class BridgeTest {
     for (int i = 0; i < slots.length; i++) {
       org.apache.spark.unsafe.Platform.putLong(null, desc + 8L * i, slots[i]);
     }
-    try (Publisher p = Publisher.open("{\"topic\":\"" + topic + "\",\"emulator_host\":\"" + host + "\"}")) {
+    try (Publisher p = Publisher.open("{\"topic\":\"projects/proj/topics/rt\",\"emulator_host\":\"" + host + "\"}")) {
       p.publishColumns(desc);
       assertTrue(p.flush(30_000).contains("\"published\":" + n));
     } finally {
