@@ -15,7 +15,7 @@ import org.apache.hadoop.fs.Path;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** A local batch log's entries, written by the library (bridge/LogFile) and read back through Hadoop. */
+/** A local batch log's entries: chunks read back as written, the first attempt to publish wins, an abandoned entry leaves nothing. */
 class BatchLogTest {
   @TempDir
   File dir;
@@ -29,7 +29,7 @@ class BatchLogTest {
   @Test
   void aLocalEntryReadsBackChunkForChunkAndTheFirstAttemptWins() throws Exception {
     BatchLog log = new BatchLog(dir.toURI().toString(), new Configuration(false));
-    byte[] big = new byte[3 << 20]; // past any buffer on the way
+    byte[] big = new byte[3 << 20]; // past the writer's buffers
     for (int i = 0; i < big.length; i++) {
       big[i] = (byte) (i * 31);
     }
