@@ -65,7 +65,7 @@ def test_demo_through_spark_names_its_front_end_and_a_steady_state(capsys) -> No
 
 
 def test_steady_state_leaves_out_the_first_and_a_short_last_batch() -> None:
-    from pubsub_go.demo import SparkFigures
+    from pubsub_go.demo_spark import SparkFigures
 
     f = SparkFigures("x", 100, [(0, 100, 10.0), (1, 100, 11.0), (2, 100, 12.0), (3, 40, 20.0)])
     assert f.steady_state().startswith("200 rows in 2.00 s = 100 rows/s over micro-batches 2-3 of 4, 100 rows each")
@@ -79,7 +79,7 @@ class _Query:
 
 
 def test_the_front_end_is_read_from_the_progress() -> None:
-    from pubsub_go.demo import _front_end_of
+    from pubsub_go.demo_spark import front_end_of as _front_end_of
 
     assert _front_end_of(_Query("pubsub-go[projects/p/subscriptions/s]")) == \
         "JVM DataSource V2 source: pubsub-go[projects/p/subscriptions/s]"
@@ -89,24 +89,24 @@ def test_the_front_end_is_read_from_the_progress() -> None:
 
 
 def test_without_pyspark_the_spark_step_says_why(monkeypatch: Any) -> None:
-    from pubsub_go import _spark_version, demo
+    from pubsub_go import _spark_version, demo_spark
 
     monkeypatch.setattr(_spark_version, "installed_pyspark_version", lambda: None)
-    plan = demo._spark_plan(False, None)
+    plan = demo_spark.spark_plan(False, None)
     assert plan.skip.startswith("PySpark is not installed: pip install 'pyspark>=4.0,<5'")
 
 
 def test_on_pyspark_35_the_demo_takes_the_jvm_front_end(monkeypatch: Any) -> None:
-    from pubsub_go import _spark_version, demo, jvm
+    from pubsub_go import _spark_version, demo_spark, jvm
 
     monkeypatch.setattr(_spark_version, "installed_pyspark_version", lambda: "3.5.7")
     monkeypatch.setattr(jvm, "jar_path", lambda: "/x/pubsub-go-spark.jar")
-    plan = demo._spark_plan(False, None)
+    plan = demo_spark.spark_plan(False, None)
     assert plan.jvm and not plan.skip and "PySpark 3.5.7 has no Python data source" in plan.note
 
     def no_jar() -> str:
         raise FileNotFoundError("this pubsub-go install has no JVM jar")
 
     monkeypatch.setattr(jvm, "jar_path", no_jar)
-    plan = demo._spark_plan(False, None)
+    plan = demo_spark.spark_plan(False, None)
     assert plan.skip.startswith("PySpark 3.5.7 has no Python data source") and "no JVM jar" in plan.skip

@@ -4,7 +4,7 @@ package main
 // deadletter): the rows of a decoded batch that failed to decode are
 // published to the dead-letter topic with the original payload and
 // attributes, plus the error, the message id and the subscription (the
-// Python front end's spark/read/on_decode_error.py, dead_letter_batch).
+// Python front end's spark/read/task/on_decode_error.py, dead_letter_batch).
 // The batch arrives as the Arrow IPC stream the task already has for its
 // batch log (subscriberTake's), so the JVM builds no Arrow of its own.
 

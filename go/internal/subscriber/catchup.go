@@ -17,7 +17,7 @@ import (
 // bench/results/emulator_results.md): so the subscriber starts with
 // Config.Streams and grows only once it is behind. It does not shrink: streams added for a
 // backlog stay until Close (the Spark source closes a grown subscriber once
-// its task hands over fresh rows, spark/read/task.py).
+// its task hands over fresh rows, spark/read/task/run.py).
 //
 // The lag is measured against this machine's clock: one far ahead of
 // Pub/Sub's makes every subscriber grow, costing latency, never messages.

@@ -24,7 +24,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  * mode): attributeColumns (named attributes as STRING columns) and
  * timestampAttribute (an event-time TIMESTAMP column: epoch milliseconds in
  * decimal, or RFC 3339 with a zone, as Beam's withTimestampAttribute). The
- * Python front end's spark/read/attribute_columns.py, by the same rules and
+ * Python front end's spark/read/options/attribute_columns.py, by the same rules and
  * in the same words. They are worked out from the attributes of each batch
  * a task hands Spark, pulled or replayed from the batch log alike, so a
  * replayed batch carries the same values.

@@ -19,7 +19,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * Schema mode's options (format or decoder set): which decoder the Go data
  * plane runs and what happens to a payload that fails to decode
  * (docs/source.md, "Schema mode"). The same checks, in the same words, as
- * the Python front end's spark/read/decode_options.py and
+ * the Python front end's spark/read/options/decode_options.py and
  * protobuf_options.py; names, values and defaults from the option table.
  */
 final class DecodeOptions {

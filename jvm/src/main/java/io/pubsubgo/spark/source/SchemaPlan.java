@@ -20,7 +20,7 @@ import org.apache.spark.sql.types.StructType;
 
 /**
  * Schema mode's plan, on the driver (the Python front end's
- * spark/read/schema_plan.py, by the same rules and in the same words): the
+ * spark/read/options/schema_plan.py, by the same rules and in the same words): the
  * user's .schema(...) is the output; columns named like a raw column are
  * filled from the message, the error column (column mode) gets the decode
  * error, every other column is decoded from the payload and together they

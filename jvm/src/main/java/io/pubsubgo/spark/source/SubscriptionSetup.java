@@ -24,7 +24,7 @@ import java.util.logging.Logger;
 /**
  * The subscription's lifecycle and the query's start position, on the
  * driver through the library's admin ops (the Python front end's
- * spark/read/subscription_lifecycle.py and start_position.py, by the same
+ * spark/read/driver/subscription_lifecycle.py and start_position.py, by the same
  * rules and in the same words): with topicId the subscription is created
  * when missing, with the settings given; with deleteSubscriptionOnStreamStop
  * it is deleted when the query stops; startingTimestamp or startingSnapshot

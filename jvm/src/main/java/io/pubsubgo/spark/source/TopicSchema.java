@@ -13,7 +13,7 @@ import java.io.IOException;
  * endpoint and credentials), at load() for the derived columns and at query
  * start for the tasks, which get it in their decoder config
  * (go/internal/decode/topicschema.go decodes each message by its revision).
- * The Python front end's spark/read/topic_schema.py.
+ * The Python front end's spark/read/driver/topic_schema.py.
  */
 final class TopicSchema {
   private TopicSchema() {}
