@@ -118,6 +118,7 @@ def run(messages: int = DEFAULT_MESSAGES, spark: bool = True, session: Any = Non
     message exactly once). session: a SparkSession to use (else one is
     started, local[2], and stopped at the end). jvm: the session started
     here gets the JVM front end's jar (pubsub_go.configure_spark)."""
+    # Imported here: demo_spark takes Progress, Tally and the names from this module.
     from .demo_spark import SparkFigures, read_spark, spark_plan
 
     t0 = time.monotonic()
