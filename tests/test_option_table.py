@@ -2,8 +2,8 @@
 spark/option_table.py here and by the JVM front end) is the one place an
 option is named, defaulted and bounded: the docs' option tables are
 generated from it and agree with it, its contract references resolve, and
-no module of spark/ parses an option by a literal name or restates a
-default the table owns. No Spark session, no native library."""
+no module of spark/ parses or reads an option by a literal name or
+restates a default the table owns. No Spark session, no native library."""
 
 from __future__ import annotations
 
@@ -162,7 +162,11 @@ def test_defaults_and_ranges_in_the_docs_are_the_tables(side):
             assert rng == (o.min, o.max), f"{o.name}: range {o.min}..{o.max}, docs say {rng}"
 
 
-PARSERS = {"int_option", "duration_option", "bool_option"}
+PARSERS = {"int_option", "duration_option", "bool_option", "text_option"}
+# Keys read by name that are no option of the side reading them: the sink's
+# "path" is Spark's save(path), which the sink refuses (the source's path is
+# its own row).
+NOT_OPTIONS = {"path"}
 OWNED_LISTS = {"DOCUMENTED", "CANONICAL", "KNOWN", "OPTIONS", "CONNECTION_OPTIONS", "SCHEMA_MODE_ONLY", "CREATE_ONLY"}
 
 
@@ -170,12 +174,19 @@ def _restatements(source: str, names: set[str], defaults: set[object]) -> list[s
     """Where a module parses an option by a literal name, lists option names
     the table owns, or gives a DEFAULT_ constant a literal the table holds."""
     found = []
+    lowered = {n.lower() for n in names} - NOT_OPTIONS
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Call):
             fn = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
             args = list(node.args[1:2]) + [k.value for k in node.keywords if k.arg == "name"]
             if fn in PARSERS and any(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in args):
                 found.append(f"line {node.lineno}: {fn}() of a literal option name (use option_table)")
+            receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+            if (fn == "get" and node.args and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str) and node.args[0].value.lower() in lowered
+                    and not (isinstance(receiver, ast.Name) and receiver.id.isupper())):
+                found.append(f"line {node.lineno}: reads option {node.args[0].value!r} by its key "
+                             "(use option_table.text or Side.value)")
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             target, value = node.targets[0].id, node.value
             if target in OWNED_LISTS and isinstance(value, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
@@ -222,8 +233,12 @@ def test_the_restatement_check_finds_each_kind():
         'OPTIONS = ["startingTimestamp", "startingSnapshot"]': "lists option names",
         "DEFAULT_BATCH_SIZE = 4_000": "restates",
         "DEFAULT_WORKER_MEMORY = 256 << 20": "restates",
+        'x = (opts.get("emulatorhost") or "").strip()': "by its key",
+        'x = options.get("subscriptionId")': "by its key",
+        'x = text_option(opts, "endpoint")': "literal option name",
     }
     for source, kind in cases.items():
         hits = _restatements(source, names, defaults)
         assert hits and kind in hits[0], f"{source!r} not found: {hits}"
     assert _restatements('DEFAULT_BATCH_SIZE = OPTIONS.default("batchSize")', names, defaults) == []
+    assert _restatements('x = text(opts, "emulatorHost") or OPTIONS.get("x")', names, defaults) == []

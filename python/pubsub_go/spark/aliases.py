@@ -21,7 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from . import option_table
-from .optparse import OptionError, _credentials_json
+from .connection_options import _credentials_json
+from .optparse import OptionError
 
 SECRET = {"credentialsjson"}  # targets whose values never appear in an error
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from .. import contract
 from .durations import MS, SECONDS, duration_option
-from .optparse import bool_option, int_option
+from .optparse import bool_option, int_option, text_option
 
 SOURCE, SINK = "source", "sink"
 OWN = "pubsub-go"  # the origin of an alias that is our own second spelling of an option
@@ -163,6 +163,23 @@ class Side:
         if o.type == "duration":
             return duration_option(opts, key, dflt, lo, o.max, SECONDS if o.unit == "s" else MS, o.range_note)
         raise TypeError(f"option {o.name} is a {o.type}: read it as a string")
+
+
+def text(opts: Mapping[str, str], name: str, strip: bool = True) -> str | None:
+    """The option `name` of opts (lower-cased keys) as the user wrote it,
+    stripped unless strip is False, or None when not given or blank (a
+    number the library checks itself travels so). `name` must be an option
+    of the table (either side, or one of its own second spellings), so a
+    renamed option fails here instead of reading nothing."""
+    if name.lower() not in _names():
+        raise KeyError(f"{name} is no option of _options.json")
+    return text_option(opts, name, strip)
+
+
+@cache
+def _names() -> frozenset[str]:
+    return frozenset(n.lower() for row in document()["options"]
+                     for n in (row["name"], *(a["name"] for a in row.get("aliases", []) if a["origin"] == OWN)))
 
 
 def refused() -> list[dict[str, str]]:

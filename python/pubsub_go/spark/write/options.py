@@ -14,8 +14,9 @@ from pyspark.sql.types import BinaryType, MapType, StringType, StructType, Times
 from ... import contract
 from ...client import topic_path
 from .. import aliases
-from ..option_table import SINK, table
-from ..optparse import ConnectionOptions, OptionError, connection_options, resource_path
+from ..connection_options import ConnectionOptions, connection_options, resource_path
+from ..option_table import SINK, table, text
+from ..optparse import OptionError
 
 if TYPE_CHECKING:
     from ...client import PublisherConfig, SinkSchema
@@ -93,10 +94,10 @@ class SinkOptions:
                               f"{', '.join(DOCUMENTED)} (see docs/sink.md)")
         conn = connection_options(opts)
         path: str | None = None
-        if not routed or (opts.get("topicid") or "").strip():
+        if not routed or (text(opts, "topicId") or ""):
             path = resource_path(opts, "topicId", "topic", topic_path, conn,
                                  why=" to write to pubsub-go (or a topic column that names each row's topic)")
-        project = (opts.get("projectid") or "").strip() or None
+        project = text(opts, "projectId")
         if routed and project is None:
             # Not ADC's project (default_project): that would load the Go
             # library on the driver, which the sink never does.
@@ -107,24 +108,24 @@ class SinkOptions:
         ts_attr = _attribute_key(opts, "timestampAttribute", "event_time_ms")
         if ts_attr is not None and ts_attr == id_attr:
             raise OptionError(f"options idAttribute and timestampAttribute are both {ts_attr!r}: pick two names")
-        ts_column = (opts.get("timestampcolumn") or "").strip()
+        ts_column = (text(opts, "timestampColumn") or "")
         if ts_column and ts_attr is None:
             raise OptionError("option timestampColumn is set but timestampAttribute is not: set timestampAttribute "
                               "to the attribute that receives the column's event time")
-        schema_from = (opts.get("schemafrom") or "").strip()
+        schema_from = (text(opts, "schemaFrom") or "")
         if schema_from and schema_from.lower() != "topic":
             raise OptionError(f"option schemaFrom={schema_from!r} is not supported; expected topic (encode the "
                               "input's columns to the Pub/Sub schema of the topic)")
-        revision = (opts.get("schemarevision") or "").strip() or None
+        revision = text(opts, "schemaRevision")
         if revision and not schema_from:
             raise OptionError("option schemaRevision only applies to schemaFrom=topic")
         if schema_from and routed:
             raise OptionError(f"option schemaFrom=topic does not go with a {TOPIC_COLUMN} column: rows routed to "
                               "several topics could meet several schemas; write to one topicId")
         compressions = OPTIONS["compression"].values or ()
-        compression = (opts.get("compression") or OPTIONS.default("compression")).strip().lower()
+        compression = (text(opts, "compression") or OPTIONS.default("compression")).lower()
         if compression not in compressions:
-            raise OptionError(f"option compression={opts.get('compression')!r}: accepted values are "
+            raise OptionError(f"option compression={text(opts, 'compression')!r}: accepted values are "
                               f"{', '.join(compressions)}")
 
         return SinkOptions(
@@ -199,7 +200,7 @@ class SinkOptions:
 
 def _attribute_key(opts: Mapping[str, str], name: str, example: str) -> str | None:
     """An option naming an attribute key, checked against the service's rules."""
-    key = (opts.get(name.lower()) or "").strip() or None
+    key = text(opts, name)
     if key is not None:
         if key.startswith("goog"):
             raise OptionError(f"option {name}={key!r}: attribute keys starting with 'goog' are "

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from ....client import _full_name
-from ...optparse import ConnectionOptions, OptionError
+from ...connection_options import ConnectionOptions
+from ...option_table import text
+from ...optparse import OptionError
 
 log = logging.getLogger("pubsub_go.start_position")
 
@@ -42,8 +44,8 @@ class StartPosition:
 
     @staticmethod
     def parse(opts: Mapping[str, str], project: str) -> StartPosition:
-        ts = (opts.get("startingtimestamp") or "").strip()
-        snap = (opts.get("startingsnapshot") or "").strip()
+        ts = (text(opts, "startingTimestamp") or "")
+        snap = (text(opts, "startingSnapshot") or "")
         if ts and snap:
             raise OptionError("options startingTimestamp and startingSnapshot are exclusive: set one")
         if snap:

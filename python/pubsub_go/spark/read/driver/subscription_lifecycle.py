@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ....client import topic_path
-from ...option_table import SOURCE, table
-from ...optparse import ConnectionOptions, OptionError
+from ...connection_options import ConnectionOptions
+from ...option_table import SOURCE, table, text
+from ...optparse import OptionError
 
 log = logging.getLogger("pubsub_go.lifecycle")
 
@@ -47,7 +48,7 @@ class SubscriptionSetup:
 
     @staticmethod
     def parse(opts: Mapping[str, str], project: str | None, ack_deadline_seconds: int) -> SubscriptionSetup:
-        raw_topic = (opts.get("topicid") or "").strip() or None
+        raw_topic = text(opts, "topicId")
         if raw_topic is None:
             stray = [n for n in CREATE_ONLY if n.lower() in opts]
             if stray:
@@ -57,7 +58,7 @@ class SubscriptionSetup:
         try:
             if raw_topic:
                 topic = topic_path(project, raw_topic)
-            raw_dlq = (opts.get("subscriptiondeadlettertopicid") or "").strip()
+            raw_dlq = (text(opts, "subscriptionDeadLetterTopicId") or "")
             if raw_dlq:
                 dlq = topic_path(project, raw_dlq)
         except ValueError as e:
@@ -68,7 +69,7 @@ class SubscriptionSetup:
         return SubscriptionSetup(
             topic=topic,
             ack_deadline_seconds=ack_deadline_seconds,
-            filter=(opts.get("filter") or "").strip() or None,
+            filter=text(opts, "filter"),
             # Not set: 0, the service's default.
             message_retention_seconds=_OPTIONS.value(opts, "messageRetentionSeconds") or 0,
             dead_letter_topic=dlq,

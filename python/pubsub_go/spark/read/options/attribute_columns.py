@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
-from ...option_table import SOURCE, table
+from ...option_table import SOURCE, table, text
 from ...optparse import OptionError
 
 if TYPE_CHECKING:
@@ -38,10 +38,10 @@ class AttributeColumns:
     @staticmethod
     def parse(opts: Mapping[str, str], reserved: list[str]) -> AttributeColumns | None:
         """opts: lower-cased option names; reserved: the raw columns' names."""
-        raw = (opts.get("attributecolumns") or "").strip()
+        raw = (text(opts, "attributeColumns") or "")
         names = tuple(n.strip() for n in raw.split(",") if n.strip()) if raw else ()
-        ts_attr = (opts.get("timestampattribute") or "").strip() or None
-        ts_col = (opts.get("timestampcolumn") or "").strip()
+        ts_attr = text(opts, "timestampAttribute")
+        ts_col = (text(opts, "timestampColumn") or "")
         if ts_col and ts_attr is None:
             raise OptionError("option timestampColumn is set but timestampAttribute is not: set timestampAttribute "
                               "to the attribute the event time is parsed from")

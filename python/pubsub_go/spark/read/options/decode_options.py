@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from .... import contract
 from ....client import topic_path
-from ...option_table import SOURCE, table
+from ...option_table import SOURCE, table, text
 from ...optparse import OptionError
 from .protobuf_options import parse_protobuf
 
@@ -51,8 +51,8 @@ class DecodeOptions:
 
 
 def parse_decode(opts: Mapping[str, str], project: str) -> DecodeOptions | None:
-    fmt = (opts.get("format") or "").strip().lower() or None
-    module = opts.get("decoder") or None
+    fmt = (text(opts, "format") or "").lower() or None
+    module = text(opts, "decoder", strip=False)
     from_topic = _schema_from(opts, fmt, module)
     if from_topic:
         fmt = "avro"
@@ -66,19 +66,19 @@ def parse_decode(opts: Mapping[str, str], project: str) -> DecodeOptions | None:
         raise OptionError("options format and decoder are exclusive: format picks a built-in decoder, "
                           "decoder gives your own module")
     if fmt is not None and fmt not in FORMATS:
-        raise OptionError(f"option format={opts.get('format')!r} is not supported; expected "
+        raise OptionError(f"option format={text(opts, 'format')!r} is not supported; expected "
                           f"{' or '.join(FORMATS)} (or option decoder=<path to a .wasm module> for other formats)")
     if module is not None:
         module = os.path.abspath(module)
         if not os.path.isfile(module):
-            raise OptionError(f"option decoder={opts.get('decoder')!r}: no such file; expected the path of a "
+            raise OptionError(f"option decoder={module!r}: no such file; expected the path of a "
                               "decoder module (.wasm), present at the same path on every executor")
-    avro = opts.get("avroschema")
+    avro = text(opts, "avroSchema", strip=False)
     if from_topic:
         if avro:
             raise OptionError("option avroSchema does not go with schemaFrom=topic: the schema is the topic's "
                               "(pin a revision with option schemaRevision)")
-    elif opts.get("schemarevision"):
+    elif text(opts, "schemaRevision"):
         raise OptionError("option schemaRevision only applies to schemaFrom=topic")
     elif fmt == "avro":
         if not avro:
@@ -94,7 +94,7 @@ def parse_decode(opts: Mapping[str, str], project: str) -> DecodeOptions | None:
         raise OptionError("option avroSchema only applies to format=avro")
     protobuf = parse_protobuf(opts, fmt)
     dec_opts: dict[str, str] = {}
-    raw = opts.get("decoderoptions")
+    raw = text(opts, "decoderOptions", strip=False)
     if raw:
         try:
             parsed = json.loads(raw)
@@ -106,10 +106,10 @@ def parse_decode(opts: Mapping[str, str], project: str) -> DecodeOptions | None:
         if "avro_schema" in dec_opts:
             raise OptionError("give the Avro schema as option avroSchema, not in decoderOptions")
     engine = _engine(opts, module)
-    dlq = opts.get("deadlettertopicid") or None
-    on_error = (opts.get("ondecodeerror") or "").strip().lower() or ("deadletter" if dlq else "fail")
+    dlq = text(opts, "deadLetterTopicId")
+    on_error = (text(opts, "onDecodeError") or "").lower() or ("deadletter" if dlq else "fail")
     if on_error not in ON_DECODE_ERROR:
-        raise OptionError(f"option onDecodeError={opts.get('ondecodeerror')!r} is not one of "
+        raise OptionError(f"option onDecodeError={text(opts, 'onDecodeError')!r} is not one of "
                           f"{', '.join(ON_DECODE_ERROR)}")
     if on_error == "deadletter" and not dlq:
         raise OptionError("onDecodeError=deadletter needs option deadLetterTopicId: the topic that receives "
@@ -122,7 +122,7 @@ def parse_decode(opts: Mapping[str, str], project: str) -> DecodeOptions | None:
             dlq = topic_path(project, dlq)
         except ValueError as e:
             raise OptionError(f"option deadLetterTopicId: {e}") from None
-    err_col = opts.get("errorcolumn") or None
+    err_col = text(opts, "errorColumn", strip=False)
     if err_col and on_error != "column":
         raise OptionError(f"option errorColumn only applies to onDecodeError=column, not {on_error}")
     if on_error == "column":
@@ -140,14 +140,14 @@ def parse_decode(opts: Mapping[str, str], project: str) -> DecodeOptions | None:
         engine=engine,
         protobuf=protobuf,
         schema_from_topic=from_topic,
-        schema_revision=(opts.get("schemarevision") or "").strip() or None,
+        schema_revision=text(opts, "schemaRevision"),
     )
 
 
 def _schema_from(opts: Mapping[str, str], fmt: str | None, module: str | None) -> bool:
     """Option schemaFrom: "topic" decodes by the Pub/Sub schema of the
     subscription's topic, in the encoding and revision each message names."""
-    raw = (opts.get("schemafrom") or "").strip()
+    raw = (text(opts, "schemaFrom") or "")
     if not raw:
         return False
     if raw.lower() != "topic":
@@ -166,9 +166,9 @@ def _engine(opts: Mapping[str, str], module: str | None) -> str:
     """Option decoderEngine: checked on the driver, so that a missing
     wasmtime package fails the query at its start."""
     auto, engines = _OPTIONS.default("decoderEngine"), _OPTIONS["decoderEngine"].values or ()  # the contract's
-    engine = (opts.get("decoderengine") or "").strip().lower() or auto
+    engine = (text(opts, "decoderEngine") or "").lower() or auto
     if engine not in engines:
-        raise OptionError(f"option decoderEngine={opts.get('decoderengine')!r} is not one of {', '.join(engines)}")
+        raise OptionError(f"option decoderEngine={text(opts, 'decoderEngine')!r} is not one of {', '.join(engines)}")
     if engine != auto and module is None:
         raise OptionError("option decoderEngine applies to a decoder module (option decoder); the built-in "
                           "formats run natively")

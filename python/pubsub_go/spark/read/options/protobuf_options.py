@@ -9,7 +9,7 @@ import base64
 import binascii
 from collections.abc import Mapping
 
-from ...option_table import SOURCE, table
+from ...option_table import SOURCE, table, text
 from ...optparse import OptionError
 
 # The message definition: exactly one of these.
@@ -26,7 +26,7 @@ def parse_protobuf(opts: Mapping[str, str], fmt: str | None) -> dict[str, str]:
         if given:
             raise OptionError(f"option {given[0]} only applies to format=protobuf")
         return {}
-    message = (opts.get("protobufmessage") or "").strip()
+    message = (text(opts, "protobufMessage") or "")
     if not message:
         raise OptionError("option protobufMessage is required with format=protobuf: the message type's full "
                           "name, e.g. mypackage.Event")
@@ -52,13 +52,13 @@ def parse_protobuf(opts: Mapping[str, str], fmt: str | None) -> dict[str, str]:
         out["protobuf_descriptor_set"] = value
     else:
         out["protobuf_source"] = value
-    encoding = (opts.get("protobufencoding") or "").strip().lower()
+    encoding = (text(opts, "protobufEncoding") or "").lower()
     if encoding:
         if encoding not in ENCODINGS:
-            raise OptionError(f"option protobufEncoding={opts.get('protobufencoding')!r} is not one of "
+            raise OptionError(f"option protobufEncoding={text(opts, 'protobufEncoding')!r} is not one of "
                               f"{', '.join(ENCODINGS)} (json: protobuf's canonical JSON mapping)")
         out["protobuf_encoding"] = encoding
-    depth = (opts.get("protobufrecursivedepth") or "").strip()
+    depth = (text(opts, "protobufRecursiveDepth") or "")
     if depth:
         out["protobuf_recursive_depth"] = depth  # checked by the decoder, which the driver opens
     return out

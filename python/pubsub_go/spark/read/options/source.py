@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 from ....client import subscription_path
 from ... import aliases
-from ...option_table import SOURCE, table
-from ...optparse import ConnectionOptions, OptionError, connection_options, resource_path
+from ...connection_options import ConnectionOptions, connection_options, resource_path
+from ...option_table import SOURCE, table, text
+from ...optparse import OptionError
 from ..driver import start_position, subscription_lifecycle
 from ..task import id_window
 from . import attribute_columns
@@ -199,7 +200,7 @@ class SourceOptions:
         # the driver's core count equals it in local mode.
         num_parts = OPTIONS.value(opts, "numPartitions", default=os.cpu_count() or 1, given_as=parts_name)
         master = os.environ.get(SPARK_MASTER_ENV, "")
-        if not opts.get("batchloglocation") and master and not master.startswith("local"):
+        if not text(opts, "batchLogLocation") and master and not master.startswith("local"):
             raise OptionError(missing_batch_log_message(f"the Spark master is {master}"))
         log_default = os.path.join(os.path.expanduser("~"), ".pubsub-go", "batchlog",
                                    sub_path.replace("projects/", "").replace("/subscriptions/", "."))
@@ -234,8 +235,8 @@ class SourceOptions:
             max_records_per_partition=rows_per_partition,
             max_batch_duration_ms=max_batch_duration_ms,
             ack_on_commit=OPTIONS.value(opts, "ackOnCommit"),
-            batch_log_path=str(opts.get("batchloglocation") or log_default),
-            batch_log_default_host=None if opts.get("batchloglocation") else socket.gethostname(),
+            batch_log_path=text(opts, "batchLogLocation") or log_default,
+            batch_log_default_host=None if text(opts, "batchLogLocation") else socket.gethostname(),
             streams_per_partition=OPTIONS.value(opts, "streamsPerPartition"),
             catch_up_streams_per_partition=OPTIONS.value(opts, "catchUpStreamsPerPartition"),
             # A 0 (the library's "not set", which the option accepts) is not set either.

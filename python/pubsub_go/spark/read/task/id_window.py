@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ...option_table import SOURCE, table
+from ...option_table import SOURCE, table, text
 from ...optparse import OptionError
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ class IdWindowOptions:
 
     @staticmethod
     def parse(opts: Mapping[str, str]) -> IdWindowOptions | None:
-        attr = (opts.get("idattribute") or "").strip() or None
+        attr = text(opts, "idAttribute")
         if attr is None:
             if "idattributewindowseconds" in opts:
                 raise OptionError("option idAttributeWindowSeconds needs idAttribute (the attribute that "
