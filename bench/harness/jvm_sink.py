@@ -1,8 +1,8 @@
 """Section 3b, the JVM sink beside the Python sink and Spark's noop sink
-(the ceiling), on the same source: section 3's in-memory `bench-arrow`
-source (1 KB payloads, 2 partitions), writeStream in local[2], to the load
-server (which counts what was published), in alternating rounds, each sink
-first in turn.
+(the ceiling), on the same source (SOURCES: Spark's rate-micro-batch by
+default, or section 3's in-memory `bench-arrow` Python source; 1 KB
+payloads, 2 partitions), writeStream in local[2], to the load server (which
+counts what was published), in alternating rounds, each sink first in turn.
 
 With the jar on a session's classpath, format("pubsub-go") is the JVM
 sink, so the JVM sink runs in a Spark session of its own: a child process
@@ -31,20 +31,36 @@ TOPIC = "projects/bench/topics/jvm-write"
 SINKS = ("jvm-sink", "python-sink", "noop")
 
 
-def _source(spark):
-    return (spark.readStream.format("bench-arrow").option("schema", "publish").option("numPartitions", "2")
-            .option("rowsPerPartition", "100000").option("payloadBytes", str(SIZE)).load())
+# The source every sink reads. "jvm": Spark's own rate-micro-batch source
+# (200,000 rows a micro-batch, 2 partitions) with a 1 KB payload made from
+# each row's number in Spark SQL, so no Python worker sits in front of the
+# sinks and what differs between the runs is the sink; a JVM source (Kafka,
+# files, Delta) is what most jobs that publish read from. "python": section
+# 3's in-memory bench-arrow Python source, whose worker and socket every sink
+# pays for too.
+SOURCES = ("jvm", "python")
+SOURCE_NAMES = {"jvm": "Spark's rate-micro-batch source", "python": "the bench-arrow Python source"}
+
+
+def _source(spark, source: str = "jvm"):
+    if source == "python":
+        return (spark.readStream.format("bench-arrow").option("schema", "publish").option("numPartitions", "2")
+                .option("rowsPerPartition", "100000").option("payloadBytes", str(SIZE)).load())
+    return (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", "200000")
+            .option("numPartitions", "2").load()
+            .selectExpr(f"CAST(rpad(CAST(value AS STRING), {SIZE}, char(97 + CAST(value % 26 AS INT))) AS BINARY)"
+                        " AS payload"))
 
 
 def measure_sink(spark, sink: str, host: str | None, scratch: str, warmup: float, window: float,
-                 loadserver_pid: int, other_root: int | None) -> dict:
+                 loadserver_pid: int, other_root: int | None, source: str = "jvm") -> dict:
     """One run of the source into sink ("pubsub-go" or "noop"), with CPU by process (harness/jvm_e2e.Probe)."""
     from .sparkrun import measure
 
     probe = Probe(spark, loadserver_pid, other_root)
     opts = {"topicId": TOPIC, "emulatorHost": host} if sink == "pubsub-go" else None
     try:
-        m = measure(_source(spark), scratch, warmup, window, sink=sink, sink_options=opts, probe=probe)
+        m = measure(_source(spark, source), scratch, warmup, window, sink=sink, sink_options=opts, probe=probe)
     finally:
         mem = probe.stop()
     m.pop("progress", None)
@@ -71,15 +87,16 @@ def serve(a: argparse.Namespace) -> int:
 
     def one(spark, req: dict) -> dict:
         return measure_sink(spark, "pubsub-go", req["host"], a.scratch, req["warmup"], req["window"],
-                            req["loadserver_pid"], os.getppid())
+                            req["loadserver_pid"], os.getppid(), req.get("source", "jvm"))
 
     return serve_requests(a, one, setup)
 
 
 def run(spark, build: Build, plan: Plan, scratch: str, jar: str | None = None, rounds: int | None = None,
-        warmup: float | None = None, window: float | None = None) -> dict:
+        warmup: float | None = None, window: float | None = None, source: str = "jvm") -> dict:
     """spark: the caller's session (no jar, bench-arrow and the Python sink
-    registered). jar: the JVM sink's jar; None builds it from this tree."""
+    registered). jar: the JVM sink's jar; None builds it from this tree.
+    source: one of SOURCES, what every sink reads."""
     rounds = rounds or plan.reps
     warmup = plan.spark_warmup if warmup is None else warmup
     window = plan.spark_window if window is None else window
@@ -88,7 +105,7 @@ def run(spark, build: Build, plan: Plan, scratch: str, jar: str | None = None, r
         jar_path, jar_from = build_jar(build), f"built from the tree ({jvm_tree_state()}) by jvm/build.sh"
     else:
         jar_path, jar_from = Path(jar), jar
-    res: dict = {"jar": jar_from, "rounds": rounds, "warmup": warmup, "window": window, "rows": [],
+    res: dict = {"jar": jar_from, "source": source, "rounds": rounds, "warmup": warmup, "window": window, "rows": [],
                  "load": [os.getloadavg()]}
     server = LoadServer(build, SIZE)
     jvm = None
@@ -100,19 +117,21 @@ def run(spark, build: Build, plan: Plan, scratch: str, jar: str | None = None, r
         # Warm each session's JIT and Python workers once (not counted): a
         # fresh JVM compiles for its first ~20 s (section 2b).
         say("3b JVM sink: warm-up of both sessions (not counted)")
-        jvm.run(host=server.host, warmup=2, window=max(2 * window, 15), loadserver_pid=server.proc.pid)
+        jvm.run(host=server.host, warmup=2, window=max(2 * window, 15), loadserver_pid=server.proc.pid,
+                source=source)
         for sink in ("pubsub-go", "noop"):
-            measure_sink(spark, sink, server.host, scratch, 2, window, server.proc.pid, jvm.pid)
+            measure_sink(spark, sink, server.host, scratch, 2, window, server.proc.pid, jvm.pid, source)
         for r in range(rounds):
             order = SINKS[r % 3:] + SINKS[:r % 3]  # each sink first in turn
             for sink in order:
                 before = server.stats()["published"]
                 try:
                     if sink == "jvm-sink":
-                        m = jvm.run(host=server.host, warmup=warmup, window=window, loadserver_pid=server.proc.pid)
+                        m = jvm.run(host=server.host, warmup=warmup, window=window, loadserver_pid=server.proc.pid,
+                                    source=source)
                     else:
                         m = measure_sink(spark, "pubsub-go" if sink == "python-sink" else "noop", server.host,
-                                         scratch, warmup, window, server.proc.pid, jvm.pid)
+                                         scratch, warmup, window, server.proc.pid, jvm.pid, source)
                 except Exception as e:
                     say(f"3b JVM sink round {r + 1} {sink} FAILED: {e}")
                     res["rows"].append({"sink": sink, "round": r, "error": str(e)[:500]})
@@ -164,7 +183,7 @@ def report(res: dict) -> list[str]:
     loads = "; ".join(" ".join(f"{v:.1f}" for v in ld) for ld in res.get("load", []))
     out = [f"jar: {res['jar']}; {res['rounds']} rounds, warm-up {res['warmup']} s, window {res['window']} s; "
            f"load average (1, 5, 15 min) at the start and after each round: {loads}", "",
-           "rows/s per round (1 KB payloads, bench-arrow source, local[2]):"]
+           f"rows/s per round (1 KB payloads, {SOURCE_NAMES[res.get('source', 'python')]}, local[2]):"]
     for r in range(res["rounds"]):
         got = {x["sink"]: x for x in ok if x["round"] == r}
         out.append(f"  round {r + 1}: " + ", ".join(f"{s} {got[s]['rows_per_sec']:,.0f}" if s in got else f"{s} failed"

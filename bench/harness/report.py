@@ -306,7 +306,9 @@ class Report:
         if not js.get("rows"):
             return
         self.add("## 3b. The JVM sink beside the Python sink and noop", "",
-                 "Section 3's in-memory Arrow source (1 KB payloads) by writeStream into the JVM sink "
+                 "Spark's rate-micro-batch source with a 1 KB payload made in Spark SQL (no Python worker in "
+                 "front of the sinks, so what differs is the sink; `--source python` of the tool reads section "
+                 "3's in-memory Arrow source instead) by writeStream into the JVM sink "
                  "(docs/jvm.md, \"How it writes\"), the Python sink and Spark's noop sink (the ceiling), local[2], "
                  "to one load server, in alternating rounds (each sink first in turn). With the jar on a session "
                  '`format("pubsub-go")` is the JVM sink, so it runs in a Spark session of its own '
