@@ -88,7 +88,7 @@ def test_without_a_session_the_own_parser_reads_spark_ddl(text, without_a_sessio
 
 def test_decode_takes_ddl_text_without_a_session():
     payloads = pa.array([b'{"id": 1, "tags": ["a", "b"]}', b'{"id": 2}'])
-    batch = pubsub_go.decode(payloads, format="json", schema="id BIGINT, tags ARRAY<STRING>", on_error="raise")
+    batch = pubsub_go.decode(payloads, format="json", schema="id BIGINT, tags ARRAY<STRING>", on_error="fail")
     assert batch.schema == pa.schema([("id", pa.int64()), ("tags", pa.list_(pa.string()))])
     assert batch.column("id").to_pylist() == [1, 2] and batch.column("tags").to_pylist() == [["a", "b"], None]
 

@@ -41,13 +41,24 @@ def test_rows_errors_and_on_error_modes():
     nulls = pubsub_go.decode(payloads, format="json", schema=SCHEMA, on_error="null")
     assert nulls.schema == SCHEMA and nulls.column("tags").to_pylist() == [["a"], None, None, None]
     with pytest.raises(InvalidArgumentError, match=r"1 payload\(s\) failed to decode: row 1: "):
-        pubsub_go.decode(payloads, format="json", schema=SCHEMA, on_error="raise")
+        pubsub_go.decode(payloads, format="json", schema=SCHEMA, on_error="fail")
+
+
+def test_on_error_raise_is_the_former_spelling_of_fail():
+    """on_error="raise" (decode()'s first word for what onDecodeError calls
+    "fail") still fails the same way, with a DeprecationWarning naming the new word."""
+    payloads = pa.array([b'{"id": 1}', b"{oops"])
+    with pytest.warns(DeprecationWarning, match="on_error='fail'"):
+        with pytest.raises(InvalidArgumentError, match=r"1 payload\(s\) failed to decode: row 1: "):
+            pubsub_go.decode(payloads, format="json", schema=SCHEMA, on_error="raise")
+    with pytest.raises(InvalidArgumentError, match="on_error='stop'; expected one of column, null, fail"):
+        pubsub_go.decode(payloads, format="json", schema=SCHEMA, on_error="stop")
 
 
 @pytest.mark.parametrize("typ", [pa.binary(), pa.large_binary(), pa.string(), pa.large_string()])
 def test_payload_array_types(typ):
     payloads = pa.chunked_array([pa.array(['{"id": 5}', None], typ), pa.array(['{"id": 6}'], typ)])
-    batch = pubsub_go.decode(payloads, format="json", schema=SCHEMA, on_error="raise")
+    batch = pubsub_go.decode(payloads, format="json", schema=SCHEMA, on_error="fail")
     assert batch.column("id").to_pylist() == [5, None, 6]
 
 

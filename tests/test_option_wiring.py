@@ -487,7 +487,7 @@ def test_protobuf_descriptor_and_encoding_options_decode_as_googles_parser_wrote
     msgs = events(8)
     binary = pa.array([m.SerializeToString() for m in msgs])
     ref = pubsub_go.decode(binary, format="protobuf", protobuf_descriptor_set=DESCRIPTOR_SET,
-                           protobuf_message="pgtest.Event", on_error="raise")
+                           protobuf_message="pgtest.Event", on_error="fail")
     if given_as == "protobufDescriptorFile":
         (tmp_path / "event.desc").write_bytes(DESCRIPTOR_SET)
         descriptor = str(tmp_path / "event.desc")

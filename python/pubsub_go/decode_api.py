@@ -18,6 +18,7 @@ import base64
 import json
 import os
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
@@ -35,7 +36,11 @@ __all__ = ["DECODE_ERROR_COLUMN", "DEFAULT_MEMORY_LIMIT_MB", "DEFAULT_TIMEOUT_MS
 DEFAULT_TIMEOUT_MS = contract.limit("decoder_config", "timeout_ms").default
 DEFAULT_MEMORY_LIMIT_MB = contract.limit("decoder_config", "memory_limit_mb").default
 BUILTIN_FORMATS = tuple(contract.builtin_formats())
-ON_ERROR = ("column", "null", "raise")
+# The same word as the source's onDecodeError for the same outcome ("fail",
+# "column"); "raise", this function's first word for "fail", is still taken
+# (docs/glossary.md lists such renamed spellings).
+ON_ERROR = ("column", "null", "fail")
+RENAMED_ON_ERROR = {"raise": "fail"}
 # What runs a decoder module, the Go side's (go/internal/decode.EngineNames
 # through the contract); the first is the default, auto: wasmtime when its
 # package is installed (about 1.7x wazero, RATIONALE.md), else wazero.
@@ -276,11 +281,16 @@ def decode(payloads: pa.Array | pa.ChunkedArray, format: str | None = None, sche
     on_error: what a payload that fails to decode gives: ``"column"``
     (default) a null row and its message in a last column
     ``__decode_error``; ``"null"`` a null row, as ``from_json`` does;
-    ``"raise"`` an ``InvalidArgumentError`` naming the first failed rows.
+    ``"fail"`` an ``InvalidArgumentError`` naming the first failed rows
+    (``"raise"``, its former spelling, still works and warns).
     A failure of the whole batch (time limit, memory cap, a crashed module)
     raises ``DeadlineExceededError``, ``ResourceExhaustedError`` or
     ``AbortedError``; the process carries on.
     """
+    if on_error in RENAMED_ON_ERROR:
+        warnings.warn(f"on_error={on_error!r} is now on_error={RENAMED_ON_ERROR[on_error]!r}, the word the "
+                      "source's onDecodeError uses", DeprecationWarning, stacklevel=2)
+        on_error = RENAMED_ON_ERROR[on_error]
     if on_error not in ON_ERROR:
         raise InvalidArgumentError.new(f"on_error={on_error!r}; expected one of {', '.join(ON_ERROR)}")
     if isinstance(payloads, pa.ChunkedArray):
@@ -292,7 +302,7 @@ def decode(payloads: pa.Array | pa.ChunkedArray, format: str | None = None, sche
     if on_error == "column":
         return batch
     errs = batch.column(DECODE_ERROR_COLUMN)
-    if on_error == "raise" and errs.null_count < len(errs):
+    if on_error == "fail" and errs.null_count < len(errs):
         bad = [(i, e) for i, e in enumerate(errs.to_pylist()) if e is not None]
         shown = "; ".join(f"row {i}: {e}" for i, e in bad[:5])
         more = f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""
