@@ -9,7 +9,8 @@ import (
 // full (streams stop reading) or a stream out of a live session
 // (connecting, backing off, reopening). Without it a stalled subscriber
 // reports what an empty subscription does: nothing pulled, and quiet_ms 0
-// (issue 36). The flow controller reports its transitions under its own
+// (so the source's backlog evidence would take a stalled subscriber for a
+// drained subscription). The flow controller reports its transitions under its own
 // lock, the streams theirs as their sessions start and end; one lock here
 // keeps the spell of "either" exact when the two overlap.
 //
