@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The compatibility matrix (issue 37, docs/platforms.md), run by scripts/test.sh
-# after the full suite (which runs on PySpark 4.3 and includes tests/compat):
+# beside the full suite (which runs on PySpark 4.3 and includes tests/compat):
 #  1. the compatibility suite (tests/compat) on the latest patch of PySpark
 #     4.0, 4.1 and 4.2, each in a fresh venv (Python 3.11) holding that
 #     PySpark and the same pubsub-go wheel that scripts/setup.sh installed;
