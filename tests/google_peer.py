@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Callable
 
 PROJECT = "pubsub-go-test"
 
@@ -46,8 +47,12 @@ class GoogleClients:
             futures.append(self.publisher.publish(topic, data, ordering_key=key, **attrs))
         return [f.result(timeout=60) for f in futures]
 
-    def pull_all(self, sub: str, max_wait: float = 5.0, ack: bool = True) -> list:
-        """Synchronous Pull until a pull comes back empty after max_wait."""
+    def pull_all(self, sub: str, max_wait: float = 5.0, ack: bool = True,
+                 until: Callable[[list], bool] | None = None) -> list:
+        """Synchronous Pull until a pull comes back empty after max_wait or,
+        given until, as soon as until(the messages so far) holds: for a
+        check that nothing later could change (every payload present, when
+        copies are allowed), which then need not wait max_wait out."""
         import time
 
         out = []
@@ -62,4 +67,6 @@ class GoogleClients:
                     for i in range(0, len(ids), 2500):
                         self.subscriber.acknowledge(request={"subscription": sub, "ack_ids": ids[i:i + 2500]})
                 deadline = time.monotonic() + max_wait
+                if until is not None and until(out):
+                    break
         return out
