@@ -9,7 +9,6 @@ default options (and with subscriberIdleMs=0, no subscriber kept)."""
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from pathlib import Path
@@ -72,20 +71,10 @@ def _publish(google, topic: str, tag: str, n: int) -> None:
 
 
 def _cut_streams(emulator) -> int:
-    """Calls Google's emulator failed to let go since it started: each
-    cancelled by its client (an HTTP/2 RST_STREAM, not a half-close) logs
-    a NoSuchMethodError whose stack has a frame `...closedInternal(`, and a
-    StreamingPull stream cut so is kept and leased to (docs/source.md). The
-    emulator is shared by the whole session, so callers count from their
-    own start."""
-    return len(_cut_times(emulator))
-
-
-def _cut_times(emulator) -> list[str]:
-    """The log's time of each call the emulator failed to let go (one log
-    entry each, however many frames name closedInternal)."""
-    entries = re.split(r"\n(?=[A-Z][a-z]{2} \d{1,2}, \d{4} )", emulator.log_tail(1 << 30))
-    return [e.split("\n", 1)[0] for e in entries if ".closedInternal(" in e]
+    """Calls Google's emulator failed to let go since it started
+    (OfficialEmulator.cut_call_times says how they show). The emulator is
+    shared by the whole session, so callers count from their own start."""
+    return len(emulator.cut_call_times())
 
 
 # Spark waits a fixed 10 s for a Python worker it starts to connect back
@@ -224,4 +213,4 @@ def test_two_queries_stopped_and_restarted_in_one_application_read_everything_on
     print(f"calls cut without a half-close, by phase (name, ended at, cuts): {cuts}", flush=True)
     assert not cut, (f"Google's emulator logged {cut} calls cut without a half-close (a StreamingPull stream so "
                      f"cut is leased to for good): by phase (name, ended at, cuts) {cuts}; "
-                     f"the log's times of the cuts: {_cut_times(emulator)[cut_before:]}")
+                     f"the log's times of the cuts: {emulator.cut_call_times()[cut_before:]}")

@@ -46,7 +46,12 @@ Spark may end the worker itself at any moment a task runs in it (a query
 that stops kills its tasks, and a killed task's worker is let go), and the
 worker then ends with os._exit: the pool registers close_all with
 worker_exit, so every subscriber in the worker, kept or in use, half-closes
-its streams and nacks its prefetch first. A task that saw its query stop,
+its streams and nacks its prefetch first. That includes one whose close
+another thread has begun (the reaper's, a discarded task's): taken out of
+the pool, it is still the worker's until its close returns, and an exit that
+did not wait for it cut its streams mid-drain. So every subscriber the pool
+opened is idle, in use or closing until its close returns, and close_all
+waits for all three. A task that saw its query stop,
 or its subscriber unable to receive for too long (pull.py), asks for the
 subscriber to be closed when it comes back (discard) instead of kept.
 """
@@ -132,6 +137,10 @@ class SubscriberPool:
         self._idle: dict[str, _Idle] = {}  # SubscriberConfig JSON -> its idle subscriber
         self._in_use: set[Subscriber] = set()  # leased by a running task
         self._discard: set[Subscriber] = set()  # in use, to be closed when given back
+        # Being closed by some thread: set when the close has returned.
+        # Entered under the lock in the same step that takes a subscriber
+        # out of _idle or _in_use, so close_all never misses one.
+        self._closing: dict[Subscriber, threading.Event] = {}
         self._reaper: threading.Thread | None = None
 
     @contextmanager
@@ -149,6 +158,8 @@ class SubscriberPool:
         key = config.to_json()
         with self._lock:
             found = self._idle.pop(key, None)
+            if found is not None:
+                self._in_use.add(found.sub)
         if found is None:
             # Another query's subscriber may have expired (its query just
             # stopped) without the reaper having looked yet: its prefetch
@@ -159,7 +170,10 @@ class SubscriberPool:
             try:
                 found.sub.resume()
             except Exception:  # a fresh one instead
-                _close_quietly(found.sub)
+                with self._lock:
+                    self._in_use.discard(found.sub)
+                    self._begin_close(found.sub)
+                self._close(found.sub, quietly=True)
                 found = None
         sub = found.sub if found else Subscriber(config)
         with self._lock:
@@ -167,11 +181,11 @@ class SubscriberPool:
         try:
             yield sub
         except BaseException:
-            self._give_back(sub)
-            sub.close()
+            self._give_back(sub, close=True)
+            self._close(sub)
             raise
-        if self._give_back(sub) or idle_s <= 0:
-            sub.close()
+        if self._give_back(sub, close=idle_s <= 0):
+            self._close(sub)
             return
         evicted: list[Subscriber] = []
         with self._lock:
@@ -179,11 +193,12 @@ class SubscriberPool:
             while len(self._idle) > MAX_IDLE:
                 oldest = min(self._idle, key=lambda k: self._idle[k].since)
                 evicted.append(self._idle.pop(oldest).sub)
+                self._begin_close(evicted[-1])
             if self._reaper is None:
                 self._reaper = threading.Thread(target=self._reap, name="pubsub-go-idle-subscribers", daemon=True)
                 self._reaper.start()
         for s in evicted:
-            s.close()
+            self._close(s)
 
     def idle(self) -> int:
         """How many subscribers this worker keeps unused."""
@@ -201,27 +216,53 @@ class SubscriberPool:
             if sub in self._in_use:
                 self._discard.add(sub)
 
-    def _give_back(self, sub: Subscriber) -> bool:
-        """Uncounts sub as in use; True if it was discarded."""
+    def _give_back(self, sub: Subscriber, close: bool) -> bool:
+        """Uncounts sub as in use; True if it is to be closed (close, or it
+        was discarded), and then counts it as closing."""
         with self._lock:
             self._in_use.discard(sub)
             if sub in self._discard:
                 self._discard.remove(sub)
-                return True
-            return False
+                close = True
+            if close:
+                self._begin_close(sub)
+            return close
+
+    def _begin_close(self, sub: Subscriber) -> None:
+        """Counts sub as closing; the caller holds the lock and took sub
+        out of _idle or _in_use in the same hold, then calls _close."""
+        self._closing.setdefault(sub, threading.Event())
+
+    def _close(self, sub: Subscriber, quietly: bool = False) -> None:
+        """Closes sub (counted as closing by _begin_close) and uncounts it
+        once the close has returned."""
+        try:
+            if quietly:
+                _close_quietly(sub)
+            else:
+                sub.close()
+        finally:
+            with self._lock:
+                done = self._closing.pop(sub, None)
+            if done is not None:
+                done.set()
 
     def close_all(self, bound_s: float = 3.0) -> None:
         """Closes every subscriber of this worker, kept or in use, together,
-        waiting at most bound_s (the worker is ending: worker_exit)."""
+        and waits for those another thread is closing, at most bound_s in
+        all (the worker is ending: worker_exit)."""
         with self._lock:
             subs = [e.sub for e in self._idle.values()] + list(self._in_use)
             self._idle.clear()
-        threads = [threading.Thread(target=_close_quietly, args=(s,), daemon=True) for s in subs]
+            for s in subs:
+                self._begin_close(s)
+            closing = list(self._closing.values())
+        threads = [threading.Thread(target=self._close, args=(s, True), daemon=True) for s in subs]
         for t in threads:
             t.start()
         deadline = time.monotonic() + bound_s
-        for t in threads:
-            t.join(max(0.0, deadline - time.monotonic()))
+        for done in closing:
+            done.wait(max(0.0, deadline - time.monotonic()))
 
     def _reap(self) -> None:
         while True:
@@ -239,8 +280,10 @@ class SubscriberPool:
         with self._lock:
             # Only if no task took it (and put it back) meanwhile.
             subs = [self._idle.pop(k).sub for k, e in expired if self._idle.get(k) is e]
+            for s in subs:
+                self._begin_close(s)
         for s in subs:
-            _close_quietly(s)
+            self._close(s, quietly=True)
 
 
     def _pause_unused(self, now: float) -> None:

@@ -5,6 +5,8 @@ import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -15,13 +17,20 @@ import java.util.concurrent.TimeUnit;
  * task would reconnect each micro-batch). One task uses a subscriber at a
  * time. Unused for IDLE_MS a subscriber is closed (its prefetch nacked);
  * unused for PAUSE_MS its streams are paused (half-closed), so a killed
- * executor cuts none (go/internal/subscriber/pause.go).
+ * executor cuts none (go/internal/subscriber/pause.go). At JVM exit every
+ * pooled subscriber is closed, and a close already under way in another
+ * thread (the reaper's, a task's discard) is waited for: taken out of the
+ * pool, it is still open until its close returns, and an exit that did not
+ * wait cut its streams mid-drain.
  */
 final class SubscriberPool {
   private SubscriberPool() {}
 
   static final long IDLE_MS = 2000;
   static final long PAUSE_MS = 500;
+  // How long the exit waits for closes under way: the subscriber's drain
+  // bound (go/internal/subscriber/config.go, drainTimeout, 2 s) and its nack.
+  static final long EXIT_WAIT_MS = 3000;
 
   private static final class Idle {
     final Subscriber sub;
@@ -34,6 +43,11 @@ final class SubscriberPool {
   }
 
   private static final Map<String, ArrayDeque<Idle>> IDLE = new HashMap<>();
+  // Closes under way. One taken out of IDLE is entered in the same hold of
+  // IDLE's lock, so closeAll, which looks under that lock, sees it; a
+  // discard's (a subscriber in use, never in IDLE) needs no lock, so a task
+  // never waits for the reaper, which holds it while pausing.
+  private static final Map<Subscriber, CountDownLatch> CLOSING = new ConcurrentHashMap<>();
   private static ScheduledExecutorService reaper;
 
   static Subscriber take(String config) {
@@ -68,7 +82,24 @@ final class SubscriberPool {
 
   static void discard(Subscriber sub) {
     if (sub != null) {
+      beginClose(sub);
+      close(sub);
+    }
+  }
+
+  /** Counts sub as closing; the caller then calls close(sub). */
+  private static void beginClose(Subscriber sub) {
+    CLOSING.put(sub, new CountDownLatch(1));
+  }
+
+  private static void close(Subscriber sub) {
+    try {
       sub.close();
+    } finally {
+      CountDownLatch done = CLOSING.remove(sub);
+      if (done != null) {
+        done.countDown();
+      }
     }
   }
 
@@ -81,6 +112,7 @@ final class SubscriberPool {
           Idle i = it.next();
           if (now - i.since >= IDLE_MS) {
             it.remove();
+            beginClose(i.sub);
             close.add(i.sub);
           } else if (!i.paused && now - i.since >= PAUSE_MS) {
             // Under the lock, so a task taking it cannot resume it first.
@@ -96,30 +128,44 @@ final class SubscriberPool {
     }
     for (Subscriber s : close) {
       try {
-        s.close();
+        close(s);
       } catch (RuntimeException ignored) {
         // Its prefetch's leases lapse instead.
       }
     }
   }
 
-  /** At JVM exit: half-close every pooled stream, nack every prefetch. */
+  /**
+   * At JVM exit: half-close every pooled stream, nack every prefetch, and
+   * wait (at most EXIT_WAIT_MS) for the closes other threads have begun.
+   */
   static void closeAll() {
     java.util.List<Subscriber> all = new java.util.ArrayList<>();
+    java.util.List<CountDownLatch> others;
     synchronized (IDLE) {
+      others = new java.util.ArrayList<>(CLOSING.values());
       for (ArrayDeque<Idle> q : IDLE.values()) {
         for (Idle i : q) {
           all.add(i.sub);
+          beginClose(i.sub);
         }
       }
       IDLE.clear();
     }
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(EXIT_WAIT_MS);
     for (Subscriber s : all) {
       try {
-        s.close();
+        close(s);
       } catch (RuntimeException ignored) {
         // Exiting anyway.
       }
+    }
+    try {
+      for (CountDownLatch done : others) {
+        done.await(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
   }
 }
