@@ -17,6 +17,11 @@ CREATED = "tests/test_lifecycle.py::test_topic_id_creates_the_subscription_with_
 SEEK = "tests/test_lifecycle.py::test_starting_timestamp_seeks_on_the_first_start_and_never_on_restart"
 PROTOBUF_SOURCE = "tests/test_schema_mode.py::test_protobuf_source_text_derives_the_columns_and_decodes_as_decode_does"
 ORDERS_AND_RETAINS = "tests/test_created_subscription.py::test_created_subscription_orders_and_retains_acked_messages"
+# The JVM front end's admission control and byte flow control, through Spark 3.5 and 4.3.
+JVM_BYTES = ("tests/test_jvm_front_end.py::test_max_bytes_per_trigger_bounds_every_micro_batch_and_available_now_still_"
+             "reads_everything")
+JVM_MIN = "tests/test_jvm_front_end.py::test_min_records_per_trigger_waits_up_to_max_trigger_delay_for_its_rows"
+JVM_ACK = "tests/test_jvm_front_end.py::test_ack_on_commit_false_acks_what_a_task_read_though_spark_never_commits_it"
 
 SOURCE: dict[str, tuple[str, ...]] = {
     # Where and as whom
@@ -68,11 +73,12 @@ SOURCE: dict[str, tuple[str, ...]] = {
     "maxRecordsPerPartition": ("tests/test_source.py::test_at_most_once_tasks_ack_and_tasks_take_max_records_each",),
     "maxRecordsPerTrigger": ("tests/test_source.py::test_admission_control_caps_rows_per_batch",
                              "tests/test_admission.py::test_the_stricter_of_two_trigger_limits_wins"),
-    "maxBytesPerTrigger": ("tests/test_admission.py::test_the_stricter_of_two_trigger_limits_wins",),
-    "minRecordsPerTrigger": ("tests/test_admission.py::test_min_records_waits_no_longer_than_max_trigger_delay",),
+    "maxBytesPerTrigger": ("tests/test_admission.py::test_the_stricter_of_two_trigger_limits_wins", JVM_BYTES),
+    "minRecordsPerTrigger": ("tests/test_admission.py::test_min_records_waits_no_longer_than_max_trigger_delay",
+                             JVM_MIN),
     "minBytesPerTrigger": ("tests/test_admission.py::test_min_bytes_waits_no_longer_than_max_trigger_delay",),
     "maxTriggerDelay": ("tests/test_admission.py::test_min_records_waits_no_longer_than_max_trigger_delay",
-                        "tests/test_admission.py::test_min_bytes_waits_no_longer_than_max_trigger_delay"),
+                        "tests/test_admission.py::test_min_bytes_waits_no_longer_than_max_trigger_delay", JVM_MIN),
     "drainBacklog": ("tests/compat/test_compat.py::test_drain_job_twice_on_one_checkpoint_is_exactly_once",),
     # Memory and flow control
     "maxOutstandingMessages": (f"{WIRING}::test_flow_control_bounds_what_a_subscriber_holds",
@@ -80,13 +86,13 @@ SOURCE: dict[str, tuple[str, ...]] = {
     "maxWorkerMemoryBytes": (f"{WIRING}::test_flow_control_bounds_what_a_subscriber_holds",
                              "tests/test_pull.py::test_large_payloads_are_pulled_in_batches_of_bounded_bytes"),
     "maxBytesPerPartition": (f"{WIRING}::test_flow_control_bounds_what_a_subscriber_holds",
-                             f"{WIRING}::test_source_options_reach_the_subscriber_config_the_library_gets"),
+                             f"{WIRING}::test_source_options_reach_the_subscriber_config_the_library_gets", JVM_BYTES),
     # Leases and acks
     "ackDeadlineSeconds":
         (CREATED,
          f"{WIRING}::test_source_options_reach_the_subscriber_config_the_library_gets"),
     "ackOnCommit": (f"{WIRING}::test_ack_on_commit_false_acks_when_the_task_records_its_batch",
-                    "tests/test_source.py::test_at_most_once_tasks_ack_and_tasks_take_max_records_each"),
+                    "tests/test_source.py::test_at_most_once_tasks_ack_and_tasks_take_max_records_each", JVM_ACK),
     "commitLeaseSeconds": (f"{WIRING}::test_commit_lease_is_the_deadline_a_recorded_batch_is_left_with",),
     # Schema mode
     "format": ("tests/test_schema_mode.py::test_json_columns_equal_spark_from_json",),

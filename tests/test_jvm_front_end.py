@@ -13,7 +13,9 @@ peer. One Spark application per version runs every scenario below in turn
 - the source's options of issue 52 (tests/jvm/source_steps.py): other
   connectors' names taking effect, inline credentials shown nowhere,
   attribute columns, topicId's subscription with its settings, the start
-  positions (first start only) and deletion on stop;
+  positions (first start only) and deletion on stop; maxBytesPerTrigger
+  and maxBytesPerPartition, minRecordsPerTrigger with maxTriggerDelay,
+  ackOnCommit=false;
 - a Spark Connect client reading and writing through the application's
   Connect server (on 3.5 with Spark's spark-connect_2.12 jar), whose only
   pubsub-go is the jar."""
@@ -38,7 +40,7 @@ BAD_OPTIONS = [  # (options, words the error must hold)
     ({"batchSize": "0"}, ("batchSize is 0", "1..1000000")),                   # below the contract's range
     ({"maxWaitTimeMs": "soon"}, ("maxWaitTimeMs is soon", "500ms")),          # not a duration
     ({"bogusOption": "1"}, ("unknown source option bogusOption", "subscriptionId")),
-    ({"ackOnCommit": "false"}, ("ackOnCommit is not supported by the JVM", "jvm.md")),  # not in this front end yet
+    ({"subscriberIdleMs": "0"}, ("subscriberIdleMs is not supported by the JVM", "jvm.md")),  # not in the JVM yet
     ({"failOnDataLoss": "false"}, ("failOnDataLoss", "messageRetentionSeconds")),   # refused, with the reason
     ({"maxOffsetsPerTrigger": "10", "maxRecordsPerTrigger": "20"},                  # two names, two values
      ("maxOffsetsPerTrigger='10'", "maxRecordsPerTrigger='20'", "different values")),
@@ -273,6 +275,15 @@ def source_steps(google, names: dict, tmp: Path) -> list[dict]:
     names["life_sub2"] = f"projects/{p}/subscriptions/o-{suffix}"
     names["life_sub3"] = f"projects/{p}/subscriptions/d-{suffix}"
     names["life_snap"] = f"projects/{p}/snapshots/snap-{suffix}"
+    names["bytes_topic"], names["bytes_sub"] = google.topic()
+    names["bytes_ids"] = google.publish(names["bytes_topic"], [(b"%06d" % i).ljust(BYTES_PAYLOAD, b".")
+                                                               for i in range(BYTES_N)])
+    for k, n in (("min_short", MIN_SHORT_N), ("min_met", MIN_MET_N)):
+        names[k + "_topic"], names[k + "_sub"] = google.topic()
+        google.publish(names[k + "_topic"], payloads(0, n))
+    for k in ("ack_commit", "ack_task"):
+        names[k + "_topic"], names[k + "_sub"] = google.topic()
+        google.publish(names[k + "_topic"], payloads(0, ACK_N))
     names["attr_topic"], names["attr_sub"] = google.topic()
     google.publish(names["attr_topic"], [b"a0", b"a1", b"a2", b"a3"],
                    [{"region": "eu", "ts": "1700000000123"}, {"region": "us", "ts": "2023-11-14T22:13:20.5Z"},
@@ -287,7 +298,82 @@ def source_steps(google, names: dict, tmp: Path) -> list[dict]:
         {"kind": "lifecycle", "key": "lifecycle", "topic": names["life_topic"], "dlq": names["life_dlq"],
          "subscription": names["life_sub"], "subscription2": names["life_sub2"], "subscription3": names["life_sub3"],
          "snapshot": names["life_snap"], "tmp": str(tmp)},
+        {"kind": "byte_limits", "key": "byte_limits", "subscription": names["bytes_sub"], "out": str(tmp / "by-out"),
+         "checkpoint": str(tmp / "by-ck"), "options": {"numPartitions": 2, "maxBytesPerTrigger": BYTES_PER_TRIGGER,
+                                                       "maxBytesPerPartition": BYTES_PER_PARTITION,
+                                                       "minRecordsPerTrigger": 100_000, "maxTriggerDelay": "10m"}},
+        {"kind": "min_records", "key": "min_records", "bad": [o for o, _ in BAD_MINIMUMS],
+         "short": {"subscription": names["min_short_sub"], "out": str(tmp / "ms-out"), "checkpoint": str(tmp / "ms-ck"),
+                   "stop_at": MIN_SHORT_N, "options": {"numPartitions": 1, "minRecordsPerTrigger": 500,
+                                                       "maxTriggerDelay": f"{MIN_DELAY_S}s"}},
+         "met": {"subscription": names["min_met_sub"], "out": str(tmp / "mm-out"), "checkpoint": str(tmp / "mm-ck"),
+                 "stop_at": 500, "options": {"numPartitions": 1, "minOffsetsPerTrigger": 500,
+                                                   "maxTriggerDelay": f"{MIN_MET_DELAY_S}s"}}},
+        {"kind": "ack_on_commit", "key": "ack_on_commit",
+         "at_commit": {"subscription": names["ack_commit_sub"], "checkpoint": str(tmp / "ac-ck"),
+                       "options": {"commitLeaseSeconds": ACK_LEASE_S}},
+         "at_task": {"subscription": names["ack_task_sub"], "checkpoint": str(tmp / "at-ck"),
+                     "options": {"commitLeaseSeconds": ACK_LEASE_S, "ackOnCommit": "false"}}},
     ]
+
+
+BYTES_N, BYTES_PAYLOAD = 2000, 1000
+BYTES_PER_TRIGGER, BYTES_PER_PARTITION = 300_000, 100_000
+# A stopped query's batch that is waiting for its minimum ends when Spark kills its task, or, when the stop came
+# before the batch's job started, after the delay: MIN_MET_DELAY_S is what the stop of "met" may take.
+MIN_SHORT_N, MIN_MET_N, MIN_DELAY_S, MIN_MET_DELAY_S = 200, 600, 12, 60
+BAD_MINIMUMS = [  # (options, words the error must hold)
+    ({"maxTriggerDelay": "5s"}, ("maxTriggerDelay only applies with minRecordsPerTrigger",)),
+    ({"minRecordsPerTrigger": 10, "maxRecordsPerTrigger": 5},
+     ("minRecordsPerTrigger=10 exceeds maxRecordsPerTrigger=5",)),
+    ({"maxBytesPerPartition": 0}, ("maxBytesPerPartition is 0", "1..1099511627776")),
+]
+
+
+def test_max_bytes_per_trigger_bounds_every_micro_batch_and_available_now_still_reads_everything(run, google):
+    r = run.result["byte_limits"][0]
+    assert r["error"] is None, r["error"][:2000]
+    assert sorted(r["ids"]) == sorted(run.names["bytes_ids"]), "a message missing or read twice"
+    figures = [(p["numInputRows"], p["sources"][0]["metrics"]) for p in batches(r["progress"])]
+    # Each row holds its 1000-byte payload, so the byte cap bounds the rows; a task may go one row over its share.
+    for rows, m in figures:
+        assert int(m["bytes"]) <= BYTES_PER_TRIGGER + 2 * 2 * BYTES_PAYLOAD, figures
+        assert rows <= BYTES_PER_TRIGGER // BYTES_PAYLOAD + 2, figures
+    assert len(figures) >= BYTES_N * BYTES_PAYLOAD // BYTES_PER_TRIGGER, figures  # so many batches, none waiting
+    # maxBytesPerPartition is each subscriber's flow control: a backlog of 2 MB fills 100 KB.
+    assert sum(int(m["flow_full_ms"]) for _, m in figures) > 0, figures
+    assert unacked(google, run.names["bytes_sub"]) == 0
+
+
+def test_min_records_per_trigger_waits_up_to_max_trigger_delay_for_its_rows(run):
+    r = run.result["min_records"][0]
+    short, met = batches(r["short"]["progress"]), batches(r["met"]["progress"])
+    assert r["short"]["error"] is None and r["met"]["error"] is None, (r["short"]["error"], r["met"]["error"])
+    # 200 there, 500 asked for: the first micro-batch waits out maxTriggerDelay, then takes what there is.
+    assert short[0]["numInputRows"] == MIN_SHORT_N, [p["numInputRows"] for p in short]
+    assert short[0]["durationMs"]["triggerExecution"] >= (MIN_DELAY_S - 1) * 1000, short[0]["durationMs"]
+    # 600 there: the minimum (Kafka's name for it) is met at once, before the delay.
+    assert met[0]["numInputRows"] >= 500, [p["numInputRows"] for p in met]
+    assert met[0]["durationMs"]["triggerExecution"] < MIN_MET_DELAY_S * 1000, met[0]["durationMs"]
+    for err, (_, words) in zip(r["errors"], BAD_MINIMUMS, strict=True):
+        for w in words:
+            assert w in err, (w, err[:1500])
+
+
+ACK_N, ACK_LEASE_S = 300, 10
+
+
+def test_ack_on_commit_false_acks_what_a_task_read_though_spark_never_commits_it(run, google):
+    import time
+
+    r = run.result["ack_on_commit"][0]
+    for name in ("at_commit", "at_task"):
+        assert r[name]["error"] and "the batch fails after its tasks ended" in r[name]["error"], r[name]
+        assert r[name]["counted"][:1] == [ACK_N], r[name]  # every message read by the batch that failed
+    time.sleep(ACK_LEASE_S)  # the failed query's leases lapse (the job ran on after it, too)
+    # ackOnCommit (the default): uncommitted, so redelivered; false: acked by the task.
+    assert len(google.pull_all(run.names["ack_commit_sub"], max_wait=5.0, ack=False)) == ACK_N
+    assert unacked(google, run.names["ack_task_sub"]) == 0
 
 
 def test_other_connectors_option_names_take_effect_and_the_key_shows_nowhere(run, google):

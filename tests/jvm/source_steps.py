@@ -145,3 +145,69 @@ def lifecycle(spark, spec: dict, step: dict) -> dict:
                                                   "deleteSubscriptionOnStreamStop": "true"},
                                     tmp + "/l5-out", tmp + "/l5-ck")
     return out
+
+
+def _streaming(spark, spec: dict, options: dict, stop_at: int) -> dict:
+    """A processing-time query into parquet, stopped once it read stop_at rows: its progress and error."""
+    import time
+
+    q = (_reader(spark, options).writeStream.format("parquet").option("path", spec["out"])
+         .option("checkpointLocation", spec["checkpoint"]).trigger(processingTime="1 second").start())
+    deadline = time.time() + spec.get("timeout", 600)
+    while time.time() < deadline and q.exception() is None:
+        if sum(p["numInputRows"] for p in _progress(q)) >= stop_at:
+            break
+        time.sleep(0.5)
+    q.stop()
+    err = str(q.exception()) if q.exception() is not None else None
+    return {"progress": _progress(q), "error": err}
+
+
+@step
+def byte_limits(spark, spec: dict, step: dict) -> dict:
+    """maxBytesPerTrigger and maxBytesPerPartition under AvailableNow (with a
+    minimum it ignores, reading the whole backlog without waiting)."""
+    opts = {"subscriptionId": step["subscription"], "emulatorHost": spec["emulator"], **step["options"]}
+    return _available_now(spark, {**spec, "out": step["out"], "checkpoint": step["checkpoint"]}, opts)
+
+
+@step
+def min_records(spark, spec: dict, step: dict) -> dict:
+    """minRecordsPerTrigger with maxTriggerDelay: a streaming query whose first
+    micro-batch waits out the delay for a minimum that never comes, and one
+    whose minimum is there; the minimums' bad option sets."""
+    out: dict = {}
+    for name in ("short", "met"):
+        run = step[name]
+        opts = {"subscriptionId": run["subscription"], "emulatorHost": spec["emulator"], **run["options"]}
+        out[name] = _streaming(spark, {**spec, "out": run["out"], "checkpoint": run["checkpoint"]}, opts,
+                               run["stop_at"])
+    base = {"subscriptionId": step["short"]["subscription"], "emulatorHost": spec["emulator"]}
+    out["errors"] = [_start_error(spark, {**spec, "checkpoint": step["short"]["checkpoint"] + "-bad"}, {**base, **o})
+                     for o in step["bad"]]
+    return out
+
+
+@step
+def ack_on_commit(spark, spec: dict, step: dict) -> dict:
+    """A streaming query whose every micro-batch fails after its tasks ended
+    (foreachBatch counts the rows, then raises), so Spark never commits one:
+    with and without ackOnCommit. The test then sees what was acked."""
+    out: dict = {}
+    for name in ("at_commit", "at_task"):
+        run = step[name]
+        opts = {"subscriptionId": run["subscription"], "emulatorHost": spec["emulator"], **run["options"]}
+        counted: list[int] = []
+
+        def fail(df, _batch_id, counted=counted) -> None:
+            counted.append(df.count())
+            raise RuntimeError("pubsub-go test: the batch fails after its tasks ended")
+
+        q = (_reader(spark, opts).writeStream.foreachBatch(fail)
+             .option("checkpointLocation", run["checkpoint"]).trigger(availableNow=True).start())
+        try:
+            q.awaitTermination(spec.get("timeout", 600))
+        except Exception:  # the failure the step asked for, checked below
+            pass
+        out[name] = {"counted": counted, "error": str(q.exception()) if q.exception() is not None else None}
+    return out

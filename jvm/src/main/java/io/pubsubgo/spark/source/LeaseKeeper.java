@@ -14,19 +14,22 @@ import org.apache.hadoop.fs.Path;
  * acker) acks the entries of committed batches, and renews the leases of
  * every uncommitted entry every quarter of commitLeaseSeconds, so rows a
  * task recorded stay leased until Spark commits them, also across a
- * driver restart (the entries are in the log).
+ * driver restart (the entries are in the log). Without ackOnCommit the
+ * tasks acked their rows already: it only removes committed batches.
  */
 final class LeaseKeeper implements AutoCloseable {
   private final BatchLog log;
   private final Subscriber acker;
   private final int leaseSeconds;
+  private final boolean ackOnCommit;
   private final ScheduledExecutorService timer;
   private volatile long committed = -1;
   // A published entry never changes: its ack ids are read from the log once.
   private final Map<Path, byte[]> ackIds = new HashMap<>();
 
-  LeaseKeeper(BatchLog log, String ackerConfig, int leaseSeconds) {
+  LeaseKeeper(BatchLog log, String ackerConfig, int leaseSeconds, boolean ackOnCommit) {
     this.log = log;
+    this.ackOnCommit = ackOnCommit;
     this.acker = Subscriber.open(ackerConfig);
     this.leaseSeconds = leaseSeconds;
     timer = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -39,6 +42,9 @@ final class LeaseKeeper implements AutoCloseable {
   }
 
   private synchronized void renew() {
+    if (!ackOnCommit) {
+      return;
+    }
     try {
       for (long b : log.batches()) {
         if (b > committed) {
@@ -60,7 +66,7 @@ final class LeaseKeeper implements AutoCloseable {
       if (b > end) {
         break;
       }
-      for (Path e : log.entries(b)) {
+      for (Path e : ackOnCommit ? log.entries(b) : java.util.Collections.<Path>emptyList()) {
         byte[] ids = ackIds(e);
         acker.ackIds(Subscriber.ACK, ids, 0, ids.length, 0);
         ackIds.remove(e);

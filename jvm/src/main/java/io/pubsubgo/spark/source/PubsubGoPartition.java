@@ -20,6 +20,13 @@ final class PubsubGoPartition implements InputPartition {
   final long quietMs;
   final boolean untilQuiet; // AvailableNow: read until the backlog is empty, not until a wait runs out
   final int commitLeaseSeconds;
+  /** Admission control's share of this task (PubsubGoOffset.NO_LIMIT: none): its byte cap and minimum. */
+  long maxBytes = PubsubGoOffset.NO_LIMIT;
+  long minRows = PubsubGoOffset.NO_LIMIT;
+  long minBytes = PubsubGoOffset.NO_LIMIT;
+  long waitUntilMs; // epoch ms the task may wait until for its minimum; 0: none
+  /** false (ackOnCommit): the task acks its rows once its entry is published, not the driver at commit. */
+  boolean ackOnCommit = true;
   /** Schema mode: onDecodeError and the output's columns; null in raw mode. */
   SchemaMode schemaMode;
   /** Raw mode's attribute-derived columns; null: none. */
@@ -40,5 +47,12 @@ final class PubsubGoPartition implements InputPartition {
     this.quietMs = quietMs;
     this.untilQuiet = untilQuiet;
     this.commitLeaseSeconds = commitLeaseSeconds;
+  }
+
+  void admit(long maxBytes, long minRows, long minBytes, long waitUntilMs) {
+    this.maxBytes = maxBytes;
+    this.minRows = minRows;
+    this.minBytes = minBytes;
+    this.waitUntilMs = waitUntilMs;
   }
 }

@@ -16,8 +16,9 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * One task: pulls up to its row cap from Pub/Sub into Arrow batches in C
  * memory and hands each to Spark as it comes, recording it in the batch
  * log; or, when the log has this task's entry (a re-run), replays it.
- * At the end it publishes the entry, then leases what it handed out to
- * the driver (commitLeaseSeconds), which acks it when Spark commits.
+ * At the end it leases what it handed out to the driver
+ * (commitLeaseSeconds), which acks it when Spark commits, then publishes
+ * the entry; without ackOnCommit it publishes the entry, then acks.
  */
 final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
   private final PubsubGoPartition part;
@@ -30,6 +31,7 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
   private ArrayDeque<byte[]> replay; // the entry's batches, on a re-run
   private CBatch current;
   private long rows;
+  private long bytes; // the rows' Arrow IPC bytes, as the batch log holds them
   private boolean drained;
   private boolean done;
   private long[] stats;
@@ -87,18 +89,31 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
       return true;
     }
     while (!done) {
+      org.apache.spark.TaskContext tc = org.apache.spark.TaskContext.get();
+      if (tc != null) {
+        // A stopped query's task, which may be waiting for its minimum up
+        // to maxTriggerDelay: ended now, its rows given back by close().
+        tc.killTaskIfInterrupted();
+      }
       long left = part.maxRows - rows;
-      if (left <= 0) {
+      boolean full = part.maxBytes != PubsubGoOffset.NO_LIMIT && bytes >= part.maxBytes;
+      if (left <= 0 || full) {
         finish();
         break;
       }
-      long elapsed = System.currentTimeMillis() - started;
-      long budget = part.maxDurationMs - elapsed;
+      long now = System.currentTimeMillis();
+      // min...PerTrigger: the task may wait past its budget for its minimum, up to maxTriggerDelay.
+      long budget = Math.max(started + part.maxDurationMs, waitingForMinimum(now) ? part.waitUntilMs : 0) - now;
       if (budget <= 0) {
         finish();
         break;
       }
       long n = Math.min(left, part.batchSize);
+      if (part.maxBytes != PubsubGoOffset.NO_LIMIT) {
+        // The byte cap's share: not overshot by a whole pull. The first pull
+        // takes one row, whose size sizes the next (bytes per row so far).
+        n = rows == 0 ? 1 : Math.min(n, Math.max(1, (part.maxBytes - bytes) / Math.max(1, bytes / rows)));
+      }
       long wait = Math.min(part.waitMs, budget);
       Subscriber.Take t = decode == null ? sub.take(n, wait, true) : decode.take(sub, n, wait);
       if (t.batch.numRows() > 0) {
@@ -109,20 +124,31 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
         }
         writer.chunk(BatchLog.ACKS, t.ackLines);
         acks.write(t.ackLines, 0, t.ackLines.length);
+        bytes += t.log.length;
         rows += t.batch.numRows();
         current = t.batch;
         return true;
       }
       t.batch.close();
       t.log.close();
-      if (rows > 0 && t.waitedOut && !part.untilQuiet) {
+      boolean waiting = waitingForMinimum(System.currentTimeMillis());
+      if (rows > 0 && t.waitedOut && !part.untilQuiet && !waiting) {
         finish(); // streaming: a task with rows ends when a wait runs out
-      } else if (quietFor() >= part.quietMs) {
+      } else if (quietFor() >= part.quietMs && !waiting) {
         drained = true;
         finish();
       }
     }
     return false;
+  }
+
+  /** Still waiting for its share of minRecordsPerTrigger or minBytesPerTrigger (until waitUntilMs). */
+  private boolean waitingForMinimum(long now) {
+    if (part.waitUntilMs == 0 || now >= part.waitUntilMs) {
+      return false;
+    }
+    return (part.minRows != PubsubGoOffset.NO_LIMIT && rows < part.minRows)
+        || (part.minBytes != PubsubGoOffset.NO_LIMIT && bytes < part.minBytes);
   }
 
   private long quietFor() {
@@ -135,26 +161,35 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
    * with no entry naming them (redelivered after that lease, never
    * duplicated); the other order would leave an entry whose messages keep
    * only their short lease, so a replay and their redelivery would both
-   * deliver them.
+   * deliver them. Without ackOnCommit the entry comes first, then the ack:
+   * the rows are acked only once a replay would see them.
    */
   private void finish() throws IOException {
     done = true;
     stats = sub.stats();
     writer.chunk(BatchLog.SUMMARY, summary().getBytes(StandardCharsets.UTF_8));
     byte[] ids = acks.toByteArray();
-    sub.ackIds(Subscriber.MODACK, ids, 0, ids.length, part.commitLeaseSeconds);
-    sub.ackIds(Subscriber.RELEASE, ids, 0, ids.length, 0);
+    if (part.ackOnCommit) {
+      sub.ackIds(Subscriber.MODACK, ids, 0, ids.length, part.commitLeaseSeconds);
+      sub.ackIds(Subscriber.RELEASE, ids, 0, ids.length, 0);
+    }
     if (!writer.publish()) {
       sub.ackIds(Subscriber.NACK, ids, 0, ids.length, 0);
       throw new IllegalStateException("pubsub-go: another attempt of batch " + part.batch + " partition "
           + part.index + " published its batch-log entry first; this attempt's rows are given back");
+    }
+    if (!part.ackOnCommit) {
+      // At most once for the output: the rows are the log's now, acked
+      // whether or not Spark commits the batch.
+      sub.ackIds(Subscriber.ACK, ids, 0, ids.length, 0);
     }
     writer = null;
     acks.reset();
   }
 
   private String summary() {
-    StringBuilder s = new StringBuilder("{\"rows\":").append(rows).append(",\"drained\":").append(drained);
+    StringBuilder s = new StringBuilder("{\"rows\":").append(rows).append(",\"bytes\":").append(bytes)
+        .append(",\"drained\":").append(drained);
     if (decode != null) {
       s.append(",\"deadLettered\":").append(decode.deadLettered);
     }

@@ -13,7 +13,9 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
+import org.apache.spark.sql.connector.read.streaming.CompositeReadLimit;
 import org.apache.spark.sql.connector.read.streaming.Offset;
+import org.apache.spark.sql.connector.read.streaming.ReadAllAvailable;
 import org.apache.spark.sql.connector.read.streaming.ReadLimit;
 import org.apache.spark.sql.connector.read.streaming.ReadMaxRows;
 import org.apache.spark.sql.connector.read.streaming.ReportsSourceMetrics;
@@ -59,7 +61,7 @@ final class PubsubGoStream implements MicroBatchStream, SupportsAdmissionControl
   private synchronized LeaseKeeper keeper() {
     if (keeper == null) {
       opts.setup.ensure(opts); // topicId only; before the acker opens the subscription
-      keeper = new LeaseKeeper(log, opts.ackerConfig(), opts.commitLeaseSeconds);
+      keeper = new LeaseKeeper(log, opts.ackerConfig(), opts.commitLeaseSeconds, opts.ackOnCommit);
     }
     return keeper;
   }
@@ -77,9 +79,43 @@ final class PubsubGoStream implements MicroBatchStream, SupportsAdmissionControl
     return PubsubGoOffset.parse(json);
   }
 
+  /**
+   * Spark's limits where it has them (maxRows, minRows with the delay, as
+   * Kafka's source gives them). Spark 3.5 has no byte limit and no byte
+   * minimum, so the batch's are applied here from the options; a byte
+   * limit alone still gives Spark a limit (maxRows of Long.MAX_VALUE), so
+   * that Spark's ReadAllAvailable (Trigger.Once) can be told from it.
+   */
   @Override
   public ReadLimit getDefaultReadLimit() {
-    return opts.maxRecordsPerTrigger != null ? ReadLimit.maxRows(opts.maxRecordsPerTrigger) : ReadLimit.allAvailable();
+    java.util.List<ReadLimit> out = new java.util.ArrayList<>();
+    if (opts.minRecordsPerTrigger != null || opts.minBytesPerTrigger != null) {
+      out.add(ReadLimit.minRows(opts.minRecordsPerTrigger != null ? opts.minRecordsPerTrigger : 1,
+          opts.maxTriggerDelayMs));
+    }
+    if (opts.maxRecordsPerTrigger != null || opts.maxBytesPerTrigger != null) {
+      out.add(ReadLimit.maxRows(opts.maxRecordsPerTrigger != null ? opts.maxRecordsPerTrigger : Long.MAX_VALUE));
+    }
+    if (out.isEmpty()) {
+      return ReadLimit.allAvailable();
+    }
+    return out.size() == 1 ? out.get(0) : ReadLimit.compositeLimit(out.toArray(new ReadLimit[0]));
+  }
+
+  /** The row limit in Spark's limit (ReadMaxRows, alone or in a composite), or NO_LIMIT. */
+  private static long maxRows(ReadLimit limit) {
+    if (limit instanceof ReadMaxRows) {
+      long n = ((ReadMaxRows) limit).maxRows();
+      return n == Long.MAX_VALUE ? PubsubGoOffset.NO_LIMIT : n;
+    }
+    if (limit instanceof CompositeReadLimit) {
+      for (ReadLimit l : ((CompositeReadLimit) limit).getReadLimits()) {
+        if (l instanceof ReadMaxRows) {
+          return maxRows(l);
+        }
+      }
+    }
+    return PubsubGoOffset.NO_LIMIT;
   }
 
   @Override
@@ -100,11 +136,20 @@ final class PubsubGoStream implements MicroBatchStream, SupportsAdmissionControl
       return start; // AvailableNow: every task of the last batch found the backlog empty
     }
     plannedThisRun = start.batch + 1;
-    if (limit instanceof ReadMaxRows) {
-      return PubsubGoOffset.limited(start.batch + 1, partitions, opts.maxRecordsPerPartition,
-          ((ReadMaxRows) limit).maxRows());
+    long rows = maxRows(limit);
+    PubsubGoOffset next = rows != PubsubGoOffset.NO_LIMIT
+        ? PubsubGoOffset.limited(start.batch + 1, partitions, opts.maxRecordsPerPartition, rows)
+        : new PubsubGoOffset(start.batch + 1, partitions, opts.maxRecordsPerPartition);
+    if (limit instanceof ReadAllAvailable) {
+      return next; // Trigger.Once: everything there, whatever the options' limits
     }
-    return new PubsubGoOffset(start.batch + 1, partitions, opts.maxRecordsPerPartition);
+    next.bytes(opts.maxBytesPerTrigger != null ? opts.maxBytesPerTrigger : PubsubGoOffset.NO_LIMIT);
+    if (cutoffUs == 0) { // AvailableNow reads what is there: no minimum to wait for
+      next.minimum(opts.minRecordsPerTrigger != null ? opts.minRecordsPerTrigger : PubsubGoOffset.NO_LIMIT,
+          opts.minBytesPerTrigger != null ? opts.minBytesPerTrigger : PubsubGoOffset.NO_LIMIT,
+          System.currentTimeMillis() + opts.maxTriggerDelayMs);
+    }
+    return next;
   }
 
   /** True when every entry of the batch reports the backlog drained; keeps its figures. */
@@ -135,6 +180,9 @@ final class PubsubGoStream implements MicroBatchStream, SupportsAdmissionControl
     for (int i = 0; i < e.partitions; i++) {
       out[i] = new PubsubGoPartition(e.batch, i, cfg, logDir, conf, e.rowsOf(i), opts.batchSize,
           opts.maxBatchDurationMs, opts.maxWaitTimeMs, opts.quietPeriodMs, cutoffUs > 0, opts.commitLeaseSeconds);
+      ((PubsubGoPartition) out[i]).admit(e.shareOf(e.bytes, i), e.minRowsOf(i), e.shareOf(e.minBytes, i),
+          e.waitUntilMs);
+      ((PubsubGoPartition) out[i]).ackOnCommit = opts.ackOnCommit;
       ((PubsubGoPartition) out[i]).schemaMode = mode;
       ((PubsubGoPartition) out[i]).derived = opts.derived;
     }

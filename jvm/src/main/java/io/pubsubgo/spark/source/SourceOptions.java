@@ -17,7 +17,8 @@ final class SourceOptions {
   /** The options of the table this front end reads (docs/jvm.md, "Options"). */
   static final List<String> SUPPORTED = supported("subscriptionId", "projectId", "emulatorHost", "endpoint",
       "credentials", "credentialsJson", "impersonateServiceAccount", "numPartitions", "batchSize", "maxWaitTimeMs",
-      "maxBatchDurationMs", "quietPeriodMs", "maxRecordsPerPartition", "maxRecordsPerTrigger",
+      "maxBatchDurationMs", "quietPeriodMs", "maxRecordsPerPartition", "maxRecordsPerTrigger", "maxBytesPerTrigger",
+      "maxBytesPerPartition", "minRecordsPerTrigger", "minBytesPerTrigger", "maxTriggerDelay", "ackOnCommit",
       "streamsPerPartition", "ackDeadlineSeconds", "commitLeaseSeconds", "batchLogLocation", "attributeColumns",
       "timestampAttribute", "timestampColumn", "topicId", "filter", "messageRetentionSeconds",
       "subscriptionDeadLetterTopicId", "maxDeliveryAttempts", "enableExactlyOnceDelivery", "enableMessageOrdering",
@@ -42,9 +43,15 @@ final class SourceOptions {
   final long quietPeriodMs;
   final long maxRecordsPerPartition;
   final Long maxRecordsPerTrigger; // null: no limit
+  final Long maxBytesPerTrigger; // null: no limit
+  final Long maxBytesPerPartition; // null: the library's flow control default
+  final Long minRecordsPerTrigger; // null: no minimum
+  final Long minBytesPerTrigger; // null: no minimum
+  final long maxTriggerDelayMs; // how long a micro-batch waits for its minimum
   final int streamsPerPartition;
   final int ackDeadlineSeconds;
   final int commitLeaseSeconds;
+  final boolean ackOnCommit; // false: a task acks its rows once its batch-log entry is published
   final String batchLogLocation; // null: under the checkpoint
   final DecodeOptions decode; // schema mode; null: raw mode
   final AttributeColumns derived; // raw mode's attribute columns; null: none
@@ -92,14 +99,41 @@ final class SourceOptions {
     quietPeriodMs = quiet;
     maxRecordsPerPartition = t.number(o, "maxRecordsPerPartition", 0);
     maxRecordsPerTrigger = t.raw(o, "maxRecordsPerTrigger") == null ? null : t.number(o, "maxRecordsPerTrigger", 0);
+    maxBytesPerTrigger = optional(t, o, "maxBytesPerTrigger");
+    maxBytesPerPartition = optional(t, o, "maxBytesPerPartition");
+    minRecordsPerTrigger = optional(t, o, "minRecordsPerTrigger");
+    minBytesPerTrigger = optional(t, o, "minBytesPerTrigger");
+    maxTriggerDelayMs = t.number(o, "maxTriggerDelay", 0);
+    checkMinimums(t, o);
     streamsPerPartition = (int) t.number(o, "streamsPerPartition", 0);
     ackDeadlineSeconds = (int) t.number(o, "ackDeadlineSeconds", 0);
     commitLeaseSeconds = (int) t.number(o, "commitLeaseSeconds", 0);
+    ackOnCommit = t.bool(o, "ackOnCommit");
     batchLogLocation = t.string(o, "batchLogLocation");
     decode = DecodeOptions.parse(t, o, project != null && !project.isEmpty() ? project : sub.split("/")[1]);
     setup = new SubscriptionSetup(t, o, project != null && !project.isEmpty() ? project : sub.split("/")[1]);
     derived = AttributeColumns.parse(t, o, java.util.Arrays.asList(io.pubsubgo.spark.bridge.Library.rawSchema()
         .fieldNames()), t.raw(o, "format") != null || t.raw(o, "decoder") != null);
+  }
+
+  private static Long optional(OptionTable t, CaseInsensitiveStringMap o, String name) {
+    return t.raw(o, name) == null ? null : t.number(o, name, 0);
+  }
+
+  /** The minimums' errors, as the Python source's (options/admission.py). */
+  private void checkMinimums(OptionTable t, CaseInsensitiveStringMap o) {
+    if (t.raw(o, "maxTriggerDelay") != null && minRecordsPerTrigger == null && minBytesPerTrigger == null) {
+      throw new IllegalArgumentException("pubsub-go: option maxTriggerDelay only applies with minRecordsPerTrigger "
+          + "(alias minOffsetsPerTrigger) or minBytesPerTrigger: how long a micro-batch may wait for that much data");
+    }
+    if (minBytesPerTrigger != null && maxBytesPerTrigger != null && minBytesPerTrigger > maxBytesPerTrigger) {
+      throw new IllegalArgumentException("pubsub-go: option minBytesPerTrigger=" + minBytesPerTrigger
+          + " exceeds maxBytesPerTrigger=" + maxBytesPerTrigger + "; expected at most that");
+    }
+    if (minRecordsPerTrigger != null && maxRecordsPerTrigger != null && minRecordsPerTrigger > maxRecordsPerTrigger) {
+      throw new IllegalArgumentException("pubsub-go: option minRecordsPerTrigger=" + minRecordsPerTrigger
+          + " exceeds maxRecordsPerTrigger=" + maxRecordsPerTrigger + "; expected at most that");
+    }
   }
 
   /** The Go subscriber's config for a task (the contract's subscriber_config). */
@@ -112,6 +146,9 @@ final class SourceOptions {
     c.put("max_wait_ms", maxWaitTimeMs);
     c.put("ack_deadline_seconds", ackDeadlineSeconds);
     c.put("max_outstanding_messages", Math.min(maxRows, 1_000_000) + batchSize);
+    if (maxBytesPerPartition != null) {
+      c.put("max_outstanding_bytes", maxBytesPerPartition);
+    }
     if (cutoffUs > 0) {
       c.put("arrival_cutoff_us", cutoffUs);
     }
