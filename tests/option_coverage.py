@@ -22,6 +22,7 @@ JVM_BYTES = ("tests/test_jvm_front_end.py::test_max_bytes_per_trigger_bounds_eve
              "reads_everything")
 JVM_MIN = "tests/test_jvm_front_end.py::test_min_records_per_trigger_waits_up_to_max_trigger_delay_for_its_rows"
 JVM_ACK = "tests/test_jvm_front_end.py::test_ack_on_commit_false_acks_what_a_task_read_though_spark_never_commits_it"
+JVM_IDLE = "tests/test_jvm_front_end.py::test_subscriber_idle_ms_zero_gives_every_task_a_subscriber_of_its_own"
 
 SOURCE: dict[str, tuple[str, ...]] = {
     # Where and as whom
@@ -111,7 +112,7 @@ SOURCE: dict[str, tuple[str, ...]] = {
     "schemaRevision": (f"{WIRING}::test_schema_revision_pins_the_columns_of_a_topic_schema",),
     "numPartitions": (f"{WIRING}::test_num_partitions_and_max_records_plan_the_tasks_of_a_micro_batch",),
     "quietPeriodMs": (f"{WIRING}::test_quiet_period_is_how_long_an_empty_backlog_must_stay_quiet",),
-    "subscriberIdleMs": (f"{WIRING}::test_subscriber_idle_ms_is_how_long_a_worker_keeps_a_tasks_subscriber",),
+    "subscriberIdleMs": (f"{WIRING}::test_subscriber_idle_ms_is_how_long_a_worker_keeps_a_tasks_subscriber", JVM_IDLE),
     "batchLogLocation": (f"{WIRING}::test_the_batch_log_is_where_batch_log_location_says",),
     "decoderOptions": (f"{WIRING}::test_decoder_options_reach_the_decoder",),
     "protobufDescriptorFile": (PROTOBUF_FORMS,),

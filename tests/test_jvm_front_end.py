@@ -15,7 +15,7 @@ peer. One Spark application per version runs every scenario below in turn
   attribute columns, topicId's subscription with its settings, the start
   positions (first start only) and deletion on stop; maxBytesPerTrigger
   and maxBytesPerPartition, minRecordsPerTrigger with maxTriggerDelay,
-  ackOnCommit=false;
+  ackOnCommit=false, subscriberIdleMs=0;
 - a Spark Connect client reading and writing through the application's
   Connect server (on 3.5 with Spark's spark-connect_2.12 jar), whose only
   pubsub-go is the jar."""
@@ -40,7 +40,7 @@ BAD_OPTIONS = [  # (options, words the error must hold)
     ({"batchSize": "0"}, ("batchSize is 0", "1..1000000")),                   # below the contract's range
     ({"maxWaitTimeMs": "soon"}, ("maxWaitTimeMs is soon", "500ms")),          # not a duration
     ({"bogusOption": "1"}, ("unknown source option bogusOption", "subscriptionId")),
-    ({"subscriberIdleMs": "0"}, ("subscriberIdleMs is not supported by the JVM", "jvm.md")),  # not in the JVM yet
+    ({"maxOutstandingMessages": "9"}, ("maxOutstandingMessages is not supported by the JVM", "jvm.md")),  # not yet
     ({"failOnDataLoss": "false"}, ("failOnDataLoss", "messageRetentionSeconds")),   # refused, with the reason
     ({"maxOffsetsPerTrigger": "10", "maxRecordsPerTrigger": "20"},                  # two names, two values
      ("maxOffsetsPerTrigger='10'", "maxRecordsPerTrigger='20'", "different values")),
@@ -284,6 +284,8 @@ def source_steps(google, names: dict, tmp: Path) -> list[dict]:
     for k in ("ack_commit", "ack_task"):
         names[k + "_topic"], names[k + "_sub"] = google.topic()
         google.publish(names[k + "_topic"], payloads(0, ACK_N))
+    names["idle_topic"], names["idle_sub"] = google.topic()
+    google.publish(names["idle_topic"], payloads(0, IDLE_N))
     names["attr_topic"], names["attr_sub"] = google.topic()
     google.publish(names["attr_topic"], [b"a0", b"a1", b"a2", b"a3"],
                    [{"region": "eu", "ts": "1700000000123"}, {"region": "us", "ts": "2023-11-14T22:13:20.5Z"},
@@ -314,6 +316,9 @@ def source_steps(google, names: dict, tmp: Path) -> list[dict]:
                        "options": {"commitLeaseSeconds": ACK_LEASE_S}},
          "at_task": {"subscription": names["ack_task_sub"], "checkpoint": str(tmp / "at-ck"),
                      "options": {"commitLeaseSeconds": ACK_LEASE_S, "ackOnCommit": "false"}}},
+        {"kind": "subscriber_idle", "key": "subscriber_idle", "subscription": names["idle_sub"],
+         "out": str(tmp / "si-out"), "checkpoint": str(tmp / "si-ck"), "stop_at": IDLE_N,
+         "options": {"numPartitions": 1, "maxRecordsPerTrigger": IDLE_N // 4, "subscriberIdleMs": 0}},
     ]
 
 
@@ -374,6 +379,17 @@ def test_ack_on_commit_false_acks_what_a_task_read_though_spark_never_commits_it
     # ackOnCommit (the default): uncommitted, so redelivered; false: acked by the task.
     assert len(google.pull_all(run.names["ack_commit_sub"], max_wait=5.0, ack=False)) == ACK_N
     assert unacked(google, run.names["ack_task_sub"]) == 0
+
+
+IDLE_N = 400
+
+
+def test_subscriber_idle_ms_zero_gives_every_task_a_subscriber_of_its_own(run):
+    r = run.result["subscriber_idle"][0]
+    assert r["error"] is None, r["error"][:2000]
+    figures = [(p["numInputRows"], int(p["sources"][0]["metrics"]["handed_out"])) for p in batches(r["progress"])]
+    # A subscriber's counters run over its life: a kept one would count the earlier batches' rows too.
+    assert len(figures) >= 3 and all(rows == out for rows, out in figures), figures
 
 
 def test_other_connectors_option_names_take_effect_and_the_key_shows_nowhere(run, google):

@@ -211,3 +211,10 @@ def ack_on_commit(spark, spec: dict, step: dict) -> dict:
             pass
         out[name] = {"counted": counted, "error": str(q.exception()) if q.exception() is not None else None}
     return out
+
+
+@step
+def subscriber_idle(spark, spec: dict, step: dict) -> dict:
+    """A streaming query with subscriberIdleMs=0 and a small trigger limit: several micro-batches."""
+    opts = {"subscriptionId": step["subscription"], "emulatorHost": spec["emulator"], **step["options"]}
+    return _streaming(spark, {**spec, "out": step["out"], "checkpoint": step["checkpoint"]}, opts, step["stop_at"])

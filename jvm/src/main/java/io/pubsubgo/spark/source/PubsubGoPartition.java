@@ -27,6 +27,8 @@ final class PubsubGoPartition implements InputPartition {
   long waitUntilMs; // epoch ms the task may wait until for its minimum; 0: none
   /** false (ackOnCommit): the task acks its rows once its entry is published, not the driver at commit. */
   boolean ackOnCommit = true;
+  /** How long the executor keeps the task's subscriber for the query's next task (subscriberIdleMs). */
+  long subscriberIdleMs;
   /** Schema mode: onDecodeError and the output's columns; null in raw mode. */
   SchemaMode schemaMode;
   /** Raw mode's attribute-derived columns; null: none. */

@@ -248,7 +248,7 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
         // while the next run reads; closed, it nacks its prefetch.
         SubscriberPool.discard(sub);
       } else {
-        SubscriberPool.giveBack(part.subscriberConfig, sub);
+        SubscriberPool.giveBack(part.subscriberConfig, sub, part.subscriberIdleMs);
       }
       sub = null;
     }

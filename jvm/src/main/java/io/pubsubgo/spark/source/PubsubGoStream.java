@@ -183,6 +183,7 @@ final class PubsubGoStream implements MicroBatchStream, SupportsAdmissionControl
       ((PubsubGoPartition) out[i]).admit(e.shareOf(e.bytes, i), e.minRowsOf(i), e.shareOf(e.minBytes, i),
           e.waitUntilMs);
       ((PubsubGoPartition) out[i]).ackOnCommit = opts.ackOnCommit;
+      ((PubsubGoPartition) out[i]).subscriberIdleMs = opts.subscriberIdleMs;
       ((PubsubGoPartition) out[i]).schemaMode = mode;
       ((PubsubGoPartition) out[i]).derived = opts.derived;
     }

@@ -19,7 +19,7 @@ final class SourceOptions {
       "credentials", "credentialsJson", "impersonateServiceAccount", "numPartitions", "batchSize", "maxWaitTimeMs",
       "maxBatchDurationMs", "quietPeriodMs", "maxRecordsPerPartition", "maxRecordsPerTrigger", "maxBytesPerTrigger",
       "maxBytesPerPartition", "minRecordsPerTrigger", "minBytesPerTrigger", "maxTriggerDelay", "ackOnCommit",
-      "streamsPerPartition", "ackDeadlineSeconds", "commitLeaseSeconds", "batchLogLocation", "attributeColumns",
+      "subscriberIdleMs", "streamsPerPartition", "ackDeadlineSeconds", "commitLeaseSeconds", "batchLogLocation", "attributeColumns",
       "timestampAttribute", "timestampColumn", "topicId", "filter", "messageRetentionSeconds",
       "subscriptionDeadLetterTopicId", "maxDeliveryAttempts", "enableExactlyOnceDelivery", "enableMessageOrdering",
       "retainAckedMessages", "deleteSubscriptionOnStreamStop", "startingTimestamp", "startingSnapshot");
@@ -52,6 +52,7 @@ final class SourceOptions {
   final int ackDeadlineSeconds;
   final int commitLeaseSeconds;
   final boolean ackOnCommit; // false: a task acks its rows once its batch-log entry is published
+  final long subscriberIdleMs; // streaming; AvailableNow closes a task's subscriber at its end
   final String batchLogLocation; // null: under the checkpoint
   final DecodeOptions decode; // schema mode; null: raw mode
   final AttributeColumns derived; // raw mode's attribute columns; null: none
@@ -109,6 +110,7 @@ final class SourceOptions {
     ackDeadlineSeconds = (int) t.number(o, "ackDeadlineSeconds", 0);
     commitLeaseSeconds = (int) t.number(o, "commitLeaseSeconds", 0);
     ackOnCommit = t.bool(o, "ackOnCommit");
+    subscriberIdleMs = t.number(o, "subscriberIdleMs", 0);
     batchLogLocation = t.string(o, "batchLogLocation");
     decode = DecodeOptions.parse(t, o, project != null && !project.isEmpty() ? project : sub.split("/")[1]);
     setup = new SubscriptionSetup(t, o, project != null && !project.isEmpty() ? project : sub.split("/")[1]);

@@ -15,7 +15,8 @@ import java.util.concurrent.TimeUnit;
  * Subscribers kept in an executor between tasks of a query, so the next
  * task finds its streams open and messages prefetched (a subscriber per
  * task would reconnect each micro-batch). One task uses a subscriber at a
- * time. Unused for IDLE_MS a subscriber is closed (its prefetch nacked);
+ * time. Unused for its query's subscriberIdleMs a subscriber is closed
+ * (its prefetch nacked);
  * unused for PAUSE_MS its streams are paused (half-closed), so a killed
  * executor cuts none (go/internal/subscriber/pause.go). At JVM exit every
  * pooled subscriber is closed, and a close already under way in another
@@ -26,7 +27,6 @@ import java.util.concurrent.TimeUnit;
 final class SubscriberPool {
   private SubscriberPool() {}
 
-  static final long IDLE_MS = 2000;
   static final long PAUSE_MS = 500;
   // How long the exit waits for closes under way: the subscriber's drain
   // bound (go/internal/subscriber/config.go, drainTimeout, 2 s) and its nack.
@@ -35,6 +35,7 @@ final class SubscriberPool {
   private static final class Idle {
     final Subscriber sub;
     final long since = System.currentTimeMillis();
+    long idleMs;
     boolean paused;
 
     Idle(Subscriber sub) {
@@ -65,9 +66,16 @@ final class SubscriberPool {
     return i.sub;
   }
 
-  static void giveBack(String config, Subscriber sub) {
+  /** Keeps sub for the next task of its config for idleMs (subscriberIdleMs); 0: closes it now. */
+  static void giveBack(String config, Subscriber sub, long idleMs) {
+    if (idleMs <= 0) {
+      discard(sub);
+      return;
+    }
+    Idle kept = new Idle(sub);
+    kept.idleMs = idleMs;
     synchronized (IDLE) {
-      IDLE.computeIfAbsent(config, k -> new ArrayDeque<>()).add(new Idle(sub));
+      IDLE.computeIfAbsent(config, k -> new ArrayDeque<>()).add(kept);
       if (reaper == null) {
         reaper = Executors.newSingleThreadScheduledExecutor(r -> {
           Thread t = new Thread(r, "pubsub-go-subscriber-pool");
@@ -110,7 +118,7 @@ final class SubscriberPool {
       for (ArrayDeque<Idle> q : IDLE.values()) {
         for (Iterator<Idle> it = q.iterator(); it.hasNext(); ) {
           Idle i = it.next();
-          if (now - i.since >= IDLE_MS) {
+          if (now - i.since >= i.idleMs) {
             it.remove();
             beginClose(i.sub);
             close.add(i.sub);
