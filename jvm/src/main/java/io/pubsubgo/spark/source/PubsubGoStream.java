@@ -37,6 +37,8 @@ final class PubsubGoStream implements MicroBatchStream, SupportsAdmissionControl
   private final SerializableConf conf;
   private final int partitions;
   private final SchemaPlan plan; // schema mode; null: raw mode
+  private final Path commits; // Spark's commit log; null: unknown
+  private final Configuration hadoopConf;
   private LeaseKeeper keeper;
   private long cutoffUs;          // AvailableNow: messages published later are left for the next run
   private long plannedThisRun = -1;
@@ -55,6 +57,10 @@ final class PubsubGoStream implements MicroBatchStream, SupportsAdmissionControl
         : new Path(checkpointLocation, "pubsub-go-batchlog").toString();
     this.conf = new SerializableConf(hc);
     this.log = new BatchLog(logDir, hc);
+    // Spark's commit log: <checkpointLocation>/commits beside the sources/<n> directory Spark gives this source.
+    Path sources = new Path(checkpointLocation).getParent();
+    this.commits = sources == null || sources.getParent() == null ? null : new Path(sources.getParent(), "commits");
+    this.hadoopConf = hc;
     this.partitions = opts.numPartitions > 0 ? opts.numPartitions : spark.sparkContext().defaultParallelism();
   }
 
@@ -264,6 +270,28 @@ final class PubsubGoStream implements MicroBatchStream, SupportsAdmissionControl
     return "pubsub-go[" + opts.subscription + "]";
   }
 
+  /**
+   * Spark commits a batch to its source only when it plans the next one,
+   * so the last batch of a run (AvailableNow's, a stopped query's) is in
+   * Spark's commit log but was never committed here: acked now, its rows
+   * would otherwise stay leased for commitLeaseSeconds and then come again.
+   * Spark's batch ids are this source's batch numbers (one per planned batch).
+   */
+  private void ackLastCommitted(LeaseKeeper k) {
+    long last = plannedThisRun;
+    if (last < 0 || commits == null) {
+      return;
+    }
+    try {
+      if (commits.getFileSystem(hadoopConf).exists(new Path(commits, Long.toString(last)))) {
+        k.commit(last);
+      }
+    } catch (IOException | RuntimeException e) {
+      // Acked at the next run's first commit instead, or redelivered after the lease.
+      System.err.println("pubsub-go: acking the run's last batch " + last + " at stop failed: " + e);
+    }
+  }
+
   @Override
   public void stop() {
     LeaseKeeper k;
@@ -272,7 +300,11 @@ final class PubsubGoStream implements MicroBatchStream, SupportsAdmissionControl
       keeper = null;
     }
     if (k != null) {
-      k.close();
+      try {
+        ackLastCommitted(k);
+      } finally {
+        k.close();
+      }
     }
     opts.setup.deleteOnStop(opts); // if asked
   }
