@@ -1,16 +1,11 @@
-"""The public ``pubsub_go.decode``: decoding payloads on the native data plane.
-
-The same decoders schema mode runs, on any array of payloads: the built-in
-``json`` and ``avro`` decoders natively in Go, a user's WebAssembly module
+"""The public ``pubsub_go.decode``: the decoders schema mode runs, on any
+array of payloads, on the native data plane: the built-in ``json`` and
+``avro`` decoders natively in Go, a user's WebAssembly module
 (``decoder=path``) in the Go host's sandbox (memory cap, time limit, no
-files, network or environment). Usable in ``mapInArrow`` to decode a
-column of payloads read from files, Kafka or the ``pubsub-go`` source's raw
-mode (docs/decode.md). The library loads on first use, as everywhere.
-
-``pubsub_go.wasm_authoring`` (wasmtime, no native library) is the decoder author's
-tool to try a module on sample payloads. (Not named decode.py: a submodule of that
-name would replace the function ``pubsub_go.decode`` once imported.)
-"""
+files, network or environment); e.g. in ``mapInArrow`` on payloads from
+files, Kafka or the source's raw mode (docs/decode.md). The library loads
+on first use. (Not named decode.py: a submodule of that name would replace
+the function ``pubsub_go.decode`` once imported.)"""
 
 from __future__ import annotations
 
@@ -36,14 +31,12 @@ __all__ = ["DECODE_ERROR_COLUMN", "DEFAULT_MEMORY_LIMIT_MB", "DEFAULT_TIMEOUT_MS
 DEFAULT_TIMEOUT_MS = contract.limit("decoder_config", "timeout_ms").default
 DEFAULT_MEMORY_LIMIT_MB = contract.limit("decoder_config", "memory_limit_mb").default
 BUILTIN_FORMATS = tuple(contract.builtin_formats())
-# The same word as the source's onDecodeError for the same outcome ("fail",
-# "column"); "raise", this function's first word for "fail", is still taken
-# (docs/glossary.md lists such renamed spellings).
+# The source's onDecodeError words for the same outcomes; "raise", the former
+# spelling of "fail", is still taken (docs/glossary.md lists such spellings).
 ON_ERROR = ("column", "null", "fail")
 RENAMED_ON_ERROR = {"raise": "fail"}
-# What runs a decoder module, the Go side's (go/internal/decode.EngineNames
-# through the contract); the first is the default, auto: wasmtime when its
-# package is installed (about 1.7x wazero, RATIONALE.md), else wazero.
+# What runs a decoder module (go/internal/decode.EngineNames via the contract); the first,
+# auto, is the default: wasmtime when its package is installed (RATIONALE.md), else wazero.
 ENGINES = tuple(contract.decoder_engines())
 
 
@@ -102,12 +95,9 @@ def decoder_config(format: str | None = None, schema: pa.Schema | None = None, d
 
 class _CallStructs:
     """The C structs of one pg_decoder_decode call, kept per thread: a call
-    moves or releases every one of them (the payloads' array and schema
-    into Go, the output into pyarrow, the error's message in check), so
-    the next call on the thread finds them empty. Allocating them anew
-    each batch, with the rest of the Python around the call, was a
-    measurable part of a batch's CPU time (bench/results/decode_results.md):
-    the decoding before it leaves the interpreter's data out of the cache."""
+    moves or releases every one of them, so the next call on the thread
+    finds them empty. Allocating them anew each batch was a measurable part
+    of a batch's CPU time (bench/results/decode_results.md)."""
 
     def __init__(self) -> None:
         f = _native.ffi()

@@ -9,49 +9,41 @@ reservoir already filled (bounded by its flow control, leases kept alive).
 A subscriber no task has used for ``idle_s`` is closed by a background
 thread, which nacks what it prefetched so that it is redelivered at once.
 
-Idle is counted from the query's last activity, not from when this
-worker's task ended. The next micro-batch starts only after the slowest
-task of this one, and under a steady flow one task runs to its row cap
-while a sibling that met a pause ended at once; Spark also hands tasks to
-its idle Python workers in turn, so a worker may sit out a micro-batch.
-Counting from its own task's end would close such a subscriber while the
-query is busy and nack its whole prefetch (bench/tools/latency.py counts
-nacks before the stop). The task passes ``activity``: when the query last did something in the batch log (a
-task writing its entry, the driver removing a committed batch). Once the
-query is quiet (its tasks wait with no rows), idle_s runs out as before:
-the end-of-backlog decision counts on a pooled subscriber's prefetch coming
-back within the quiet period (quietPeriodMs 5 s > subscriberIdleMs 2 s plus
-the commit before the batch; docs/source.md, "End of backlog").
+Idle is counted from the query's last activity (``activity``: when the
+query last wrote or removed a batch-log entry), not from this worker's task
+end: the next micro-batch starts only after this one's slowest task, and
+Spark hands tasks to its idle workers in turn, so a worker may sit out a
+micro-batch while the query is busy; closing then would nack its whole
+prefetch (bench/tools/latency.py counts nacks before the stop). Once the
+query is quiet, idle_s runs out as before: the end-of-backlog decision
+counts on a pooled subscriber's prefetch coming back within the quiet
+period (quietPeriodMs 5 s > subscriberIdleMs 2 s plus the commit before the
+batch; docs/source.md, "End of backlog").
 
 A query that stops says so in the batch log (the driver's stop writes
-``<gen>/_stopped``, which the next run's driver removes); the task passes
-``stopped`` to read it. A subscriber returned before that (or shortly
-after: LATE_RETURN_S) is closed at the reaper's next look, not idle_s
-later: nothing will take it, and what it prefetched goes back to the server
-at once for other consumers instead of up to idle_s + max_wait_s later
+``<gen>/_stopped``, which the next run's driver removes; ``stopped`` reads
+it). A subscriber returned before that (or up to LATE_RETURN_S after) is
+closed at the reaper's next look, not idle_s later: nothing will take it,
+and its prefetch goes back to the server at once for other consumers
 (tests/test_query_stop.py). A task that opens a new subscriber first closes
-what has expired by then, so a query started right after another stopped
-does not hold both queries' prefetch in one worker until the reaper's next
-look.
+what has expired, so a query started right after another stopped does not
+hold both queries' prefetch in one worker.
 
-A kept subscriber pauses once it has been unused for PAUSE_AFTER_S: its
-streams half-close, what it holds stays held (leases extended) for the
-next task, which resumes it. Spark ends a worker whose task it killed (a
-query stopping) with SIGKILL, which cuts the worker's streams; Google's
+A kept subscriber pauses once unused for PAUSE_AFTER_S: its streams
+half-close, what it holds stays held (leases extended) for the next task,
+which resumes it. Spark ends a worker whose task it killed (a query
+stopping) with SIGKILL, which cuts the worker's streams, and Google's
 emulator keeps leasing new messages to a cut stream, where nobody receives
-them (go/internal/subscriber/pause.go), and the next run of the query read
-part of its backlog, then nothing. A paused subscriber has no stream to cut.
+them (go/internal/subscriber/pause.go). A paused subscriber has no stream.
 
-Spark may end the worker itself at any moment a task runs in it (a query
-that stops kills its tasks, and a killed task's worker is let go), and the
-worker then ends with os._exit: the pool registers close_all with
-worker_exit, so every subscriber in the worker, kept or in use, half-closes
-its streams and nacks its prefetch first. That includes one whose close
-another thread has begun (the reaper's, a discarded task's): taken out of
-the pool, it is still the worker's until its close returns, and an exit that
-did not wait for it cut its streams mid-drain. So every subscriber the pool
-opened is idle, in use or closing until its close returns, and close_all
-waits for all three. A task that saw its query stop,
+Spark may end the worker at any moment a task runs in it, with os._exit:
+the pool registers close_all with worker_exit, so every subscriber in the
+worker half-closes its streams and nacks its prefetch first, including one
+whose close another thread has begun (the reaper's, a discarded task's):
+out of the pool, it is still the worker's until its close returns, and an
+exit that did not wait for it cut its streams mid-drain. So every
+subscriber the pool opened is idle, in use or closing until its close
+returns, and close_all waits for all three. A task that saw its query stop,
 or its subscriber unable to receive for too long (pull.py), asks for the
 subscriber to be closed when it comes back (discard) instead of kept.
 """
@@ -81,17 +73,14 @@ REAP_PERIOD_S = 0.5
 # A busy query's next task comes sooner and finds it streaming.
 PAUSE_AFTER_S = 0.5
 
-# A task of a stopped run may give its subscriber back after the stop:
-# Spark cancels the micro-batch, and the Python side can still finish its
-# last pull and return normally. A return up to this long after the stop
-# is still the stopped run's, so it is closed too (a later run removes the
-# mark before its first task, DriverState.resume, so no later run's task
-# returns while it is there; the bound only limits what a mark left by a
-# failed removal can close). Without it, a stopped query's subscriber would
-# keep its prefetch (up to maxBytesPerPartition) for subscriberIdleMs in a
-# worker the next query then uses, on top of that query's own budget
-# (bench/tools/spark_ab.py prints each run's peak worker RSS). Seconds; the
-# executor's clock against the driver's, so generous.
+# A task of a stopped run may give its subscriber back after the stop (Spark
+# cancels the micro-batch; the Python side can still finish its last pull). A
+# return up to this long after the stop is still the stopped run's and is
+# closed too (a later run removes the mark before its first task,
+# DriverState.resume; the bound only limits what a mark a failed removal left
+# can close). Else a stopped query's prefetch (up to maxBytesPerPartition)
+# would stay for subscriberIdleMs in a worker the next query uses, on top of
+# that query's budget. Seconds; the executor's clock against the driver's.
 LATE_RETURN_S = 60.0
 
 
