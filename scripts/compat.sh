@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The compatibility matrix (docs/platforms.md), run by scripts/test.sh
-# after (or, with PUBSUB_GO_COMPAT_BESIDE=1, beside) the full suite (which runs on
+# beside the full suite's main lane (the full suite runs on
 # PySpark 4.3 and includes tests/compat):
 #  1. the compatibility suite (tests/compat) on the latest patch of PySpark
 #     4.0, 4.1 and 4.2, each in a fresh venv (Python 3.11) holding that
@@ -59,12 +59,10 @@ EOF
 run_suite() {  # run_suite VENV LABEL [pytest args...]: the suite from /tmp, exit 5 (no tests) fails
   local venv=$1 label=$2; shift 2
   local t=$SECONDS rc=0
-  # Beside the full suite (scripts/test.sh, PUBSUB_GO_COMPAT_BESIDE=1), its
-  # Spark resolves spark.jars.packages (spark-avro) into an Ivy directory of its
-  # own: Ivy's cache is not safe for two processes at once, and the full suite
-  # resolves the same package.
-  local own_ivy=()
-  [ "${PUBSUB_GO_COMPAT_BESIDE:-0}" != 1 ] || own_ivy=("PYSPARK_SUBMIT_ARGS=--conf spark.jars.ivy=$WORK/ivy pyspark-shell")
+  # Its Spark resolves spark.jars.packages (spark-avro) into an Ivy directory
+  # of its own: Ivy's cache is not safe for two processes at once, and the full
+  # suite's main lane, running beside it, resolves the same package.
+  local own_ivy=("PYSPARK_SUBMIT_ARGS=--conf spark.jars.ivy=$WORK/ivy pyspark-shell")
   (cd /tmp && env PUBSUB_GO_COMPAT=1 PUBSUB_GO_WHEEL="$whl" "${own_ivy[@]}" \
       "$venv/bin/python" -m pytest -c "$ROOT/pyproject.toml" --rootdir "$ROOT" \
       "$ROOT/tests/compat" "$ROOT/tests/test_restart_in_one_app.py" -m compat -q --timeout 900 \
