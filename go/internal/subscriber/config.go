@@ -148,7 +148,7 @@ type settings struct {
 	retry         rpc.Backoff   // stream reconnects and Open retries
 	rpcAttempts   int           // attempts per ack/modack chunk on transient errors
 	rpcTimeout    time.Duration // per-attempt timeout of ack/modack RPCs
-	drainTimeout  time.Duration // bound on Close waiting for half-closed streams to end
+	drainTimeout  time.Duration // bound on Close waiting for half-closed streams to end (see newSettings)
 	closeTimeout  time.Duration // bound on the nacks sent by Close
 	pingInterval  time.Duration // stream keepalive ping period
 	pingTimeout   time.Duration // no response this long after a ping: reconnect
@@ -170,9 +170,16 @@ func newSettings(c *Config) settings {
 		// 8 attempts: the backoff's pauses (lower halves 50ms, 100ms, ...,
 		// 3.2s) add up to at least 6.3s, so an outage of a few seconds (a
 		// restarting proxy, refused connections) does not fail a call.
-		rpcAttempts:  8,
-		rpcTimeout:   30 * time.Second,
-		drainTimeout: 2 * time.Second,
+		rpcAttempts: 8,
+		rpcTimeout:  30 * time.Second,
+		// Past it a half-closed stream (or a lease extension in flight)
+		// is cancelled: an HTTP/2 RST_STREAM, the cut Google's emulator
+		// keeps leasing to. A server that is merely slow answers the
+		// half-close in time, but on a loaded 2-core machine not always
+		// within 2 s (the earlier bound, under which stopped queries cut
+		// streams now and then). So this bounds only an unresponsive
+		// server, as closeTimeout bounds Close's nacks to it.
+		drainTimeout: 10 * time.Second,
 		closeTimeout: 10 * time.Second,
 		pingInterval: 30 * time.Second,
 		pingTimeout:  15 * time.Second,

@@ -471,9 +471,8 @@ func (s *Subscriber) Close() error {
 		// fails in Google's emulator (a NoSuchMethodError in its log, the
 		// mark tests/test_restart_in_one_app.py counts), and for a stream it
 		// is the cut the half-close below avoids. Only a call still
-		// unanswered at the drain bound, shared with the streams (so a
-		// worker's exit, spark/worker_exit.py, still half-closes them in
-		// time), is cancelled.
+		// unanswered at the drain bound, shared with the streams, is
+		// cancelled (a worker's exit, spark/worker_exit.py, waits longer).
 		close(s.endLeases)
 		drained := time.Now().Add(s.set.drainTimeout)
 

@@ -29,12 +29,14 @@ import threading
 from collections.abc import Callable
 from typing import NoReturn
 
-# How long the closers may delay the process's end, in all: a half-close
-# is one frame per stream and the server's end of the stream one round
-# trip; the subscriber's own drain bound (go/internal/subscriber/config.go,
-# drainTimeout) is 2 s. Spark waits for a worker it let go; nothing is
-# waiting on this one's output any more.
-CLOSE_BOUND_S = 3.0
+# How long the closers may delay the process's end, in all: longer than
+# the subscriber's own bound on waiting for the server to end its
+# half-closed streams (go/internal/subscriber/config.go, drainTimeout,
+# 10 s), so that the exit does not cut a stream a slow server (a loaded
+# machine) has yet to end. It usually ends within a round trip. Spark does
+# not wait for a worker it let go; nothing is waiting on this one's output
+# any more.
+CLOSE_BOUND_S = 12.0
 
 _lock = threading.Lock()
 _closers: list[Callable[[float], None]] = []

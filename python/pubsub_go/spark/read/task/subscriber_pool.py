@@ -236,7 +236,7 @@ class SubscriberPool:
             if done is not None:
                 done.set()
 
-    def close_all(self, bound_s: float = 3.0) -> None:
+    def close_all(self, bound_s: float = worker_exit.CLOSE_BOUND_S) -> None:
         """Closes every subscriber of this worker, kept or in use, together,
         and waits for those another thread is closing, at most bound_s in
         all (the worker is ending: worker_exit)."""
