@@ -23,6 +23,7 @@ JVM_BYTES = ("tests/test_jvm_front_end.py::test_max_bytes_per_trigger_bounds_eve
 JVM_MIN = "tests/test_jvm_front_end.py::test_min_records_per_trigger_waits_up_to_max_trigger_delay_for_its_rows"
 JVM_ACK = "tests/test_jvm_front_end.py::test_ack_on_commit_false_acks_what_a_task_read_though_spark_never_commits_it"
 JVM_IDLE = "tests/test_jvm_front_end.py::test_subscriber_idle_ms_zero_gives_every_task_a_subscriber_of_its_own"
+JVM_OUTSTANDING = "tests/test_jvm_front_end.py::test_max_outstanding_messages_bounds_each_task_and_nothing_is_lost"
 
 SOURCE: dict[str, tuple[str, ...]] = {
     # Where and as whom
@@ -83,7 +84,8 @@ SOURCE: dict[str, tuple[str, ...]] = {
     "drainBacklog": ("tests/compat/test_compat.py::test_drain_job_twice_on_one_checkpoint_is_exactly_once",),
     # Memory and flow control
     "maxOutstandingMessages": (f"{WIRING}::test_flow_control_bounds_what_a_subscriber_holds",
-                               f"{WIRING}::test_source_options_reach_the_subscriber_config_the_library_gets"),
+                               f"{WIRING}::test_source_options_reach_the_subscriber_config_the_library_gets",
+                               JVM_OUTSTANDING),
     "maxWorkerMemoryBytes": (f"{WIRING}::test_flow_control_bounds_what_a_subscriber_holds",
                              "tests/test_pull.py::test_large_payloads_are_pulled_in_batches_of_bounded_bytes"),
     "maxBytesPerPartition": (f"{WIRING}::test_flow_control_bounds_what_a_subscriber_holds",

@@ -40,7 +40,9 @@ BAD_OPTIONS = [  # (options, words the error must hold)
     ({"batchSize": "0"}, ("batchSize is 0", "1..1000000")),                   # below the contract's range
     ({"maxWaitTimeMs": "soon"}, ("maxWaitTimeMs is soon", "500ms")),          # not a duration
     ({"bogusOption": "1"}, ("unknown source option bogusOption", "subscriptionId")),
-    ({"maxOutstandingMessages": "9"}, ("maxOutstandingMessages is not supported by the JVM", "jvm.md")),  # not yet
+    ({"catchUpStreamsPerPartition": "2"}, ("catchUpStreamsPerPartition is not supported by the JVM", "jvm.md")),  # yet
+    ({"drainBacklog": "true"}, ("drainBacklog is not taken by the JVM front end", "availableNow")),  # by design
+    ({"maxWorkerMemoryBytes": str(2**28)}, ("maxWorkerMemoryBytes is not taken by the JVM", "maxBytesPerPartition")),
     ({"failOnDataLoss": "false"}, ("failOnDataLoss", "messageRetentionSeconds")),   # refused, with the reason
     ({"maxOffsetsPerTrigger": "10", "maxRecordsPerTrigger": "20"},                  # two names, two values
      ("maxOffsetsPerTrigger='10'", "maxRecordsPerTrigger='20'", "different values")),
@@ -284,6 +286,8 @@ def source_steps(google, names: dict, tmp: Path) -> list[dict]:
     for k in ("ack_commit", "ack_task"):
         names[k + "_topic"], names[k + "_sub"] = google.topic()
         google.publish(names[k + "_topic"], payloads(0, ACK_N))
+    names["outstanding_topic"], names["outstanding_sub"] = google.topic()
+    names["outstanding_ids"] = google.publish(names["outstanding_topic"], payloads(0, OUTSTANDING_N))
     names["idle_topic"], names["idle_sub"] = google.topic()
     google.publish(names["idle_topic"], payloads(0, IDLE_N))
     names["attr_topic"], names["attr_sub"] = google.topic()
@@ -317,6 +321,10 @@ def source_steps(google, names: dict, tmp: Path) -> list[dict]:
                        "options": {"commitLeaseSeconds": ACK_LEASE_S}},
          "at_task": {"subscription": names["ack_task_sub"], "checkpoint": str(tmp / "at-ck"),
                      "options": {"commitLeaseSeconds": ACK_LEASE_S, "ackOnCommit": "false"}}},
+        {"kind": "available_now", "key": "outstanding", "subscription": names["outstanding_sub"],
+         "out": str(tmp / "mo-out"), "checkpoint": str(tmp / "mo-ck"),
+         "options": {"numPartitions": 2, "maxOutstandingMessages": OUTSTANDING, "maxBatchDurationMs": 3000}},
+        {"kind": "ids", "key": "outstanding_out", "out": str(tmp / "mo-out")},
         {"kind": "subscriber_idle", "key": "subscriber_idle", "subscription": names["idle_sub"],
          "out": str(tmp / "si-out"), "checkpoint": str(tmp / "si-ck"), "stop_at": IDLE_N,
          "options": {"numPartitions": 1, "maxRecordsPerTrigger": IDLE_N // 4, "subscriberIdleMs": 0}},
@@ -324,6 +332,7 @@ def source_steps(google, names: dict, tmp: Path) -> list[dict]:
 
 
 BYTES_N, BYTES_PAYLOAD = 2000, 1000
+OUTSTANDING_N, OUTSTANDING = 400, 20
 BYTES_PER_TRIGGER, BYTES_PER_PARTITION = 300_000, 100_000
 # A stopped query's batch that is waiting for its minimum ends when Spark kills its task, or, when the stop came
 # before the batch's job started, after the delay: MIN_MET_DELAY_S is what the stop of "met" may take.
@@ -385,6 +394,21 @@ def test_ack_on_commit_false_acks_what_a_task_read_though_spark_never_commits_it
 
 
 IDLE_N = 400
+
+
+def test_max_outstanding_messages_bounds_each_task_and_nothing_is_lost(run, google):
+    [progress] = run.result["outstanding"]
+    figures = [(p["numInputRows"], p["sources"][0]["metrics"]) for p in batches(progress)]
+    sizes = [rows for rows, _ in figures]
+    # A task's rows stay outstanding until it ends, so a task stops taking messages once it holds the limit, and
+    # the backlog takes several micro-batches. A task may go over by the one response in hand when the limit is
+    # reached, whose size the server picks. Unset, flow control is the task's row
+    # cap + batchSize: the backlog fits in one micro-batch, and flow control is never full.
+    assert sum(sizes) == OUTSTANDING_N and len(sizes) >= 2, sizes
+    assert sum(int(m["flow_full_ms"]) for _, m in figures) > 0, figures
+    ids = run.result["outstanding_out"]
+    assert sorted(ids) == sorted(run.names["outstanding_ids"]), "a message missing or read twice"
+    assert unacked(google, run.names["outstanding_sub"]) == 0
 
 
 def test_subscriber_idle_ms_zero_gives_every_task_a_subscriber_of_its_own(run):

@@ -28,7 +28,7 @@ SPARK = Path(option_table.__file__).parent  # the installed package, as the othe
 TYPES = {"bool", "int", "long", "duration", "string", "enum", "json"}
 FIELDS = {"name", "sides", "type", "unit", "default", "default_contract", "min", "max", "range_contract",
           "range_note", "values", "values_contract", "requires", "secret", "aliases", "doc_table", "default_doc",
-          "doc"}
+          "doc", "jvm_refused"}
 
 
 def _gen() -> Any:

@@ -106,6 +106,10 @@ public final class OptionTable {
             + String.join(", ", supportedNames(supported)) + " (docs/jvm.md)");
       }
       String name = r.get("name").asText();
+      if (!ok.contains(lower(name)) && r.hasNonNull("jvm_refused")) {
+        throw new IllegalArgumentException("pubsub-go: option " + key + (lower(key).equals(lower(name)) ? ""
+            : " (" + name + ")") + " is not taken by the JVM front end: " + r.get("jvm_refused").asText());
+      }
       if (!ok.contains(lower(name))) {
         throw new IllegalArgumentException("pubsub-go: option " + key + (lower(key).equals(lower(name)) ? ""
             : " (" + name + ")") + " is not supported by the JVM front end yet (docs/jvm.md, \"Options\"); use it "

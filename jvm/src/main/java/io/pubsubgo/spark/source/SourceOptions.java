@@ -16,9 +16,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 final class SourceOptions {
   /** The options of the table this front end reads (docs/jvm.md, "Options"). */
   static final List<String> SUPPORTED = supported("subscriptionId", "projectId", "emulatorHost", "endpoint",
-      "credentials", "credentialsJson", "impersonateServiceAccount", "numPartitions", "batchSize", "maxWaitTimeMs",
+      "credentials", "credentialsJson", "impersonateServiceAccount", "iamCredentialsEndpoint", "numPartitions", "batchSize", "maxWaitTimeMs",
       "maxBatchDurationMs", "quietPeriodMs", "maxRecordsPerPartition", "maxRecordsPerTrigger", "maxBytesPerTrigger",
-      "maxBytesPerPartition", "minRecordsPerTrigger", "minBytesPerTrigger", "maxTriggerDelay", "ackOnCommit",
+      "maxBytesPerPartition", "maxOutstandingMessages", "minRecordsPerTrigger", "minBytesPerTrigger", "maxTriggerDelay", "ackOnCommit",
       "subscriberIdleMs", "streamsPerPartition", "ackDeadlineSeconds", "commitLeaseSeconds", "batchLogLocation", "attributeColumns",
       "timestampAttribute", "timestampColumn", "topicId", "filter", "messageRetentionSeconds",
       "subscriptionDeadLetterTopicId", "maxDeliveryAttempts", "enableExactlyOnceDelivery", "enableMessageOrdering",
@@ -36,6 +36,7 @@ final class SourceOptions {
   final String credentialsFile;
   final String credentialsJson; // a secret: only ever in the library's config, never in an error or toString
   final String impersonateServiceAccount;
+  final String iamCredentialsEndpoint;
   final int numPartitions; // 0: Spark's default parallelism
   final int batchSize;
   final long maxWaitTimeMs;
@@ -45,6 +46,7 @@ final class SourceOptions {
   final Long maxRecordsPerTrigger; // null: no limit
   final Long maxBytesPerTrigger; // null: no limit
   final Long maxBytesPerPartition; // null: the library's flow control default
+  final Long maxOutstandingMessages; // null: sized to what a task may hand out (subscriberConfig)
   final Long minRecordsPerTrigger; // null: no minimum
   final Long minBytesPerTrigger; // null: no minimum
   final long maxTriggerDelayMs; // how long a micro-batch waits for its minimum
@@ -84,6 +86,7 @@ final class SourceOptions {
     credentialsFile = t.string(o, "credentials");
     credentialsJson = t.credentialsJson(o);
     impersonateServiceAccount = t.string(o, "impersonateServiceAccount");
+    iamCredentialsEndpoint = t.string(o, "iamCredentialsEndpoint");
     numPartitions = (int) t.number(o, "numPartitions", 0);
     batchSize = (int) t.number(o, "batchSize", 0);
     maxWaitTimeMs = t.number(o, "maxWaitTimeMs", 0);
@@ -102,6 +105,7 @@ final class SourceOptions {
     maxRecordsPerTrigger = t.raw(o, "maxRecordsPerTrigger") == null ? null : t.number(o, "maxRecordsPerTrigger", 0);
     maxBytesPerTrigger = optional(t, o, "maxBytesPerTrigger");
     maxBytesPerPartition = optional(t, o, "maxBytesPerPartition");
+    maxOutstandingMessages = optional(t, o, "maxOutstandingMessages");
     minRecordsPerTrigger = optional(t, o, "minRecordsPerTrigger");
     minBytesPerTrigger = optional(t, o, "minBytesPerTrigger");
     maxTriggerDelayMs = t.number(o, "maxTriggerDelay", 0);
@@ -147,7 +151,10 @@ final class SourceOptions {
     c.put("batch_size", batchSize);
     c.put("max_wait_ms", maxWaitTimeMs);
     c.put("ack_deadline_seconds", ackDeadlineSeconds);
-    c.put("max_outstanding_messages", Math.min(maxRows, 1_000_000) + batchSize);
+    // Handed-out messages stay outstanding until the task ends, so flow control is sized to what the task may
+    // hand out, plus one batch ahead (the Python source's task/subscriber_config.py does the same).
+    c.put("max_outstanding_messages", maxOutstandingMessages != null ? maxOutstandingMessages
+        : Math.min(maxRows, 1_000_000) + batchSize);
     if (maxBytesPerPartition != null) {
       c.put("max_outstanding_bytes", maxBytesPerPartition);
     }

@@ -35,6 +35,9 @@ final class TopicSchema {
     if (opts.impersonateServiceAccount != null) {
       c.put("impersonate_service_account", opts.impersonateServiceAccount);
     }
+    if (opts.iamCredentialsEndpoint != null) {
+      c.put("iam_credentials_endpoint", opts.iamCredentialsEndpoint);
+    }
   }
 
   /** The topic's schema: the pinned revision (schemaRevision) or the newest, and every revision known now. */
