@@ -2,6 +2,7 @@ package publisher
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
@@ -17,6 +18,26 @@ type bundle struct {
 	bytes int64    // sum of message sizes (Result.Bytes)
 	flow  int64    // flow-control bytes charged for msgs
 	timer *time.Timer
+
+	// chunks are the buffers msgs lie in, each referenced once; they are
+	// released when holds, one for the bundle's completion and one per
+	// buffer handed to gRPC not yet freed by it, drops to 0.
+	chunks []*chunk
+	holds  atomic.Int32
+}
+
+// hold keeps the bundle's chunks from reuse until the matching drop.
+func (b *bundle) hold() { b.holds.Add(1) }
+
+// drop ends a hold; the last releases the chunks.
+func (b *bundle) drop() {
+	if b.holds.Add(-1) != 0 {
+		return
+	}
+	for _, c := range b.chunks {
+		c.release()
+	}
+	b.chunks = nil
 }
 
 // batcher groups messages per ordering key into bundles bounded by count
@@ -63,8 +84,15 @@ func (b *batcher) add(m outMsg) bool {
 	}
 	if cur == nil {
 		cur = &bundle{key: key, wire: b.baseWire}
+		cur.holds.Store(1) // its completion's
 		b.open[key] = cur
 		cur.timer = time.AfterFunc(b.linger, func() { b.expire(cur) })
+	}
+	// One call's entries lie in one chunk and calls are serialized, so a
+	// chunk already held is the last one.
+	if n := len(cur.chunks); m.chunk != nil && (n == 0 || cur.chunks[n-1] != m.chunk) {
+		m.chunk.refs.Add(1)
+		cur.chunks = append(cur.chunks, m.chunk)
 	}
 	cur.msgs = append(cur.msgs, m.entry)
 	cur.wire += grow

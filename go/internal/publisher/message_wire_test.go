@@ -9,6 +9,7 @@ import (
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	grpcmem "google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
@@ -226,5 +227,24 @@ func BenchmarkToRequest1KB(b *testing.B) {
 		if _, err := (publishCodec{}).Marshal(bu.request(testTopic)); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestPublishCodecLeavesResponsesUndecoded(t *testing.T) {
+	wire, err := proto.Marshal(&pubsubpb.PublishResponse{MessageIds: []string{"1", "2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp pubsubpb.PublishResponse
+	if err := (publishCodec{}).Unmarshal(grpcmem.BufferSlice{grpcmem.SliceBuffer(wire)}, &resp); err != nil || len(resp.MessageIds) != 0 {
+		t.Errorf("a PublishResponse decoded to %v, %v; want nothing decoded", resp.MessageIds, err)
+	}
+	wire, err = proto.Marshal(&pubsubpb.Topic{Name: testTopic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var topic pubsubpb.Topic
+	if err := (publishCodec{}).Unmarshal(grpcmem.BufferSlice{grpcmem.SliceBuffer(wire)}, &topic); err != nil || topic.Name != testTopic {
+		t.Errorf("a Topic decoded to %q, %v; want %q", topic.Name, err, testTopic)
 	}
 }

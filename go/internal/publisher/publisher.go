@@ -51,7 +51,9 @@ type Publisher struct {
 	wg     sync.WaitGroup // one per bundle being sent
 
 	pubMu   sync.Mutex
-	nextRow int64 // id number of the next row; guarded by pubMu
+	nextRow int64    // id number of the next row; guarded by pubMu
+	scratch []outMsg // the last call's messages, reused; guarded by pubMu
+	chunks  chunkPool
 
 	mu      sync.Mutex
 	closed  bool
@@ -67,14 +69,17 @@ type Publisher struct {
 // default 32 KiB ones.
 const writeBufferBytes = 1 << 20
 
-// sendEntries makes a Publish call send the request's entries where they
-// lie (publishCodec).
-var sendEntries = gax.WithGRPCOptions(grpc.ForceCodecV2(publishCodec{}))
-
-// sendGzipped is sendEntries with the request gzip-compressed, for
-// Compression "gzip" above its threshold (the Go client's
-// EnableCompression/CompressionBytesThreshold do the same per request).
-var sendGzipped = gax.WithGRPCOptions(grpc.ForceCodecV2(publishCodec{}), grpc.UseCompressor(gzip.Name))
+// sendOption makes a Publish call of b send the request's entries where
+// they lie (publishCodec), gzip-compressed when zip is set (Compression
+// "gzip" above its threshold, as the Go client's
+// EnableCompression/CompressionBytesThreshold do per request).
+func sendOption(b *bundle, zip bool) gax.CallOption {
+	codec := grpc.ForceCodecV2(publishCodec{b: b})
+	if zip {
+		return gax.WithGRPCOptions(codec, grpc.UseCompressor(gzip.Name))
+	}
+	return gax.WithGRPCOptions(codec)
+}
 
 // Open validates cfg, connects and checks that the topic exists.
 func Open(ctx context.Context, cfg Config) (*Publisher, error) {
@@ -174,16 +179,18 @@ func (p *Publisher) Publish(ctx context.Context, rec arrow.RecordBatch) error {
 		defer encoded.Release()
 		rec = encoded
 	}
-	msgs, err := toMessages(rec, rowOptions{
+	msgs, c, err := encodeRows(rec, rowOptions{
 		ordering:    p.cfg.EnableMessageOrdering,
 		idAttribute: p.cfg.IDAttribute,
 		idPrefix:    p.cfg.IDPrefix,
 		tsAttribute: p.cfg.TimestampAttribute,
 		tsColumn:    p.cfg.TimestampColumn,
-	}, p.nextRow)
+	}, p.nextRow, &p.chunks, p.scratch)
 	if err != nil {
 		return err
 	}
+	defer c.release() // the bundles hold the chunk from here on
+	p.scratch = msgs
 	p.nextRow += int64(len(msgs))
 	for _, m := range msgs {
 		if err := p.state(); err != nil {
@@ -289,10 +296,7 @@ func (p *Publisher) run(b *bundle) {
 	select {
 	case p.slots <- struct{}{}:
 		req := b.request(p.cfg.Topic)
-		send := sendEntries
-		if p.cfg.Compression == "gzip" && b.wire >= p.cfg.CompressionBytesThreshold {
-			send = sendGzipped
-		}
+		send := sendOption(b, p.cfg.Compression == "gzip" && b.wire >= p.cfg.CompressionBytesThreshold)
 		var n int
 		n, err = p.retry.Do(p.ctx, p.what, func(ctx context.Context) error {
 			_, err := p.client.Publish(ctx, req, send)
@@ -321,6 +325,7 @@ func (p *Publisher) complete(b *bundle, err error) {
 		p.mu.Unlock()
 	}
 	p.untrack(int64(len(b.msgs)))
+	b.drop()
 }
 
 func (p *Publisher) track(n int64) {

@@ -1,6 +1,7 @@
 package publisher
 
 import (
+	"bytes"
 	"unsafe"
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
@@ -56,22 +57,52 @@ func joinEntries(entries [][]byte) []byte {
 // the topic field and the entries where they lie, instead of marshalling
 // it into one new buffer: that was a second copy of every payload (gRPC's
 // writer copies the buffers into HTTP/2 frames either way). Anything else
-// is protobuf as usual.
-type publishCodec struct{}
+// is protobuf as usual. With b, the request's bundle, the entries are held
+// from reuse (bundle.hold) until gRPC frees them, which may be after the
+// call returned (its writer copies them out in its own time).
+type publishCodec struct{ b *bundle }
 
 var protoCodec = encoding.GetCodecV2("proto")
 
-func (publishCodec) Marshal(v any) (mem.BufferSlice, error) {
+func (c publishCodec) Marshal(v any) (mem.BufferSlice, error) {
 	req, ok := v.(*pubsubpb.PublishRequest)
 	if !ok || len(req.Messages) > 0 {
 		return protoCodec.Marshal(v)
 	}
 	head := protowire.AppendTag(nil, fieldRequestTopic, protowire.BytesType)
 	head = protowire.AppendString(head, req.Topic)
-	return mem.BufferSlice{mem.SliceBuffer(head), mem.SliceBuffer(req.ProtoReflect().GetUnknown())}, nil
+	entries := []byte(req.ProtoReflect().GetUnknown())
+	var body mem.Buffer
+	switch {
+	case c.b == nil:
+		body = mem.SliceBuffer(entries)
+	case mem.IsBelowBufferPoolingThreshold(cap(entries)):
+		// gRPC would not report freeing so small a buffer: it gets a copy.
+		body = mem.SliceBuffer(bytes.Clone(entries))
+	default:
+		c.b.hold()
+		body = mem.NewBuffer(&entries, bundleFree{c.b})
+	}
+	return mem.BufferSlice{mem.SliceBuffer(head), body}, nil
 }
 
+// bundleFree is the mem.BufferPool of a bundle's entries handed to gRPC:
+// the buffer "returned" is the end of a hold.
+type bundleFree struct{ b *bundle }
+
+func (f bundleFree) Get(n int) *[]byte {
+	buf := make([]byte, n)
+	return &buf
+}
+
+func (f bundleFree) Put(*[]byte) { f.b.drop() }
+
+// Unmarshal leaves a PublishResponse empty: the publisher needs only the
+// call's status, and decoding the message ids made a string per message.
 func (publishCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	if _, ok := v.(*pubsubpb.PublishResponse); ok {
+		return nil
+	}
 	return protoCodec.Unmarshal(data, v)
 }
 

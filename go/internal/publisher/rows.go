@@ -25,6 +25,7 @@ type outMsg struct {
 	entry []byte // field tag, length prefix and the encoded PubsubMessage
 	key   string // ordering key; "" none
 	size  int64  // data + attribute keys and values + ordering key
+	chunk *chunk // the buffer entry lies in
 }
 
 // rowOptions are the parts of Config that shape messages.
@@ -62,49 +63,67 @@ type columns struct {
 	tsMilliPer  int64 // milliseconds per unit, for second timestamps
 }
 
-// toMessages validates rec and encodes every row as a message. Every byte
-// is copied (into one buffer per call that the entries slice): rec may be
-// released as soon as this returns. firstRow is the id number of row 0 for
-// id stamping. Nothing is returned unless every row is valid.
+// toMessages validates rec and encodes every row as a message, into a
+// buffer of its own (encodeRows).
 func toMessages(rec arrow.RecordBatch, opt rowOptions, firstRow int64) ([]outMsg, error) {
+	out, _, err := encodeRows(rec, opt, firstRow, nil, nil)
+	return out, err
+}
+
+// encodeRows validates rec and encodes every row as a message. Every byte
+// is copied (into one chunk from pool per call that the entries slice): rec
+// may be released as soon as this returns. firstRow is the id number of row
+// 0 for id stamping. out is reused when it has room. Nothing is returned
+// unless every row is valid; the chunk, if any, carries the caller's
+// reference, to release once the entries are queued.
+func encodeRows(rec arrow.RecordBatch, opt rowOptions, firstRow int64, pool *chunkPool, out []outMsg) ([]outMsg, *chunk, error) {
 	cols, err := findColumns(rec, opt)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	n := int(rec.NumRows())
 	if n == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	payloads := cols.payload.ValueBytes()
 	base := cols.payload.ValueOffset64(0)
-	buf := make([]byte, 0, encodedBound(cols, n, opt))
-	out := make([]outMsg, n)
+	c := pool.get(encodedBound(cols, n, opt))
+	buf := c.buf
+	if cap(out) >= n {
+		out = out[:n]
+	} else {
+		out = make([]outMsg, n)
+	}
+	fail := func(err error) ([]outMsg, *chunk, error) {
+		c.release()
+		return nil, nil, err
+	}
 	var e rowEncoder
 	for i := range n {
 		if cols.payload.IsNull(i) {
-			return nil, invalid("row %d: payload is null (every row needs a payload; use an empty value instead)", i)
+			return fail(invalid("row %d: payload is null (every row needs a payload; use an empty value instead)", i))
 		}
 		start := cols.payload.ValueOffset64(i) - base
 		e.reset(payloads[start : start+int64(cols.payload.ValueLen(i))])
 		if cols.attributes != nil && cols.attributes.IsValid(i) {
 			if err := e.addAttributes(cols, i, opt.idAttribute); err != nil {
-				return nil, err
+				return fail(err)
 			}
 		}
 		if cols.orderingKey != nil && cols.orderingKey.IsValid(i) {
 			if k := cols.orderingKey.Value(i); k != "" {
 				if !opt.ordering {
-					return nil, invalid("row %d has ordering_key %.64q but message ordering is off: set enable_message_ordering=true (the subscription must enable ordering too)", i, k)
+					return fail(invalid("row %d has ordering_key %.64q but message ordering is off: set enable_message_ordering=true (the subscription must enable ordering too)", i, k))
 				}
 				if len(k) > maxOrderingKeyBytes {
-					return nil, invalid("row %d: ordering_key is %d bytes, over the %d-byte limit", i, len(k), maxOrderingKeyBytes)
+					return fail(invalid("row %d: ordering_key is %d bytes, over the %d-byte limit", i, len(k), maxOrderingKeyBytes))
 				}
 				e.key = k
 			}
 		}
 		if cols.timestamp != nil {
 			if cols.timestamp.IsNull(i) {
-				return nil, invalid("row %d: %s is null; timestamp_attribute %q needs every row's event time", i, opt.tsColumn, opt.tsAttribute)
+				return fail(invalid("row %d: %s is null; timestamp_attribute %q needs every row's event time", i, opt.tsColumn, opt.tsAttribute))
 			}
 			e.stampTimestamp(opt.tsAttribute, cols.millis(i))
 		}
@@ -113,13 +132,14 @@ func toMessages(rec arrow.RecordBatch, opt rowOptions, firstRow int64) ([]outMsg
 		}
 		size, err := e.check(i)
 		if err != nil {
-			return nil, err
+			return fail(err)
 		}
 		from := len(buf)
 		buf = e.appendEntry(buf)
-		out[i] = outMsg{entry: buf[from:len(buf):len(buf)], key: strings.Clone(e.key), size: size}
+		out[i] = outMsg{entry: buf[from:len(buf):len(buf)], key: strings.Clone(e.key), size: size, chunk: c}
 	}
-	return out, nil
+	c.buf = buf
+	return out, c, nil
 }
 
 // millis is row i's timestamp in epoch milliseconds, rounded down (as

@@ -2,6 +2,7 @@ package io.pubsubgo.spark.sink;
 
 import io.pubsubgo.spark.bridge.OffHeap;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.catalyst.util.ArrayData;
 import org.apache.spark.sql.catalyst.util.MapData;
 import org.apache.spark.unsafe.Platform;
@@ -105,8 +106,7 @@ final class ColumnBuffers implements AutoCloseable {
         if (in.payloadIsString) {
           putString(payloadData, row.getUTF8String(in.payload));
         } else {
-          byte[] b = row.getBinary(in.payload);
-          payloadData.put(b, Platform.BYTE_ARRAY_OFFSET, b.length);
+          putBinary(payloadData, row, in.payload);
         }
       }
       payloadOffsets.putInt(checkedEnd(payloadData, "payload"));
@@ -146,6 +146,22 @@ final class ColumnBuffers implements AutoCloseable {
       timeValues.putLong(isNull ? 0 : row.getLong(in.time));
     }
     rows++;
+  }
+
+  /**
+   * A binary value, copied straight from an UnsafeRow (what Spark's plans
+   * hand a writer) instead of through the new array getBinary makes of it
+   * for every row.
+   */
+  private static void putBinary(OffHeapBuffer b, InternalRow row, int ordinal) {
+    if (row instanceof UnsafeRow) {
+      UnsafeRow u = (UnsafeRow) row;
+      long offsetAndSize = u.getLong(ordinal); // UnsafeRow's layout of a variable-length value
+      b.put(u.getBaseObject(), u.getBaseOffset() + (offsetAndSize >>> 32), (int) offsetAndSize);
+      return;
+    }
+    byte[] v = row.getBinary(ordinal);
+    b.put(v, Platform.BYTE_ARRAY_OFFSET, v.length);
   }
 
   private static void putString(OffHeapBuffer b, UTF8String s) {
