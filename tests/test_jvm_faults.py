@@ -119,6 +119,11 @@ def batch_in_flight(ckpt: Path) -> int | None:
     return None
 
 
+# How long a wait may take before the test calls it a hang: it includes a Spark application's start, which
+# takes minutes on a 2-core machine running other Spark applications, and stays under pytest's 900 s a test.
+HANG_S = 420
+
+
 def wait_for(cond, timeout: float, what: str, job: FaultJob | None = None) -> None:
     deadline = time.monotonic() + timeout
     while not cond():
@@ -176,7 +181,7 @@ def kill_mid_batch(job: FaultJob, ckpt: Path, server: LoadServer, rng: random.Ra
         return "started" in job.lines and server.stats()["streams_active"] > 0
 
     while True:  # a batch may end in the moment waited: then the next one
-        wait_for(lambda: batch_in_flight(ckpt) is not None and pulling(), 150, "micro-batch pulling", job)
+        wait_for(lambda: batch_in_flight(ckpt) is not None and pulling(), HANG_S, "micro-batch pulling", job)
         wait_for(lambda: server.stats()["outstanding"] > 0, 60, "task holding messages", job)
         planned = batch_in_flight(ckpt)
         time.sleep(rng.uniform(0.2, 0.8))
@@ -215,7 +220,7 @@ def test_driver_sigkilled_mid_batch_then_restarted_is_exactly_once(line, jar, tm
 
         job = FaultJob(line, sp, tmp_path)  # the last run reads on until every message is acked
         try:
-            wait_for(lambda: LoadServer.settled(server.stats()) >= n, 240, "ack of every message", job)
+            wait_for(lambda: LoadServer.settled(server.stats()) >= n, HANG_S, "ack of every message", job)
             Path(sp["stop_file"]).touch()
             r = job.result()
         finally:
@@ -271,7 +276,7 @@ def test_executor_jvm_sigkilled_mid_task_in_local_cluster_is_exactly_once(line, 
             os.kill(pids[0], signal.SIGKILL)
 
         before, after, st = kill_mid_batch(job, ckpt, server, rng, kill_executor)
-        wait_for(lambda: LoadServer.settled(server.stats()) >= n, 240, "ack of every message", job)
+        wait_for(lambda: LoadServer.settled(server.stats()) >= n, HANG_S, "ack of every message", job)
         Path(sp["stop_file"]).touch()
         r = job.result()
         st_end = server.stats()
@@ -307,10 +312,10 @@ def test_connections_cut_mid_read_lose_nothing(line, jar, tmp_path):
               options={"numPartitions": PARTS, "maxRecordsPerTrigger": 500})
     job = FaultJob(line, sp, tmp_path)
     try:
-        wait_for(lambda: job.rows() >= n // 2, 150, "half the messages read", job)
+        wait_for(lambda: job.rows() >= n // 2, HANG_S, "half the messages read", job)
         proxy.stop_cutting()
         cuts_while_reading, streams = proxy.cuts, server.stats()["streams_opened"]
-        wait_for(lambda: LoadServer.settled(server.stats()) >= n, 150, "ack of every message", job)
+        wait_for(lambda: LoadServer.settled(server.stats()) >= n, HANG_S, "ack of every message", job)
         Path(sp["stop_file"]).touch()
         r = job.result()
         st = server.stats()
