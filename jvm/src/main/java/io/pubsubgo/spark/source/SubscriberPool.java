@@ -28,9 +28,11 @@ final class SubscriberPool {
   private SubscriberPool() {}
 
   static final long PAUSE_MS = 500;
-  // How long the exit waits for closes under way: the subscriber's drain
-  // bound (go/internal/subscriber/config.go, drainTimeout, 2 s) and its nack.
-  static final long EXIT_WAIT_MS = 3000;
+  // How long the exit waits for closes under way: past the subscriber's drain
+  // bound (go/internal/subscriber/config.go, drainTimeout, 10 s), so that the
+  // exit does not cut a stream a slow server has yet to end (the Python
+  // workers' exit waits as long: spark/worker_exit.py, CLOSE_BOUND_S).
+  static final long EXIT_WAIT_MS = 12_000;
 
   private static final class Idle {
     final Subscriber sub;
