@@ -46,8 +46,11 @@ def frozen_able():
         emu.stop()
 
 
-def test_close_waits_for_a_frozen_server_to_end_its_streams(frozen_able):
+def test_close_waits_for_a_frozen_server_to_end_its_streams(frozen_able, monkeypatch):
     emu = frozen_able
+    # GoogleClients points PUBSUB_EMULATOR_HOST at this emulator, which is gone after the test: later tests take
+    # the session's emulator from it (Google's schema client), so it is restored after.
+    monkeypatch.setenv("PUBSUB_EMULATOR_HOST", os.environ.get("PUBSUB_EMULATOR_HOST", ""))
     google = GoogleClients(emu.host_port)
     topic, sub_name = google.topic(ack_deadline=60)
     google.publish(topic, [f"m{i}".encode() for i in range(N)])
