@@ -63,13 +63,6 @@ type columns struct {
 	tsMilliPer  int64 // milliseconds per unit, for second timestamps
 }
 
-// toMessages validates rec and encodes every row as a message, into a
-// buffer of its own (encodeRows).
-func toMessages(rec arrow.RecordBatch, opt rowOptions, firstRow int64) ([]outMsg, error) {
-	out, _, err := encodeRows(rec, opt, firstRow, nil, nil)
-	return out, err
-}
-
 // encodeRows validates rec and encodes every row as a message. Every byte
 // is copied (into one chunk from pool per call that the entries slice): rec
 // may be released as soon as this returns. firstRow is the id number of row

@@ -16,6 +16,13 @@ import (
 
 // singleColumn builds a one-column record of type dt from values
 // (nil = null) via the builder of that type.
+// toMessages encodes rec's rows into a buffer of their own (encodeRows
+// without a pool), for the tests of what the rows become.
+func toMessages(rec arrow.RecordBatch, opt rowOptions, firstRow int64) ([]outMsg, error) {
+	out, _, err := encodeRows(rec, opt, firstRow, nil, nil)
+	return out, err
+}
+
 func singleColumn(t *testing.T, mem memory.Allocator, name string, dt arrow.DataType, values ...*string) arrow.RecordBatch {
 	t.Helper()
 	b := array.NewRecordBuilder(mem, arrow.NewSchema([]arrow.Field{{Name: name, Type: dt, Nullable: true}}, nil))
