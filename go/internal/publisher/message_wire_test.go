@@ -101,7 +101,7 @@ func TestEntriesFillOneBuffer(t *testing.T) {
 	for i, m := range msgs {
 		entries[i] = m.entry
 	}
-	joined := joinEntries(entries)
+	joined := joinEntries(entries, msgs[0].chunk.buf)
 	if unsafe.SliceData(joined) != unsafe.SliceData(entries[0]) {
 		t.Fatal("the entries of one call are not back to back in one buffer")
 	}
@@ -122,11 +122,11 @@ func TestDuplicateAttributeKeyKeepsTheLastValue(t *testing.T) {
 func TestJoinEntries(t *testing.T) {
 	buf := []byte("aaabbcccc")
 	entries := [][]byte{buf[0:3], buf[3:5], buf[5:9]}
-	if got := joinEntries(entries); string(got) != "aaabbcccc" || unsafe.SliceData(got) != unsafe.SliceData(buf) {
+	if got := joinEntries(entries, buf); string(got) != "aaabbcccc" || unsafe.SliceData(got) != unsafe.SliceData(buf) {
 		t.Errorf("contiguous entries: %q, copied: %v", got, unsafe.SliceData(got) != unsafe.SliceData(buf))
 	}
 	other := []byte("xy")
-	got := joinEntries([][]byte{buf[0:3], other, buf[5:9]})
+	got := joinEntries([][]byte{buf[0:3], other, buf[5:9]}, buf)
 	if string(got) != "aaaxycccc" {
 		t.Errorf("scattered entries joined to %q", got)
 	}
@@ -134,7 +134,13 @@ func TestJoinEntries(t *testing.T) {
 	if buf[0] != 'a' {
 		t.Error("joining scattered entries wrote into an entry's buffer")
 	}
-	if joinEntries(nil) != nil {
+	if got := joinEntries(entries[1:], nil); string(got) != "bbcccc" || unsafe.SliceData(got) == unsafe.SliceData(buf[3:]) {
+		t.Errorf("entries with no buffer named: %q, not copied: %v", got, unsafe.SliceData(got) == unsafe.SliceData(buf[3:]))
+	}
+	if got := joinEntries(entries, buf[:5]); string(got) != "aaabbcccc" || unsafe.SliceData(got) == unsafe.SliceData(buf) {
+		t.Errorf("entries running past the buffer named: %q, not copied: %v", got, unsafe.SliceData(got) == unsafe.SliceData(buf))
+	}
+	if joinEntries(nil, buf) != nil {
 		t.Error("no entries should join to nil")
 	}
 }
@@ -178,7 +184,7 @@ func TestPublishCodecSendsEntriesWhereTheyLie(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &bundle{}
+	b := &bundle{chunks: []*chunk{msgs[0].chunk}}
 	for _, m := range msgs {
 		b.msgs = append(b.msgs, m.entry)
 	}

@@ -21,36 +21,57 @@ import (
 // credentials) like any other.
 func (b *bundle) request(topic string) *pubsubpb.PublishRequest {
 	req := &pubsubpb.PublishRequest{Topic: topic}
-	req.ProtoReflect().SetUnknown(protoreflect.RawFields(joinEntries(b.msgs)))
+	var within []byte
+	if len(b.chunks) == 1 {
+		within = b.chunks[0].buf
+	}
+	req.ProtoReflect().SetUnknown(protoreflect.RawFields(joinEntries(b.msgs, within)))
 	return req
 }
 
 // joinEntries is the entries back to back. Entries of one Publish call lie
-// back to back in that call's buffer already, and a bundle is usually made
-// of them: then the span is returned as it is, not copied.
-func joinEntries(entries [][]byte) []byte {
+// back to back in that call's chunk already, and a bundle is usually made
+// of them: when all lie back to back in within (the one chunk's buffer
+// they came from), that span of within is returned, not copied. Addresses
+// are compared as numbers: a pointer just past an entry may lie outside
+// any allocation, which the Go runtime does not allow a pointer to do.
+func joinEntries(entries [][]byte, within []byte) []byte {
 	if len(entries) == 0 {
 		return nil
 	}
-	first := entries[0]
-	n := len(first)
-	next := unsafe.Add(unsafe.Pointer(unsafe.SliceData(first)), len(first))
-	contiguous := true
-	for _, e := range entries[1:] {
-		if contiguous && unsafe.Pointer(unsafe.SliceData(e)) != next {
-			contiguous = false
-		}
-		next = unsafe.Add(unsafe.Pointer(unsafe.SliceData(e)), len(e))
+	n := 0
+	for _, e := range entries {
 		n += len(e)
 	}
-	if contiguous {
-		return unsafe.Slice(unsafe.SliceData(first), n)
+	if off, ok := spanIn(entries, within, n); ok {
+		return within[off : off+n : off+n]
 	}
 	out := make([]byte, 0, n)
 	for _, e := range entries {
 		out = append(out, e...)
 	}
 	return out
+}
+
+// spanIn reports where in within the entries lie back to back, n bytes in
+// all, if they do.
+func spanIn(entries [][]byte, within []byte, n int) (int, bool) {
+	if len(within) == 0 {
+		return 0, false
+	}
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(within)))
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(entries[0])))
+	if start < base || start-base+uintptr(n) > uintptr(len(within)) {
+		return 0, false
+	}
+	next := start
+	for _, e := range entries {
+		if uintptr(unsafe.Pointer(unsafe.SliceData(e))) != next {
+			return 0, false
+		}
+		next += uintptr(len(e))
+	}
+	return int(start - base), true
 }
 
 // publishCodec hands gRPC a request made by bundle.request as two buffers,
