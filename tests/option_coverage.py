@@ -24,6 +24,8 @@ JVM_MIN = "tests/test_jvm_front_end.py::test_min_records_per_trigger_waits_up_to
 JVM_ACK = "tests/test_jvm_front_end.py::test_ack_on_commit_false_acks_what_a_task_read_though_spark_never_commits_it"
 JVM_IDLE = "tests/test_jvm_front_end.py::test_subscriber_idle_ms_zero_gives_every_task_a_subscriber_of_its_own"
 JVM_OUTSTANDING = "tests/test_jvm_front_end.py::test_max_outstanding_messages_bounds_each_task_and_nothing_is_lost"
+JVM_CATCH_UP = ("tests/test_jvm_read_options.py::test_catch_up_streams_grow_a_task_behind_its_backlog_and_live_rows_"
+                "close_them")
 
 SOURCE: dict[str, tuple[str, ...]] = {
     # Where and as whom
@@ -67,7 +69,8 @@ SOURCE: dict[str, tuple[str, ...]] = {
     "streamsPerPartition": (f"{WIRING}::test_streams_per_partition_opens_that_many_streams",
                             f"{WIRING}::test_source_options_reach_the_subscriber_config_the_library_gets"),
     "catchUpStreamsPerPartition": (f"{WIRING}::test_catch_up_streams_grow_a_subscriber_behind_its_backlog",
-                                   f"{WIRING}::test_source_options_reach_the_subscriber_config_the_library_gets"),
+                                   f"{WIRING}::test_source_options_reach_the_subscriber_config_the_library_gets",
+                                   JVM_CATCH_UP),
     "batchSize": ("tests/test_pull.py::test_a_tasks_shorter_last_pull_does_not_shrink_the_next_tasks_batches",
                   f"{WIRING}::test_source_options_reach_the_subscriber_config_the_library_gets"),
     "maxWaitTimeMs": (f"{WIRING}::test_max_wait_time_is_how_long_a_streaming_task_waits_for_more",

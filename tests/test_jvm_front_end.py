@@ -40,7 +40,6 @@ BAD_OPTIONS = [  # (options, words the error must hold)
     ({"batchSize": "0"}, ("batchSize is 0", "1..1000000")),                   # below the contract's range
     ({"maxWaitTimeMs": "soon"}, ("maxWaitTimeMs is soon", "500ms")),          # not a duration
     ({"bogusOption": "1"}, ("unknown source option bogusOption", "subscriptionId")),
-    ({"catchUpStreamsPerPartition": "2"}, ("catchUpStreamsPerPartition is not supported by the JVM", "jvm.md")),  # yet
     ({"drainBacklog": "true"}, ("drainBacklog is not taken by the JVM front end", "availableNow")),  # by design
     ({"maxWorkerMemoryBytes": str(2**28)}, ("maxWorkerMemoryBytes is not taken by the JVM", "maxBytesPerPartition")),
     ({"failOnDataLoss": "false"}, ("failOnDataLoss", "messageRetentionSeconds")),   # refused, with the reason

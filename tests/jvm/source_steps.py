@@ -218,3 +218,50 @@ def subscriber_idle(spark, spec: dict, step: dict) -> dict:
     """A streaming query with subscriberIdleMs=0 and a small trigger limit: several micro-batches."""
     opts = {"subscriptionId": step["subscription"], "emulatorHost": spec["emulator"], **step["options"]}
     return _streaming(spark, {**spec, "out": step["out"], "checkpoint": step["checkpoint"]}, opts, step["stop_at"])
+
+
+@step
+def catch_up(spark, spec: dict, step: dict) -> dict:
+    """catchUpStreamsPerPartition: a streaming query that starts behind a
+    backlog (published before the application started, so older than the
+    library's catch-up lag), then, once it has read it, gets live traffic:
+    step["live"] rows written through the sink every second until a
+    micro-batch of live rows reports streamsPerPartition streams again (or a
+    minute went by). Its progress, and the rows written live."""
+    import time
+
+    opts = {"subscriptionId": step["subscription"], "emulatorHost": spec["emulator"], **step["options"]}
+    q = (_reader(spark, opts).writeStream.format("parquet").option("path", step["out"])
+         .option("checkpointLocation", step["checkpoint"]).trigger(processingTime="1 second").start())
+    written = 0
+    err = None
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline and q.exception() is None:
+            if sum(p["numInputRows"] for p in _progress(q)) >= step["backlog"]:
+                break
+            time.sleep(0.5)
+        seen = len(_progress(q))
+        deadline = time.time() + 60
+        while time.time() < deadline and q.exception() is None:
+            (spark.range(written, written + step["live"]).selectExpr("CAST(concat('live', id) AS BINARY) AS payload")
+             .write.format("pubsub-go").mode("append").option("topicId", step["topic"])
+             .option("emulatorHost", spec["emulator"]).save())
+            written += step["live"]
+            later = [p for p in _progress(q)[seen:] if p["numInputRows"] > 0]
+            if any(int(p["sources"][0]["metrics"]["streams"]) == step["streams"] for p in later):
+                break
+            time.sleep(1)
+        # the live rows written last: read before the stop
+        total = step["backlog"] + written
+        deadline = time.time() + 60
+        while time.time() < deadline and q.exception() is None:
+            if sum(p["numInputRows"] for p in _progress(q)) >= total:
+                break
+            time.sleep(0.5)
+    finally:
+        q.stop()
+        err = str(q.exception()) if q.exception() is not None else None
+    rows = spark.read.parquet(step["out"]).select("message_id", "payload").collect() if err is None else []
+    return {"progress": _progress(q), "error": err, "written": written, "ids": [r.message_id for r in rows],
+            "live_payloads": sorted(bytes(r.payload).decode() for r in rows if bytes(r.payload).startswith(b"live"))}

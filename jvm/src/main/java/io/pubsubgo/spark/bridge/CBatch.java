@@ -42,6 +42,11 @@ public final class CBatch implements AutoCloseable {
     return columnar().numRows();
   }
 
+  /** The rows of all the batch's columns (before any {@link #select}). */
+  public int allRows() {
+    return batch.numRows();
+  }
+
   /** The schema of all the batch's columns (before any {@link #select}). */
   public StructType schema() {
     return sparkSchema;

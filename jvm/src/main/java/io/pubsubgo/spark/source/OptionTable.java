@@ -371,6 +371,15 @@ public final class OptionTable {
     return d == null || d.isNull() ? null : d.asLong();
   }
 
+  /** A contract field's default (ref: "section.field"), for a value the front end passes to no option. */
+  static long contractDefault(String ref) {
+    JsonNode c = contractField(ref);
+    if (c == null || !c.has("default")) {
+      throw new IllegalStateException("pubsub-go: the contract's " + ref + " has no default");
+    }
+    return c.get("default").asLong();
+  }
+
   private static JsonNode contractField(String ref) {
     if (ref == null) {
       return null;

@@ -29,6 +29,8 @@ final class PubsubGoPartition implements InputPartition {
   boolean ackOnCommit = true;
   /** How long the executor keeps the task's subscriber for the query's next task (subscriberIdleMs). */
   long subscriberIdleMs;
+  /** streamsPerPartition: a subscriber with more has grown to catch up (CatchUp). */
+  int streamsPerPartition;
   /** Schema mode: onDecodeError and the output's columns; null in raw mode. */
   SchemaMode schemaMode;
   /** Raw mode's attribute-derived columns; null: none. */

@@ -33,6 +33,8 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
   private long rows;
   private long bytes; // the rows' Arrow IPC bytes, as the batch log holds them
   private boolean drained;
+  private boolean live; // streaming: ended handing over fresh rows at a pause (CatchUp.fresh)
+  private final CatchUp catchUp;
   private boolean done;
   private long[] stats;
   private final SchemaMode.Reader decode; // schema mode; null: raw mode
@@ -44,6 +46,7 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
     this.log = new BatchLog(part.logDir, part.hadoopConf.get());
     this.decode = part.schemaMode == null ? null : part.schemaMode.reader();
     this.derived = part.derived == null ? null : part.derived.new Appender();
+    this.catchUp = new CatchUp(part.streamsPerPartition);
     this.attributesOrdinal = java.util.Arrays.asList(io.pubsubgo.spark.bridge.Library.rawSchema().fieldNames())
         .indexOf("attributes");
     try {
@@ -126,14 +129,17 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
         acks.write(t.ackLines, 0, t.ackLines.length);
         bytes += t.log.length;
         rows += t.batch.numRows();
+        catchUp.took(t.batch);
         current = t.batch;
         return true;
       }
       t.batch.close();
       t.log.close();
       boolean waiting = waitingForMinimum(System.currentTimeMillis());
-      if (rows > 0 && t.waitedOut && !part.untilQuiet && !waiting) {
-        finish(); // streaming: a task with rows ends when a wait runs out
+      if (rows > 0 && t.waitedOut && !part.untilQuiet && !waiting && !catchUp.catchingUp(sub.stats())) {
+        // Streaming: a task with rows ends when a wait runs out (latency), unless it is catching up.
+        live = catchUp.fresh();
+        finish();
       } else if (quietFor() >= part.quietMs && !waiting) {
         drained = true;
         finish();
@@ -247,6 +253,8 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
         // after the run's cut-off and sit on them (released, not nacked)
         // while the next run reads; closed, it nacks its prefetch.
         SubscriberPool.discard(sub);
+      } else if (live && stats != null && catchUp.grown(stats)) {
+        SubscriberPool.discard(sub); // caught up: the next task opens one with streamsPerPartition
       } else {
         SubscriberPool.giveBack(part.subscriberConfig, sub, part.subscriberIdleMs);
       }

@@ -190,6 +190,7 @@ final class PubsubGoStream implements MicroBatchStream, SupportsAdmissionControl
           e.waitUntilMs);
       ((PubsubGoPartition) out[i]).ackOnCommit = opts.ackOnCommit;
       ((PubsubGoPartition) out[i]).subscriberIdleMs = opts.subscriberIdleMs;
+      ((PubsubGoPartition) out[i]).streamsPerPartition = opts.streamsPerPartition;
       ((PubsubGoPartition) out[i]).schemaMode = mode;
       ((PubsubGoPartition) out[i]).derived = opts.derived;
     }

@@ -19,8 +19,9 @@ final class SourceOptions {
       "credentials", "credentialsJson", "impersonateServiceAccount", "iamCredentialsEndpoint", "numPartitions", "batchSize", "maxWaitTimeMs",
       "maxBatchDurationMs", "quietPeriodMs", "maxRecordsPerPartition", "maxRecordsPerTrigger", "maxBytesPerTrigger",
       "maxBytesPerPartition", "maxOutstandingMessages", "minRecordsPerTrigger", "minBytesPerTrigger", "maxTriggerDelay", "ackOnCommit",
-      "subscriberIdleMs", "streamsPerPartition", "ackDeadlineSeconds", "commitLeaseSeconds", "batchLogLocation", "attributeColumns",
-      "timestampAttribute", "timestampColumn", "topicId", "filter", "messageRetentionSeconds",
+      "subscriberIdleMs", "streamsPerPartition", "catchUpStreamsPerPartition", "ackDeadlineSeconds",
+      "commitLeaseSeconds", "batchLogLocation", "attributeColumns", "timestampAttribute",
+      "timestampColumn", "topicId", "filter", "messageRetentionSeconds",
       "subscriptionDeadLetterTopicId", "maxDeliveryAttempts", "enableExactlyOnceDelivery", "enableMessageOrdering",
       "retainAckedMessages", "deleteSubscriptionOnStreamStop", "startingTimestamp", "startingSnapshot");
 
@@ -51,6 +52,7 @@ final class SourceOptions {
   final Long minBytesPerTrigger; // null: no minimum
   final long maxTriggerDelayMs; // how long a micro-batch waits for its minimum
   final int streamsPerPartition;
+  final int catchUpStreamsPerPartition;
   final int ackDeadlineSeconds;
   final int commitLeaseSeconds;
   final boolean ackOnCommit; // false: a task acks its rows once its batch-log entry is published
@@ -111,6 +113,7 @@ final class SourceOptions {
     maxTriggerDelayMs = t.number(o, "maxTriggerDelay", 0);
     checkMinimums(t, o);
     streamsPerPartition = (int) t.number(o, "streamsPerPartition", 0);
+    catchUpStreamsPerPartition = (int) t.number(o, "catchUpStreamsPerPartition", 0);
     ackDeadlineSeconds = (int) t.number(o, "ackDeadlineSeconds", 0);
     commitLeaseSeconds = (int) t.number(o, "commitLeaseSeconds", 0);
     ackOnCommit = t.bool(o, "ackOnCommit");
@@ -148,6 +151,7 @@ final class SourceOptions {
     c.put("subscription", subscription);
     TopicSchema.connection(this, c);
     c.put("streams", streamsPerPartition);
+    c.put("catch_up_streams", catchUpStreamsPerPartition);
     c.put("batch_size", batchSize);
     c.put("max_wait_ms", maxWaitTimeMs);
     c.put("ack_deadline_seconds", ackDeadlineSeconds);
