@@ -12,8 +12,11 @@ go vet ./...
 unformatted=$(gofmt -l go bench wasm-decoders 2>/dev/null || true)
 [ -z "$unformatted" ] || { echo "gofmt needed: $unformatted" >&2; exit 1; }
 
-echo "== go test (root module)"
-go test -count=1 -timeout 600s ./...
+echo "== go test -race (root module)"
+# -race also turns on checkptr, which checks the library's unsafe pointer
+# arithmetic (Arrow export, the publisher's buffers) as well as data races
+# between the calls cffi and JNI make from many threads.
+go test -race -count=1 -timeout 900s ./...
 if [ -f wasm-decoders/go.mod ]; then
   echo "== go test (wasm-decoders module)"
   (cd wasm-decoders && go vet ./... && go test -count=1 -timeout 600s ./...)
