@@ -42,6 +42,13 @@ from .plan import Plan
 from .procs import REPO, Build, LoadServer, create
 
 SOURCES = ("jvm", "pubsub-go-defaults", "ceiling")
+# Receiving alone, no Spark: pubsub_go's Subscriber (into pyarrow, acking
+# every batch) reading the same load server with one stream per task of a
+# source (numPartitions=2). What any source on this data plane pays per row
+# before Spark sees it, with the load server's share: a floor under the JVM
+# source's CPU per row, beside the ceiling's whole pipeline.
+RECEIVE = "receive-only"
+RECEIVE_STREAMS = 2
 MIB = 2**20
 # Spark's default spark.executor.memoryOverhead: max(384 MiB, 10% of spark.executor.memory).
 DEFAULT_OVERHEAD_MIB = 384
@@ -352,6 +359,7 @@ def run(spark, build: Build, plan: Plan, scratch: str, jar: str | None = None, r
     try:
         subs = {(s, r): f"projects/bench/subscriptions/jvm-{s}-{r}" for s in SOURCES for r in range(rounds)}
         subs.update({("warm", s): f"projects/bench/subscriptions/jvm-warm-{s}" for s in SOURCES})
+        subs.update({(RECEIVE, r): f"projects/bench/subscriptions/jvm-{RECEIVE}-{r}" for r in range(rounds)})
         create(build, server, "projects/bench/topics/jvm", list(subs.values()))
         say("2b JVM: starting the JVM source's Spark session (a process of its own, the jar on it)")
         jvm = JvmSession(build, jar_path, scratch)
@@ -386,12 +394,38 @@ def run(spark, build: Build, plan: Plan, scratch: str, jar: str | None = None, r
                 say(f"2b JVM round {r + 1}/{rounds} {source}: {m['rows_per_sec']:,.0f} rows/s, "
                     f"{m['cpu_us_per_row_total']:.2f} µs CPU/row, JVM RSS peak {m.get('peak_jvm_rss_mb', 0):.0f} MB "
                     f"(outside the heap {m.get('peak_non_heap_mb', 0):.0f} MB)")
+            try:
+                m = receive_only(build, server, subs[(RECEIVE, r)], warmup, window)
+            except Exception as e:
+                say(f"2b JVM round {r + 1} {RECEIVE} FAILED: {e}")
+                res["rows"].append({"source": RECEIVE, "round": r, "error": str(e)[:500]})
+                continue
+            res["rows"].append({"source": RECEIVE, "round": r, **m})
+            say(f"2b JVM round {r + 1}/{rounds} {RECEIVE}: {m['rows_per_sec']:,.0f} rows/s, "
+                f"{m['cpu_us_per_row_total']:.2f} µs CPU/row")
     finally:
         if jvm is not None:
             jvm.stop()
         server.stop()
     res.update(summarize(res["rows"]))
     return res
+
+
+def receive_only(build: Build, server: LoadServer, sub: str, warmup: float, window: float) -> dict:
+    """RECEIVE: bench/peers/pgreceive.py for warmup + window. The receiver's
+    CPU is over its window (its own count); the load server's per message
+    delivered over the whole run (its /stats), the same rate either way."""
+    from .procs import py, run_peer
+
+    cpu0, sent0 = server.cpu_seconds(), server.stats()["delivered"]
+    r = run_peer(py("pgreceive.py", "--emulator-host", server.host, "--subscription", sub, "--warmup", str(warmup),
+                    "--duration", str(window), "--streams", str(RECEIVE_STREAMS), "--max-outstanding", "10000",
+                    "--max-outstanding-bytes", str(1 << 30)), build.env(), timeout=warmup + window + 120)
+    cpu1, sent1 = server.cpu_seconds(), server.stats()["delivered"]
+    n, rps = r.data["messages"], r.data["msgs_per_sec"]
+    per_row = {"receiver": r.data["cpu_seconds"] / n * 1e6 if n else 0.0,
+               "loadserver": (cpu1 - cpu0) / (sent1 - sent0) * 1e6 if sent1 > sent0 else 0.0}
+    return {"rows_per_sec": rps, "cpu_us_per_row": per_row, "cpu_us_per_row_total": sum(per_row.values())}
 
 
 def summarize(rows: list[dict]) -> dict:

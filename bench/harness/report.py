@@ -266,6 +266,16 @@ class Report:
                                             for s in JVM_NAMES],
                      *[fmt_ratio(x.get(k)) for k in ("jvm_vs_ceiling", "jvm_vs_python", "python_vs_ceiling")]]
                     for x in jvm.get("ratios", [])])
+        recv = [r for r in ok if r["source"] == "receive-only" and r.get("cpu_us_per_row")]
+        if recv:
+            self.add("*Receiving alone, no Spark* (after each round: pubsub_go's Subscriber reading the same load "
+                     "server with one stream per task of a source, into pyarrow, acking every batch; "
+                     f"bench/peers/pgreceive.py): {fmt(_spread(recv, 'rows_per_sec'))} rows/s at "
+                     f"{fmt(_spread(recv, 'cpu_us_per_row_total'))} µs of CPU per row (the receiver "
+                     f"{fmt(Spread.of([r['cpu_us_per_row']['receiver'] for r in recv]))}, the load server "
+                     f"{fmt(Spread.of([r['cpu_us_per_row']['loadserver'] for r in recv]))}): what any source on "
+                     "this data plane pays per row before Spark sees it, against the ceiling's whole pipeline "
+                     f"at {fmt(_spread(ok, 'cpu_us_per_row_total', source='ceiling'))}.", "")
         ov = jvm.get("overhead")
         if ov:
             py = ov.get("python_peak_outside_heap_mb")

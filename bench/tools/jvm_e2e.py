@@ -10,7 +10,9 @@ session without the jar; alternating rounds, each source first in turn.
                                   [--jar PATH] [--lib PATH] [--json OUT] [--perf FILE]
 
 Prints rows/s per source per round, JVM / ceiling and JVM / Python per
-round, CPU per row by process, the Spark JVM's peak RSS and what it holds
+round, CPU per row by process (with, after each round, pubsub_go's
+Subscriber receiving from the same load server with no Spark: what any
+source on this data plane pays per row, and the bound that puts on one), the Spark JVM's peak RSS and what it holds
 outside its heap, and the spark.executor.memoryOverhead advice. --jar
 takes a built jar (e.g. "$(python3 -m pubsub_go jar)" run outside the
 repository, the installed one); by default jvm/build.sh builds one from
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -40,7 +43,7 @@ from harness.procs import Build  # noqa: E402
 from harness.sparkrun import session  # noqa: E402
 
 ROLES = {"jvm": "Spark JVM (driver + executor)", "workers": "Python workers", "driver": "driver Python process",
-         "loadserver": "load server", "other": "the other session (idle)"}
+         "loadserver": "load server", "other": "the other session (idle)", "receiver": "the receiving process"}
 
 
 def report(res: dict) -> list[str]:
@@ -51,21 +54,37 @@ def report(res: dict) -> list[str]:
     for r in range(res["rounds"]):
         got = {x["source"]: x for x in rows if x["round"] == r}
         out.append(f"  round {r + 1}: " + ", ".join(f"{s} {got[s]['rows_per_sec']:,.0f}" if s in got else f"{s} failed"
-                                                  for s in jvm_e2e.SOURCES))
+                                                  for s in (*jvm_e2e.SOURCES, jvm_e2e.RECEIVE)))
     for key, name in (("jvm_vs_ceiling", "JVM / ceiling"), ("jvm_vs_python", "JVM / Python source"),
                       ("python_vs_ceiling", "Python source / ceiling")):
         xs = [x[key] for x in res.get("ratios", []) if x[key] is not None]
         if xs:
             out.append(f"{name}: median {_median(xs):.2f}x "
                        f"[{min(xs):.2f}–{max(xs):.2f}], per round " + ", ".join(f"{x:.2f}x" for x in xs))
-    out += ["", "CPU µs per row by process (median over rounds):"]
-    for s in jvm_e2e.SOURCES:
+    out += ["", f"CPU µs per row by process (median over rounds; {jvm_e2e.RECEIVE}: pubsub_go's Subscriber reading "
+            "the load server with no Spark, the floor under any source on this data plane):"]
+    totals = {}
+    for s in (*jvm_e2e.SOURCES, jvm_e2e.RECEIVE):
         rs = [x for x in rows if x["source"] == s and x.get("cpu_us_per_row")]
         if not rs:
             continue
-        med = {k: _median([x["cpu_us_per_row"].get(k, 0.0) for x in rs]) for k in ROLES}
-        tot = _median([x["cpu_us_per_row_total"] for x in rs])
+        med = {k: _median([x["cpu_us_per_row"].get(k, 0.0) for x in rs]) for k in ROLES
+               if any(k in x["cpu_us_per_row"] for x in rs)}
+        totals[s] = tot = _median([x["cpu_us_per_row_total"] for x in rs])
         out.append(f"  {s:20s} total {tot:.2f}: " + ", ".join(f"{ROLES[k]} {v:.2f}" for k, v in med.items()))
+    if "ceiling" in totals and jvm_e2e.RECEIVE in totals:
+        out.append(f"  receiving alone costs {totals[jvm_e2e.RECEIVE] / totals['ceiling']:.2f}x the ceiling's whole "
+                   "pipeline per row: a source on this data plane that keeps as many cores busy as the ceiling "
+                   f"runs at most {totals['ceiling'] / totals[jvm_e2e.RECEIVE]:.2f}x the ceiling before Spark "
+                   "adds its own work")
+        ceiling_rps = _median([x["rows_per_sec"] for x in rows if x["source"] == "ceiling"])
+        cores = os.cpu_count() or 1
+        out.append(f"  with all {cores} cores busy, receiving alone would cap any such source at "
+                   f"{cores * 1e6 / totals[jvm_e2e.RECEIVE]:,.0f} rows/s, "
+                   f"{cores * 1e6 / totals[jvm_e2e.RECEIVE] / ceiling_rps:.2f}x the ceiling's rows/s")
+    busy = {s: _median([x["rows_per_sec"] * x["cpu_us_per_row_total"] / 1e6 for x in rows
+                        if x["source"] == s and x.get("cpu_us_per_row")]) for s in totals}
+    out.append("  cores busy (rows/s x CPU per row): " + ", ".join(f"{s} {v:.2f}" for s, v in busy.items()))
     out += ["", "memory (max over rounds, MB): Spark JVM peak RSS / heap committed / outside the heap / "
             "Python workers; JVM VmHWM (whole life)"]
     for s in jvm_e2e.SOURCES:
