@@ -39,7 +39,9 @@ def run(request, google, tmp_path_factory) -> Run:
     steps = [
         {"kind": "catch_up", "key": "catch_up", "subscription": names["catch_sub"], "topic": names["catch_topic"],
          "out": str(tmp / "cu-out"), "checkpoint": str(tmp / "cu-ck"), "backlog": CATCH_UP_BACKLOG, "live": LIVE,
-         "streams": 1, "options": {"numPartitions": 1, "catchUpStreamsPerPartition": CATCH_UP_STREAMS}},
+         "streams": 1, "options": {"numPartitions": 1, "catchUpStreamsPerPartition": CATCH_UP_STREAMS,
+                                     # kept between tasks however long Spark waits: only being caught up closes it
+                                     "subscriberIdleMs": 600_000}},
     ]
     job = Job(line, {"jar": jvm_front_end.jar(), "emulator": google.host_port, "subscription": "unused",
                      "out": str(tmp / "out"), "checkpoint": str(tmp / "ck"), "steps": steps,
