@@ -26,6 +26,8 @@ JVM_IDLE = "tests/test_jvm_front_end.py::test_subscriber_idle_ms_zero_gives_ever
 JVM_OUTSTANDING = "tests/test_jvm_front_end.py::test_max_outstanding_messages_bounds_each_task_and_nothing_is_lost"
 JVM_CATCH_UP = ("tests/test_jvm_read_options.py::test_catch_up_streams_grow_a_task_behind_its_backlog_and_live_rows_"
                 "close_them")
+JVM_ID_WINDOW = ("tests/test_jvm_read_options.py::test_id_attribute_drops_republished_ids_across_restarts_and_forgets_"
+                 "them_after_the_window")
 
 SOURCE: dict[str, tuple[str, ...]] = {
     # Where and as whom
@@ -61,7 +63,8 @@ SOURCE: dict[str, tuple[str, ...]] = {
     "attributeColumns": ("tests/test_source_attributes.py::test_attribute_columns_and_event_time",),
     "timestampAttribute": ("tests/test_source_attributes.py::test_attribute_columns_and_event_time",),
     "timestampColumn": ("tests/test_source_attributes.py::test_rows_without_an_event_time_are_counted",),
-    "idAttribute": ("tests/test_source_attributes.py::test_id_attribute_drops_republished_ids_across_a_restart",),
+    "idAttribute": ("tests/test_source_attributes.py::test_id_attribute_drops_republished_ids_across_a_restart",
+                    JVM_ID_WINDOW),
     # Where reading starts
     "startingTimestamp": (SEEK,),
     "startingSnapshot": ("tests/test_lifecycle.py::test_starting_snapshot",),
@@ -112,7 +115,8 @@ SOURCE: dict[str, tuple[str, ...]] = {
     "deadLetterTopicId": ("tests/test_schema_mode.py::test_malformed_records_go_to_the_dead_letter_topic",),
     "decoderTimeoutMs": ("tests/test_schema_mode.py::test_hostile_decoder_is_stopped_and_the_session_carries_on",),
     "decoderMemoryLimitMB": ("tests/test_schema_mode.py::test_hostile_decoder_is_stopped_and_the_session_carries_on",),
-    "idAttributeWindowSeconds": (f"{WIRING}::test_id_attribute_window_is_how_long_a_delivered_id_is_remembered",),
+    "idAttributeWindowSeconds": (f"{WIRING}::test_id_attribute_window_is_how_long_a_delivered_id_is_remembered",
+                                 JVM_ID_WINDOW),
     "maxBatchDurationMs": (f"{WIRING}::test_max_batch_duration_is_how_long_a_task_reads_on",),
     "schemaRevision": (f"{WIRING}::test_schema_revision_pins_the_columns_of_a_topic_schema",),
     "numPartitions": (f"{WIRING}::test_num_partitions_and_max_records_plan_the_tasks_of_a_micro_batch",),

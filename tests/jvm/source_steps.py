@@ -265,3 +265,36 @@ def catch_up(spark, spec: dict, step: dict) -> dict:
     rows = spark.read.parquet(step["out"]).select("message_id", "payload").collect() if err is None else []
     return {"progress": _progress(q), "error": err, "written": written, "ids": [r.message_id for r in rows],
             "live_payloads": sorted(bytes(r.payload).decode() for r in rows if bytes(r.payload).startswith(b"live"))}
+
+
+@step
+def id_attribute(spark, spec: dict, step: dict) -> dict:
+    """idAttribute: one AvailableNow run from the step's checkpoint (the
+    test publishes copies between runs); the run's progress and, after it,
+    every row of the output with its id attribute."""
+    opts = {"subscriptionId": step["subscription"], "emulatorHost": spec["emulator"], **step["options"]}
+    if "schema" in step:  # schema mode: the JSON payloads decoded into the step's columns
+        return _schema_mode_run(spark, step, opts)
+    got = _available_now(spark, {**spec, "out": step["out"], "checkpoint": step["checkpoint"]}, opts)
+    if got["error"] is None:
+        rows = (spark.read.parquet(step["out"]).selectExpr("attributes['uid'] AS uid", "CAST(payload AS STRING) AS p")
+                .collect())
+        got["rows"] = sorted([r.uid, r.p] for r in rows)
+    return got
+
+
+def _schema_mode_run(spark, step: dict, opts: dict) -> dict:
+    r = spark.readStream.format("pubsub-go").schema(step["schema"])
+    for k, v in opts.items():
+        r = r.option(k, str(v))
+    q = (r.load().writeStream.format("parquet").option("path", step["out"])
+         .option("checkpointLocation", step["checkpoint"]).trigger(availableNow=True).start())
+    try:
+        q.awaitTermination(600)
+    except Exception:  # the query's failure, recorded below for the test
+        pass
+    got = {"progress": _progress(q), "error": str(q.exception()) if q.exception() is not None else None}
+    if got["error"] is None:
+        rows = spark.read.parquet(step["out"]).selectExpr("attributes['uid'] AS uid", "n").collect()
+        got["rows"] = sorted([r.uid, r.n] for r in rows)
+    return got

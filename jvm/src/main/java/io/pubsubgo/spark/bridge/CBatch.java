@@ -15,7 +15,7 @@ public final class CBatch implements AutoCloseable {
   static final long ARRAY_SIZE = 80;
 
   private long array;
-  private final ColumnarBatch batch;
+  private ColumnarBatch batch; // all the columns (after keepRows, of the kept rows)
   private final StructType sparkSchema;
   private ColumnarBatch view; // what Spark gets when not every column and row (schema mode)
 
@@ -55,6 +55,22 @@ public final class CBatch implements AutoCloseable {
   /** Column i of all the batch's columns (before any {@link #select}). */
   public ColumnVector column(int i) {
     return batch.column(i);
+  }
+
+  /**
+   * From now on the batch is only the rows at rows (ascending indexes),
+   * over the same C memory: its columns, row count and any later
+   * {@link #select} see just those (idAttribute's dropped duplicates).
+   */
+  public void keepRows(int[] rows) {
+    int n = batch.numCols();
+    ColumnVector[] v = new ColumnVector[n];
+    for (int i = 0; i < n; i++) {
+      org.apache.spark.sql.types.DataType t = sparkSchema.fields()[i].dataType();
+      v[i] = new RowMappedVector(batch.column(i), rows, t instanceof StructType ? ((StructType) t).fields().length : 0);
+    }
+    batch = new ColumnarBatch(v, rows.length);
+    view = null;
   }
 
   /**

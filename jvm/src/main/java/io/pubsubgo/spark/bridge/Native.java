@@ -105,6 +105,14 @@ public final class Native {
 
   static native int ipcImport(long data, long len, long batch, long schema, long err);
 
+  /** The IPC stream of the nRows rows (ascending int32 indexes at rows) of the one-batch stream at data. */
+  static native int ipcSelect(long data, long len, long rows, long nRows, long logOut, long logLenOut, long err);
+
+  // idAttribute's id files (IdFiles) ---------------------------------------
+  static native int idsToArrow(long data, long len, long out, long outLen, long err);
+
+  static native int idsFromArrow(long data, long len, long out, long outLen, long err);
+
   // Publisher ------------------------------------------------------------
   static native int publisherOpen(long config, long handleOut, long err);
 

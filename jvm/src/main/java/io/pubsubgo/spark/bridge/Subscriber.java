@@ -114,6 +114,24 @@ public final class Subscriber implements AutoCloseable {
       }
     }
 
+    /**
+     * The log of only the rows at rows (ascending indexes into this batch),
+     * for a batch the task hands to Spark without some of its rows.
+     */
+    public Log select(int[] rows) {
+      long at = OffHeap.calloc(4L * Math.max(1, rows.length));
+      try (Calls c = new Calls()) {
+        for (int i = 0; i < rows.length; i++) {
+          Platform.putInt(null, at + 4L * i, rows[i]);
+        }
+        c.check(Native.ipcSelect(live(), length, at, rows.length, c.slot(0), c.slot(1), c.err),
+            "cutting a batch's log to its kept rows");
+        return new Log(c.get(0), c.get(1));
+      } finally {
+        OffHeap.free(at);
+      }
+    }
+
     private long live() {
       if (addr == 0) {
         throw new IllegalStateException("pubsub-go: a batch's log bytes were used after close");

@@ -51,6 +51,15 @@ final class BatchLog {
     }
   }
 
+  /** The log's directory and file system (idAttribute's window lives beside the entries: IdWindow). */
+  Path dir() {
+    return dir;
+  }
+
+  FileSystem fs() {
+    return fs;
+  }
+
   Path entry(long batch, int partition) {
     return new Path(new Path(dir, Long.toString(batch)), "part-" + partition);
   }

@@ -31,6 +31,8 @@ final class PubsubGoPartition implements InputPartition {
   long subscriberIdleMs;
   /** streamsPerPartition: a subscriber with more has grown to catch up (CatchUp). */
   int streamsPerPartition;
+  /** idAttribute's window; null: none. */
+  IdWindow idWindow;
   /** Schema mode: onDecodeError and the output's columns; null in raw mode. */
   SchemaMode schemaMode;
   /** Raw mode's attribute-derived columns; null: none. */

@@ -35,6 +35,7 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
   private boolean drained;
   private boolean live; // streaming: ended handing over fresh rows at a pause (CatchUp.fresh)
   private final CatchUp catchUp;
+  private IdWindow.Filter idFilter; // idAttribute; null: none
   private boolean done;
   private long[] stats;
   private final SchemaMode.Reader decode; // schema mode; null: raw mode
@@ -59,6 +60,9 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
           }
         });
       } else {
+        if (part.idWindow != null) {
+          idFilter = part.idWindow.filter(log.fs(), log.dir());
+        }
         sub = SubscriberPool.take(part.subscriberConfig);
         try {
           writer = log.new Writer(part.batch, part.index);
@@ -118,7 +122,15 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
         n = rows == 0 ? 1 : Math.min(n, Math.max(1, (part.maxBytes - bytes) / Math.max(1, bytes / rows)));
       }
       long wait = Math.min(part.waitMs, budget);
-      Subscriber.Take t = decode == null ? sub.take(n, wait, true) : decode.take(sub, n, wait);
+      Subscriber.Take t;
+      if (decode != null) {
+        t = decode.take(sub, n, wait, idFilter);
+      } else {
+        t = sub.take(n, wait, true);
+        if (idFilter != null) {
+          t = idFilter.apply(sub, t);
+        }
+      }
       if (t.batch.numRows() > 0) {
         try {
           writer.chunk(BatchLog.BATCH, t.log);
@@ -184,6 +196,9 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
       throw new IllegalStateException("pubsub-go: another attempt of batch " + part.batch + " partition "
           + part.index + " published its batch-log entry first; this attempt's rows are given back");
     }
+    if (idFilter != null) {
+      idFilter.record(part.batch, part.index); // the entry's rows are delivered now: their ids join the window
+    }
     if (!part.ackOnCommit) {
       // At most once for the output: the rows are the log's now, acked
       // whether or not Spark commits the batch.
@@ -201,6 +216,9 @@ final class PubsubGoPartitionReader implements PartitionReader<ColumnarBatch> {
     }
     if (derived != null) {
       s.append(",\"eventTimeErrors\":").append(derived.eventTimeErrors);
+    }
+    if (idFilter != null) {
+      s.append(",\"duplicates\":").append(idFilter.duplicates);
     }
     for (int i = 0; i < Subscriber.STAT_NAMES.length; i++) {
       s.append(",\"").append(Subscriber.STAT_NAMES[i]).append("\":").append(stats[i]);

@@ -191,6 +191,7 @@ final class PubsubGoStream implements MicroBatchStream, SupportsAdmissionControl
       ((PubsubGoPartition) out[i]).ackOnCommit = opts.ackOnCommit;
       ((PubsubGoPartition) out[i]).subscriberIdleMs = opts.subscriberIdleMs;
       ((PubsubGoPartition) out[i]).streamsPerPartition = opts.streamsPerPartition;
+      ((PubsubGoPartition) out[i]).idWindow = opts.idWindow;
       ((PubsubGoPartition) out[i]).schemaMode = mode;
       ((PubsubGoPartition) out[i]).derived = opts.derived;
     }

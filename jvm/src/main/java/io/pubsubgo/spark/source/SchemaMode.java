@@ -61,16 +61,20 @@ final class SchemaMode implements Serializable {
     long deadLettered;
 
     /**
-     * Takes a batch (Subscriber.take, with its log) and applies onDecodeError;
+     * Takes a batch (Subscriber.take, with its log), drops the ids already
+     * delivered (idAttribute; ids null: none) and applies onDecodeError;
      * a decoder fault (time limit, memory cap, trap) is raised naming its
      * kind and the source option behind it.
      */
-    Subscriber.Take take(Subscriber sub, long maxRows, long waitMs) {
+    Subscriber.Take take(Subscriber sub, long maxRows, long waitMs, IdWindow.Filter ids) {
       Subscriber.Take t;
       try {
         t = sub.take(maxRows, waitMs, true);
       } catch (NativeException e) {
         throw fault(e);
+      }
+      if (ids != null) { // before onDecodeError: a dropped copy is neither dead-lettered nor failed
+        t = ids.apply(sub, t);
       }
       if (t.batch.numRows() == 0) {
         return t;

@@ -23,7 +23,8 @@ final class SourceOptions {
       "commitLeaseSeconds", "batchLogLocation", "attributeColumns", "timestampAttribute",
       "timestampColumn", "topicId", "filter", "messageRetentionSeconds",
       "subscriptionDeadLetterTopicId", "maxDeliveryAttempts", "enableExactlyOnceDelivery", "enableMessageOrdering",
-      "retainAckedMessages", "deleteSubscriptionOnStreamStop", "startingTimestamp", "startingSnapshot");
+      "retainAckedMessages", "deleteSubscriptionOnStreamStop", "startingTimestamp", "startingSnapshot",
+      "idAttribute", "idAttributeWindowSeconds");
 
   private static List<String> supported(String... names) {
     List<String> out = new java.util.ArrayList<>(Arrays.asList(names));
@@ -60,6 +61,7 @@ final class SourceOptions {
   final String batchLogLocation; // null: under the checkpoint
   final DecodeOptions decode; // schema mode; null: raw mode
   final AttributeColumns derived; // raw mode's attribute columns; null: none
+  final IdWindow idWindow; // idAttribute; null: none
   final SubscriptionSetup setup; // topicId's creation, deletion on stop, the first start's seek
 
   SourceOptions(CaseInsensitiveStringMap o) {
@@ -119,6 +121,7 @@ final class SourceOptions {
     ackOnCommit = t.bool(o, "ackOnCommit");
     subscriberIdleMs = t.number(o, "subscriberIdleMs", 0);
     batchLogLocation = t.string(o, "batchLogLocation");
+    idWindow = IdWindow.parse(t, o);
     decode = DecodeOptions.parse(t, o, project != null && !project.isEmpty() ? project : sub.split("/")[1]);
     setup = new SubscriptionSetup(t, o, project != null && !project.isEmpty() ? project : sub.split("/")[1]);
     derived = AttributeColumns.parse(t, o, java.util.Arrays.asList(io.pubsubgo.spark.bridge.Library.rawSchema()

@@ -100,6 +100,24 @@ class BridgeTest {
               assertEquals(cb.column(0).getUTF8String(0), replay.columnar().column(0).getUTF8String(0));
             }
           }
+          if (cb.numRows() >= 3) { // a log cut to some rows (idAttribute) replays just those, in order
+            int[] keep = {0, 2, cb.numRows() - 1};
+            try (Subscriber.Log cut = t.log.select(keep)) {
+              byte[] sel = cut.bytes();
+              try (CBatch replay = Subscriber.importIpc(sel, 0, sel.length)) {
+                assertEquals(keep.length, replay.numRows());
+                for (int i = 0; i < keep.length; i++) {
+                  assertEquals(cb.column(0).getUTF8String(keep[i]), replay.columnar().column(0).getUTF8String(i));
+                  assertEquals(cb.column(2).getMap(keep[i]).valueArray().getUTF8String(0),
+                      replay.columnar().column(2).getMap(i).valueArray().getUTF8String(0));
+                }
+              }
+            }
+            String third = new String(cb.column(3).getBinary(2), "UTF-8");
+            b.keepRows(new int[] {2});
+            assertEquals(1, b.numRows());
+            assertEquals(third, new String(b.columnar().column(3).getBinary(0), "UTF-8"));
+          }
           sub.ackIds(Subscriber.ACK, t.ackLines, 0, t.ackLines.length, 0);
           t.log.close();
         }
@@ -110,6 +128,18 @@ class BridgeTest {
     }
     assertEquals(n, payloads.size());
     assertEquals(n, payloads.stream().distinct().count());
+  }
+
+  @Test
+  void idFilesRoundTripAnyId() {
+    StringBuilder longId = new StringBuilder();
+    for (int i = 0; i < 70_000; i++) {
+      longId.append('x');
+    }
+    List<String> ids = java.util.Arrays.asList("a", "", "line\nbreak", "\u00e9t\u00e9 \ud83d\ude00", longId.toString());
+    assertEquals(ids, IdFiles.read(IdFiles.write(ids)));
+    assertEquals(new ArrayList<String>(), IdFiles.read(IdFiles.write(new ArrayList<String>())));
+    assertThrows(NativeException.class, () -> IdFiles.read(new byte[] {1, 2, 3}));
   }
 
   /** n messages p0.. with attribute k=v<payload>, through the Go publisher. */

@@ -47,6 +47,33 @@ class OptionTableTest {
   }
 
   @Test
+  void theLastReadOptionsOfThePythonSourceAreTaken() throws Exception {
+    String sub = "projects/p/subscriptions/s";
+    SourceOptions o = new SourceOptions(opts("subscriptionId", sub));
+    assertEquals(8, o.catchUpStreamsPerPartition); // the table's default
+    assertNull(o.idWindow);
+    assertEquals(8, new com.fasterxml.jackson.databind.ObjectMapper().readTree(o.subscriberConfig(100, 0))
+        .get("catch_up_streams").asInt());
+    assertEquals(1000, CatchUp.LAG_MS); // the contract's catch_up_lag_ms
+    SourceOptions d = new SourceOptions(opts("subscriptionId", sub, "idAttribute", "uid",
+        "catchUpStreamsPerPartition", "3"));
+    assertEquals(3, d.catchUpStreamsPerPartition);
+    assertEquals("uid", d.idWindow.attribute);
+    assertEquals(600, d.idWindow.windowSeconds); // the table's default
+    assertEquals(120, new SourceOptions(opts("subscriptionId", sub, "idAttribute", "uid",
+        "idAttributeWindowSeconds", "2 minutes")).idWindow.windowSeconds);
+    for (String[] bad : new String[][] {{"idAttributeWindowSeconds", "60"}, {"catchUpStreamsPerPartition", "65"},
+        {"idAttribute", "uid", "idAttributeWindowSeconds", "0"}}) {
+      String[] kv = new String[bad.length + 2];
+      kv[0] = "subscriptionId";
+      kv[1] = sub;
+      System.arraycopy(bad, 0, kv, 2, bad.length);
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new SourceOptions(opts(kv)));
+      assertTrue(e.getMessage().contains(bad[bad.length - 2]), e.getMessage());
+    }
+  }
+
+  @Test
   void aPythonFrontEndsOffsetIsRefusedNamingIt() {
     IllegalStateException e = assertThrows(IllegalStateException.class,
         () -> PubsubGoOffset.parse("{\"gen\":\"ab12\",\"batch\":3,\"run\":\"x\"}"));
