@@ -11,6 +11,15 @@ from pathlib import Path
 
 import pytest
 
+# Google's Python client (the outside peer) keeps gRPC channels and threads in
+# this process, and the tests start processes from it (Spark's JVM gateway,
+# emulators) with preexec_fn. With gRPC's fork support on, its fork handler
+# can kill such a child between fork and exec (grpc/grpc#43055: "epoll_wait
+# error: Bad file descriptor", then PySpark's JAVA_GATEWAY_EXITED). Nothing
+# here forks and goes on using gRPC in the child, so the support is off; it
+# is read when grpc is first imported, which is after this.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from emulators import OfficialEmulator  # noqa: E402
 from expected_skips import unexpected  # noqa: E402
