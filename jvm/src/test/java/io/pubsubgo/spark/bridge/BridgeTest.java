@@ -144,48 +144,12 @@ class BridgeTest {
 
   /** n messages p0.. with attribute k=v<payload>, through the Go publisher. */
   private static void publish(int n) {
-    // The column layout of go/capi/jni_publish.go, filled by hand: payload (binary) and attributes.
-    long rows = n;
-    long payOff = OffHeap.calloc(4 * (rows + 1));
-    StringBuilder data = new StringBuilder();
-    long attrOff = OffHeap.calloc(4 * (rows + 1));
-    long keyOff = OffHeap.calloc(4 * (rows + 1));
-    long valOff = OffHeap.calloc(4 * (rows + 1));
-    StringBuilder keys = new StringBuilder();
-    StringBuilder vals = new StringBuilder();
+    String[] payloads = new String[n];
+    String[] values = new String[n];
     for (int i = 0; i < n; i++) {
-      data.append("p").append(i);
-      keys.append("k");
-      vals.append("vp").append(i);
-      org.apache.spark.unsafe.Platform.putInt(null, payOff + 4L * (i + 1), data.length());
-      org.apache.spark.unsafe.Platform.putInt(null, attrOff + 4L * (i + 1), i + 1);
-      org.apache.spark.unsafe.Platform.putInt(null, keyOff + 4L * (i + 1), keys.length());
-      org.apache.spark.unsafe.Platform.putInt(null, valOff + 4L * (i + 1), vals.length());
+      payloads[i] = "p" + i;
+      values[i] = "vp" + i;
     }
-    long payData = OffHeap.cString(data.toString());
-    long keyData = OffHeap.cString(keys.toString());
-    long valData = OffHeap.cString(vals.toString());
-    // descSlots of go/capi/jni_publish.go: every slot is read (0: no such column).
-    long desc = OffHeap.calloc(8 * 20);
-    long[] slots = new long[20];
-    slots[0] = rows;
-    slots[1] = payOff;
-    slots[2] = payData;
-    slots[8] = attrOff;
-    slots[9] = keyOff;
-    slots[10] = keyData;
-    slots[12] = valOff;
-    slots[13] = valData;
-    for (int i = 0; i < slots.length; i++) {
-      org.apache.spark.unsafe.Platform.putLong(null, desc + 8L * i, slots[i]);
-    }
-    try (Publisher p = Publisher.open("{\"topic\":\"projects/proj/topics/rt\",\"emulator_host\":\"" + host + "\"}")) {
-      p.publishColumns(desc);
-      assertTrue(p.flush(30_000).contains("\"published\":" + n));
-    } finally {
-      for (long a : new long[] {payOff, attrOff, keyOff, valOff, payData, keyData, valData, desc}) {
-        OffHeap.free(a);
-      }
-    }
+    EmbeddedEmulator.publish(host, "projects/proj/topics/rt", payloads, "k", values);
   }
 }

@@ -23,6 +23,11 @@ public final class EmbeddedEmulator implements AutoCloseable {
 
   /** Publishes payloads to topic through the Go publisher, each with the attribute key=values[i]. */
   public void publish(String topic, String[] payloads, String key, String[] values) {
+    publish(host, topic, payloads, key, values);
+  }
+
+  /** As publish, to the emulator at host. */
+  static void publish(String host, String topic, String[] payloads, String key, String[] values) {
     // The column layout of go/capi/jni_publish.go, filled by hand: payload (binary) and attributes.
     int n = payloads.length;
     byte[] data = String.join("", payloads).getBytes(StandardCharsets.UTF_8);
