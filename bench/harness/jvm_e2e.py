@@ -378,37 +378,39 @@ def run(spark, build: Build, plan: Plan, scratch: str, jar: str | None = None, r
         for r in range(rounds):
             order = SOURCES[r % 3:] + SOURCES[:r % 3]  # each source first in turn
             for source in order:
-                try:
-                    if source == "jvm":
-                        m = jvm.run(host=server.host, sub=subs[(source, r)], warmup=warmup, window=window,
-                                    loadserver_pid=server.proc.pid, perf=perf if r == rounds - 1 else None)
-                    else:
-                        bl = tempfile.mkdtemp(prefix="batchlog-", dir=scratch)
-                        m = measure_one(spark, reader(spark, source, server.host, subs[(source, r)], 1024, bl),
-                                        scratch, warmup, window, server.proc.pid, jvm.pid)
-                except Exception as e:
-                    say(f"2b JVM round {r + 1} {source} FAILED: {e}")
-                    res["rows"].append({"source": source, "round": r, "error": str(e)[:500]})
-                    continue
-                res["rows"].append({"source": source, "round": r, **m})
-                say(f"2b JVM round {r + 1}/{rounds} {source}: {m['rows_per_sec']:,.0f} rows/s, "
-                    f"{m['cpu_us_per_row_total']:.2f} µs CPU/row, JVM RSS peak {m.get('peak_jvm_rss_mb', 0):.0f} MB "
-                    f"(outside the heap {m.get('peak_non_heap_mb', 0):.0f} MB)")
-            try:
-                m = receive_only(build, server, subs[(RECEIVE, r)], warmup, window)
-            except Exception as e:
-                say(f"2b JVM round {r + 1} {RECEIVE} FAILED: {e}")
-                res["rows"].append({"source": RECEIVE, "round": r, "error": str(e)[:500]})
-                continue
-            res["rows"].append({"source": RECEIVE, "round": r, **m})
-            say(f"2b JVM round {r + 1}/{rounds} {RECEIVE}: {m['rows_per_sec']:,.0f} rows/s, "
-                f"{m['cpu_us_per_row_total']:.2f} µs CPU/row")
+                if source == "jvm":
+                    _record(res, source, r, rounds, lambda r=r: jvm.run(
+                        host=server.host, sub=subs[("jvm", r)], warmup=warmup, window=window,
+                        loadserver_pid=server.proc.pid, perf=perf if r == rounds - 1 else None))
+                else:
+                    bl = tempfile.mkdtemp(prefix="batchlog-", dir=scratch)
+                    _record(res, source, r, rounds, lambda s=source, b=bl, r=r: measure_one(
+                        spark, reader(spark, s, server.host, subs[(s, r)], 1024, b), scratch, warmup, window,
+                        server.proc.pid, jvm.pid))
+            _record(res, RECEIVE, r, rounds,
+                    lambda r=r: receive_only(build, server, subs[(RECEIVE, r)], warmup, window))
     finally:
         if jvm is not None:
             jvm.stop()
         server.stop()
     res.update(summarize(res["rows"]))
     return res
+
+
+def _record(res: dict, source: str, r: int, rounds: int, take) -> None:
+    """One measurement into res["rows"], or its error: a failed run is
+    reported with the others, not raised."""
+    try:
+        m = take()
+    except Exception as e:
+        say(f"2b JVM round {r + 1} {source} FAILED: {e}")
+        res["rows"].append({"source": source, "round": r, "error": str(e)[:500]})
+        return
+    res["rows"].append({"source": source, "round": r, **m})
+    memory = (f", JVM RSS peak {m['peak_jvm_rss_mb']:.0f} MB (outside the heap {m.get('peak_non_heap_mb', 0):.0f} MB)"
+              if "peak_jvm_rss_mb" in m else "")
+    say(f"2b JVM round {r + 1}/{rounds} {source}: {m['rows_per_sec']:,.0f} rows/s, "
+        f"{m['cpu_us_per_row_total']:.2f} µs CPU/row{memory}")
 
 
 def receive_only(build: Build, server: LoadServer, sub: str, warmup: float, window: float) -> dict:
