@@ -101,6 +101,11 @@ def publisher_service_limit(name: str) -> int:
     return int(_doc()["publisher_service_limits"][name])
 
 
+def source_task_limit(name: str) -> int:
+    """A limit both Spark front ends' source tasks keep (go/cmd/contract)."""
+    return int(_doc()["source_task_limits"][name])
+
+
 def publisher_compressions() -> list[str]:
     """The values of the publisher's compression (the sink's `compression` option)."""
     return list(_doc()["publisher_compressions"])

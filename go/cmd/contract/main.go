@@ -6,7 +6,8 @@
 // numeric ones, e.g. the decoder's memory cap and time limit), the
 // built-in decoder formats, the decoder engines and their default, the
 // gRPC code names, the error kinds, the raw
-// schema and the decode error column. Python reads the file without
+// schema, the decode error column and the limits the Spark front ends'
+// tasks share. Python reads the file without
 // loading the library (which must load lazily, see _native.py), so the
 // Spark driver can validate options against it. Run from the repository
 // root after changing any of those:
@@ -113,6 +114,9 @@ func Generate() ([]byte, error) {
 		"publisher_compressions": publisher.Compressions,
 		"publisher_service_limits": map[string]int{
 			"max_attribute_key_bytes": publisher.MaxAttributeKeyBytes,
+		},
+		"source_task_limits": map[string]int{
+			"catch_up_gap_ms": subscriber.CatchUpGapMs,
 		},
 	}
 	var buf bytes.Buffer

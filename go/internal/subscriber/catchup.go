@@ -21,6 +21,14 @@ import (
 //
 // The lag is measured against this machine's clock: one far ahead of
 // Pub/Sub's makes every subscriber grow, costing latency, never messages.
+// CatchUpGapMs is how long a Spark task whose rows are older than
+// CatchUpLagMs (so it is reading a backlog, not live traffic) reads on
+// through a pause before it ends its micro-batch: a server that sends a
+// backlog in bursts (Google's emulator pauses between them) would otherwise
+// cost a micro-batch per burst. The library does not use it; both Spark
+// front ends read it from the contract, so they end tasks alike.
+const CatchUpGapMs = 200
+
 type catchUp struct {
 	started atomic.Int32 // streams started so far
 	grown   atomic.Bool  // the streams were added for catching up

@@ -195,7 +195,7 @@ def pull(sub: Subscriber, opts: SourceOptions, part: PubSubPartition, plan: Sche
 # CATCH_UP_LAG_MS ahead of Pub/Sub's makes every task read on for up to
 # CATCH_UP_GAP_MS past its last rows: that much latency, never a lost row.
 CATCH_UP_LAG_MS = contract.limit("subscriber_config", "catch_up_lag_ms").default
-CATCH_UP_GAP_MS = 200
+CATCH_UP_GAP_MS = contract.source_task_limit("catch_up_gap_ms")
 
 
 def _catching_up(tally: Tally, st: dict[str, int], last_rows_at: float) -> bool:

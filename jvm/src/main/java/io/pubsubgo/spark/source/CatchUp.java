@@ -30,8 +30,8 @@ import org.apache.spark.sql.vectorized.ColumnVector;
 final class CatchUp {
   /** The library's catch_up_lag_ms, from the contract (its default: the source sets no other). */
   static final long LAG_MS = OptionTable.contractDefault("subscriber_config.catch_up_lag_ms");
-  /** The longest pause a catching-up task reads on through (as the Python source's CATCH_UP_GAP_MS). */
-  static final long GAP_MS = 200;
+  /** The longest pause a catching-up task reads on through, from the contract (both front ends read it). */
+  static final long GAP_MS = OptionTable.contractLimit("source_task_limits", "catch_up_gap_ms");
 
   private final int streamsPerPartition;
   private long newestUs; // publish time of the newest row of the last take that had rows; 0: none

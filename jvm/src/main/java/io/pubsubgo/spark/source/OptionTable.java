@@ -380,6 +380,15 @@ public final class OptionTable {
     return c.get("default").asLong();
   }
 
+  /** A plain limit of the contract, {@code section.name} (e.g. source_task_limits). */
+  static long contractLimit(String section, String name) {
+    JsonNode v = CONTRACT.path(section).path(name);
+    if (!v.isNumber()) {
+      throw new IllegalStateException("pubsub-go: the contract lacks " + section + "." + name);
+    }
+    return v.asLong();
+  }
+
   private static JsonNode contractField(String ref) {
     if (ref == null) {
       return null;
